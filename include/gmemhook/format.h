@@ -1,0 +1,232 @@
+// The gmemhook log format: what libgmemhook.so writes and the analyzer reads, written down once.
+// A change to any layout here must bump kFormatVersion; readers refuse versions they don't know.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+
+namespace gmemhook::format {
+
+// ---------------------------------------------------------------------------------------------
+// Layout on disk
+//
+//   <run>/<exe>.<pid>/process.gmh        process header, module maps, notes, end record
+//   <run>/<exe>.<pid>/thread.<tid>.gmh   one per thread that called CUDA: stacks and events
+//
+// Every file starts with a FileHeader, followed by a stream of records. Files grow in chunks of
+// FileHeader::chunk_size bytes (the header lives in the first chunk); a record never straddles a
+// chunk boundary, and a writer that cannot fit the next record ends the chunk with a ChunkEnd
+// record. Unwritten bytes are zero, so a zero record header means "nothing more was committed".
+//
+// Crash safety: the writer stores a record's payload first and its 2-byte header last (see
+// RecordHeader). The file is a MAP_SHARED mapping, so whatever was stored before the process died
+// is in the page cache; a record whose header was never stored reads as zero and ends the stream.
+// A process that ended without an End record in process.gmh was killed or crashed.
+// ---------------------------------------------------------------------------------------------
+
+inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
+inline constexpr uint16_t kFormatVersion = 1;
+inline constexpr const char* kProcessFileName = "process.gmh";
+inline constexpr const char* kThreadFilePrefix = "thread.";
+inline constexpr const char* kFileSuffix = ".gmh";
+
+// Limits a reader enforces before trusting any length or count read from a file.
+inline constexpr uint32_t kMaxChunkSize = 64u << 20;
+inline constexpr uint32_t kMinChunkSize = 4096;
+inline constexpr uint32_t kMaxBigRecord = 16u << 20;  // module maps of huge processes fit
+inline constexpr uint32_t kMaxFrames = 1024;
+inline constexpr uint32_t kMaxString = 64u << 10;
+inline constexpr uint32_t kMaxModules = 1u << 16;
+inline constexpr uint32_t kMaxSegments = 64;
+inline constexpr uint32_t kMaxArgs = 4096;
+
+enum class FileKind : uint16_t { Process = 1, Thread = 2 };
+
+// Fixed 64-byte little-endian header at offset 0 of every file.
+struct FileHeader {
+  char magic[8];
+  uint16_t version;
+  uint16_t kind;        // FileKind
+  uint32_t chunk_size;  // bytes per chunk; records never cross a multiple of this
+  uint64_t tid;         // kernel thread id (Thread files), 0 for the process file
+  uint64_t start_monotonic_ns;  // CLOCK_MONOTONIC when the file was created: base for deltas
+  uint64_t start_realtime_ns;   // CLOCK_REALTIME at the same instant (for wall-clock display)
+  uint32_t pid;
+  uint32_t reserved0;
+  uint64_t reserved1[2];
+};
+static_assert(sizeof(FileHeader) == 64);
+
+// ---------------------------------------------------------------------------------------------
+// Record framing
+//
+// Small records: u16 header = type | (payload_len << 8), payload_len <= 255, type < 0x80.
+// Big records:   u16 header = type | 0 << 8, type >= 0x80, then u32 payload_len, then payload.
+// The header is stored last (it is the commit). Header 0 = end of committed data.
+// ---------------------------------------------------------------------------------------------
+enum class RecordType : uint8_t {
+  // Small records.
+  Event = 0x01,     // thread files
+  End = 0x02,       // process file: the process ended through exit()/_exit()
+  ModulesBegin = 0x03,  // process file: a new snapshot of loaded objects follows
+  ChunkEnd = 0x7f,  // rest of this chunk is unused; continue at the next chunk boundary
+  // Big records.
+  Stack = 0x81,        // thread files: an interned native call stack
+  ProcessInfo = 0x90,  // process file, first record
+  Module = 0x91,       // process file: one loaded object of the snapshot begun before it
+  Note = 0x92,         // either file: a human-readable remark (e.g. "CUDA was never used")
+};
+
+inline constexpr bool is_big(uint8_t type) { return type >= 0x80; }
+inline constexpr size_t kSmallHeaderSize = 2;
+inline constexpr size_t kBigHeaderSize = 6;
+inline constexpr size_t kMaxSmallPayload = 255;
+
+// ---------------------------------------------------------------------------------------------
+// Field encodings used inside payloads
+//   varint  : unsigned LEB128, at most 10 bytes
+//   zigzag  : signed value mapped to unsigned ((v << 1) ^ (v >> 63)), then varint
+//   string  : varint length (<= kMaxString), then bytes (no terminator)
+// ---------------------------------------------------------------------------------------------
+
+inline constexpr uint64_t zigzag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+inline constexpr int64_t unzigzag(uint64_t v) {
+  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
+
+// Writes v at p (which must have 10 bytes of room); returns bytes written.
+inline size_t put_varint(uint8_t* p, uint64_t v) {
+  size_t n = 0;
+  while (v >= 0x80) {
+    p[n++] = static_cast<uint8_t>(v) | 0x80;
+    v >>= 7;
+  }
+  p[n++] = static_cast<uint8_t>(v);
+  return n;
+}
+
+// Reads a varint from [p, end); returns bytes consumed, or 0 when truncated or over 10 bytes.
+inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 10; ++i) {
+    if (p + i >= end) return 0;
+    uint8_t b = p[i];
+    v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) {
+      *out = v;
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Event payload (thread files), in this order:
+//   u8      api          ApiId (see api_table.h); kind and memory type follow from it
+//   varint  seq_delta    process-wide sequence number minus the previous event's in this file
+//                        (first event: minus 0). Sequence numbers give a total order across
+//                        threads: they are taken after the CUDA call returned.
+//   varint  time_delta   CLOCK_MONOTONIC ns minus the previous event's (first: minus start)
+//   varint  result       the CUresult / cudaError_t the call returned (0 = success)
+//   varint  stack_id     interned stack in this file (0 = none recorded)
+//   u8      fields       EventField bits saying which of the following are present
+//   zigzag  address      (HasAddress) pointer minus the previous event's address in this file
+//   varint  size         (HasSize) requested bytes
+//   varint  stream       (HasStream) CUstream/cudaStream_t value
+//   varint  pool         (HasPool) CUmemoryPool value
+//   varint  handle       (HasHandle) CUmemGenericAllocationHandle
+//   varint  offset       (HasOffset) cuMemMap offset into the handle
+//   zigzag  device       (HasDevice) device ordinal; absent = unknown (resolved from the
+//                        matching allocation by the analyzer)
+//   u8      memory       (HasMemory) MemoryType overriding the api's default
+// ---------------------------------------------------------------------------------------------
+enum EventField : uint8_t {
+  kHasAddress = 1u << 0,
+  kHasSize = 1u << 1,
+  kHasStream = 1u << 2,
+  kHasPool = 1u << 3,
+  kHasHandle = 1u << 4,
+  kHasOffset = 1u << 5,
+  kHasDevice = 1u << 6,
+  kHasMemory = 1u << 7,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Stack payload (thread files):
+//   varint  id           1, 2, 3 ... in order of first use in this file
+//   varint  count        frames, innermost first (<= kMaxFrames)
+//   count × zigzag       return address minus the previous frame's (first: minus 0).
+//                        Frame 0 is the call site of the CUDA entry point; the recorder's own
+//                        frames are already removed.
+//
+// ProcessInfo payload (process file, first record):
+//   varint pid, varint ppid, string exe (absolute path), varint argc, argc × string argv,
+//   string rank, string local_rank, string world_size   (empty = variable not set),
+//   string library_version, varint chunk_size_hint
+//
+// ModulesBegin payload (process file, small): varint seq (sequence number when the snapshot was
+//   taken), varint count (Module records that follow, <= kMaxModules). A snapshot replaces the
+//   previous one; snapshots are written at start and whenever the set of loaded objects changed.
+// Module payload (process file):
+//   string path, string build_id (raw bytes, may be empty), varint load_bias,
+//   varint nsegs (<= kMaxSegments), nsegs × { varint vaddr, varint memsz, varint flags }
+//   Segments are the PT_LOAD headers (vaddr relative to load_bias, flags = PF_R/PF_W/PF_X).
+//
+// Note payload: string text.
+//
+// End payload (process file, small):
+//   u8      how          EndHow
+//   zigzag  status       exit status passed to exit()/_exit()
+//   varint  seq          last sequence number handed out
+//   varint  time_delta   ns since the process file's start
+//   u8      cuda_used    1 if any CUDA allocation entry point was called
+// ---------------------------------------------------------------------------------------------
+enum class EndHow : uint8_t { Exit = 1, UnderscoreExit = 2 };
+
+// Memory a record refers to. Pinned host memory and managed memory are kept apart from device
+// memory in every report.
+enum class MemoryType : uint8_t { Device = 0, HostPinned = 1, Managed = 2, None = 3 };
+
+// What an entry point does to the live set.
+enum class EventKind : uint8_t {
+  Alloc = 1,        // address+size become live (failed when result != 0)
+  Free = 2,         // address stops being live (stream-ordered frees count when issued)
+  Create = 3,       // cuMemCreate: physical memory behind a handle
+  Release = 4,      // cuMemRelease: handle dropped (memory freed once also unmapped)
+  Reserve = 5,      // cuMemAddressReserve: virtual address range
+  AddressFree = 6,  // cuMemAddressFree
+  Map = 7,          // cuMemMap: handle mapped at address
+  Unmap = 8,        // cuMemUnmap
+};
+
+enum class Layer : uint8_t { Runtime = 1, Driver = 2 };
+
+inline const char* to_string(EventKind k) {
+  switch (k) {
+    case EventKind::Alloc: return "alloc";
+    case EventKind::Free: return "free";
+    case EventKind::Create: return "create";
+    case EventKind::Release: return "release";
+    case EventKind::Reserve: return "reserve";
+    case EventKind::AddressFree: return "address-free";
+    case EventKind::Map: return "map";
+    case EventKind::Unmap: return "unmap";
+  }
+  return "?";
+}
+
+inline const char* to_string(MemoryType m) {
+  switch (m) {
+    case MemoryType::Device: return "device";
+    case MemoryType::HostPinned: return "host-pinned";
+    case MemoryType::Managed: return "managed";
+    case MemoryType::None: return "none";
+  }
+  return "?";
+}
+
+}  // namespace gmemhook::format

@@ -1,0 +1,22 @@
+// Settings read from the environment once, in the library constructor (see README "Environment").
+#pragma once
+
+#include <climits>
+
+namespace gmemhook {
+
+struct Config {
+  bool disabled = false;      // GMEMHOOK_DISABLE=1: pass every call through, record nothing
+  int depth = 64;             // GMEMHOOK_DEPTH: native frames per stack (0 = no stacks)
+  bool free_stacks = false;   // GMEMHOOK_FREE_STACKS=1: also unwind on frees/unmaps/releases
+  bool quiet = false;         // GMEMHOOK_QUIET=1: no summary line on stderr at exit
+  char out_dir[PATH_MAX] = {};  // GMEMHOOK_OUT: run directory; empty = the working directory
+};
+
+inline constexpr int kMaxDepth = 256;
+
+// Filled by load_config() before any hook records; read-only afterwards.
+extern Config g_config;
+void load_config();
+
+}  // namespace gmemhook

@@ -1,0 +1,123 @@
+// The exported wrappers, generated from GMEMHOOK_FOR_EACH_API (include/gmemhook/api_table.h).
+// Each wrapper calls the real function, then records what it did; nested calls only pass through.
+#include "hooks.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+#include "real_symbols.h"
+#include "recorder.h"
+#include "resolvers.h"
+
+namespace gmemhook {
+namespace {
+
+namespace fmt = gmemhook::format;
+
+// What a wrapper returns when no loaded library defines the real function: the same error a
+// program gets from CUDA before it is initialised.
+#define GMEMHOOK_RESULT_Runtime cudaError_t
+#define GMEMHOOK_RESULT_Driver CUresult
+#define GMEMHOOK_UNAVAILABLE_Runtime cudaErrorInitializationError
+#define GMEMHOOK_UNAVAILABLE_Driver CUDA_ERROR_NOT_INITIALIZED
+
+enum HookIndex : size_t {
+#define GMEMHOOK_INDEX(ID, NAME, ...) kHook_##NAME,
+  GMEMHOOK_FOR_EACH_API(GMEMHOOK_INDEX)
+#undef GMEMHOOK_INDEX
+      kApiHookCount
+};
+
+// cuMemCreate's location decides both the device and whether the memory is on the host.
+struct HookFields : fmt::EventFields {
+  void set_vmm_location(const CUmemAllocationProp* prop) {
+    if (!prop) return;
+    if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+      set_device(prop->location.id);
+    } else {
+      set_memory(fmt::MemoryType::HostPinned);
+      set_device(-1);
+    }
+  }
+};
+
+}  // namespace
+
+extern HookSlot g_hook_slots[];
+
+}  // namespace gmemhook
+
+using gmemhook::g_hook_slots;
+
+#define GMEMHOOK_DEFINE_WRAPPER(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)               \
+  extern "C" __attribute__((visibility("default"))) GMEMHOOK_RESULT_##LAYER NAME PARAMS {        \
+    using Real = GMEMHOOK_RESULT_##LAYER(*) PARAMS;                                              \
+    auto real = reinterpret_cast<Real>(                                                         \
+        gmemhook::real_function(g_hook_slots[gmemhook::kHook_##NAME]));                         \
+    if (!real) return GMEMHOOK_UNAVAILABLE_##LAYER;                                             \
+    gmemhook::CallScope scope;                                                                  \
+    if (!scope.records()) return real ARGS;                                                     \
+    auto clock = gmemhook::clock_before_call(gmemhook::format::EventKind::KIND);                \
+    auto result = real ARGS;                                                                    \
+    gmemhook::ErrnoGuard keep_errno;                                                            \
+    gmemhook::HookFields e;                                                                     \
+    [[maybe_unused]] bool ok = result == 0;                                                     \
+    READ                                                                                        \
+    gmemhook::record_event(gmemhook::format::ApiId::NAME, gmemhook::format::EventKind::KIND,    \
+                           gmemhook::format::MemoryType::MEMORY,                                \
+                           static_cast<uint32_t>(result), e, clock);                            \
+    return result;                                                                              \
+  }
+GMEMHOOK_FOR_EACH_API(GMEMHOOK_DEFINE_WRAPPER)
+#undef GMEMHOOK_DEFINE_WRAPPER
+
+namespace gmemhook {
+
+HookSlot g_hook_slots[] = {
+#define GMEMHOOK_SLOT(ID, NAME, LAYER, ...) \
+  {#NAME, fmt::Layer::LAYER, reinterpret_cast<void*>(&::NAME), {nullptr}},
+    GMEMHOOK_FOR_EACH_API(GMEMHOOK_SLOT)
+#undef GMEMHOOK_SLOT
+#define GMEMHOOK_RESOLVER_SLOT(NAME, LAYER) \
+  {#NAME, fmt::Layer::LAYER, reinterpret_cast<void*>(&::NAME), {nullptr}},
+    GMEMHOOK_FOR_EACH_RESOLVER(GMEMHOOK_RESOLVER_SLOT)
+#undef GMEMHOOK_RESOLVER_SLOT
+};
+
+HookSlot* hook_slots() { return g_hook_slots; }
+size_t hook_slot_count() { return sizeof(g_hook_slots) / sizeof(g_hook_slots[0]); }
+
+HookSlot* find_hook(const char* name) {
+  // Every name we hook starts with "cu"; most dlsym lookups of other libraries end here.
+  if (!name || name[0] != 'c' || name[1] != 'u') return nullptr;
+  for (size_t i = 0; i < hook_slot_count(); ++i)
+    if (std::strcmp(g_hook_slots[i].name, name) == 0) return &g_hook_slots[i];
+  return nullptr;
+}
+
+HookSlot* find_hook_by_real(const void* real) {
+  for (size_t i = 0; i < hook_slot_count(); ++i)
+    if (g_hook_slots[i].real.load(std::memory_order_acquire) == real) return &g_hook_slots[i];
+  return nullptr;
+}
+
+void* real_function(HookSlot& slot) {
+  void* p = slot.real.load(std::memory_order_acquire);
+  if (p) return p;
+  p = find_real_symbol(slot.name, slot.layer);
+  if (!p) return nullptr;
+  void* expected = nullptr;
+  slot.real.compare_exchange_strong(expected, p, std::memory_order_acq_rel);
+  return slot.real.load(std::memory_order_acquire);
+}
+
+void* substitute(HookSlot& slot, void* real) {
+  if (!real || real == slot.wrapper) return real;
+  void* expected = nullptr;
+  slot.real.compare_exchange_strong(expected, real, std::memory_order_acq_rel);
+  return slot.wrapper;
+}
+
+}  // namespace gmemhook

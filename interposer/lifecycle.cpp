@@ -1,0 +1,94 @@
+// Start-up (library constructor), fork children, and the end record at exit — including
+// os._exit(), which skips exit handlers and so is hooked directly.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "config.h"
+#include "lifecycle.h"
+#include "process_log.h"
+#include "recorder.h"
+#include "text.h"
+#include "unwinder.h"
+
+namespace gmemhook {
+namespace {
+
+namespace fmt = gmemhook::format;
+
+std::atomic<bool> g_enabled{false};
+std::atomic<bool> g_ended{false};
+
+void print_summary() {
+  Totals t = totals();
+  if (!t.cuda_used || g_config.quiet || !process_log_ready()) return;
+  FixedString<PATH_MAX + 256> m;
+  m.append("gmemhook: ").append_uint(t.allocations).append(" allocations, ");
+  m.append_uint(t.frees).append(" frees");
+  if (t.failed) m.append(", ").append_uint(t.failed).append(" failed allocations");
+  m.append(" recorded in ").append(process_dir_for_display());
+  m.append(" (run: gmemhook summary ").append(process_dir_for_display()).append(")\n");
+  write_stderr(m.c_str(), m.size());
+}
+
+using ExitFn = void (*)(int);
+ExitFn g_real_exit = nullptr;
+
+}  // namespace
+
+void finish(fmt::EndHow how, int status) {
+  // Only once, and only in the process that owns the log: a vfork child shares our memory and
+  // must not mark the parent's log as ended.
+  if (!owns_process_log() || g_ended.exchange(true)) return;
+  write_end_record(how, status, totals().cuda_used);
+  print_summary();
+}
+
+namespace {
+
+void at_exit(int status, void*) { finish(fmt::EndHow::Exit, status); }
+
+void fork_child() {
+  on_fork_child();
+  recorder_fork_child();
+  g_ended.store(false);
+}
+
+__attribute__((constructor)) void start() {
+  load_config();
+  init_resolvers();
+  // Through the trampoline with RTLD_NEXT: glibc's _exit, the definition after ours.
+  g_real_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
+  if (g_config.disabled) return;
+  init_unwinder();
+  init_recorder();
+  if (!open_process_log(true)) return;
+  refresh_modules_if_changed();
+  pthread_atfork(nullptr, nullptr, fork_child);
+  on_exit(at_exit, nullptr);
+  g_enabled.store(true, std::memory_order_release);
+}
+
+}  // namespace
+
+bool recording_enabled() { return g_enabled.load(std::memory_order_relaxed); }
+
+}  // namespace gmemhook
+
+// _exit() skips atexit/on_exit handlers (Python's os._exit uses it): record the end, then exit.
+// _Exit is the C99 name of the same call.
+#define GMEMHOOK_DEFINE_EXIT(NAME)                                                            \
+  extern "C" __attribute__((visibility("default"), noreturn)) void NAME(int status) {         \
+    if (gmemhook::recording_enabled())                                                        \
+      gmemhook::finish(gmemhook::format::EndHow::UnderscoreExit, status);                     \
+    if (gmemhook::g_real_exit) gmemhook::g_real_exit(status);                                 \
+    syscall(SYS_exit_group, status);                                                          \
+    __builtin_unreachable();                                                                  \
+  }
+GMEMHOOK_DEFINE_EXIT(_exit)
+GMEMHOOK_DEFINE_EXIT(_Exit)
+#undef GMEMHOOK_DEFINE_EXIT

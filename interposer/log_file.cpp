@@ -1,0 +1,124 @@
+// Chunked MAP_SHARED writer for the log format in include/gmemhook/format.h. Only system calls:
+// it runs inside hooks and in fork children, where malloc and locks are off limits.
+#include "log_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "text.h"
+
+namespace gmemhook {
+
+using format::RecordType;
+
+namespace {
+// Stores the 2-byte record header after everything before it: the commit point. A compiler
+// barrier suffices: the only observer that matters is the page cache after the process is gone,
+// and a dying process never undoes a store it has executed.
+inline void commit_header(uint8_t* at, uint16_t header) {
+  asm volatile("" ::: "memory");
+  std::memcpy(at, &header, sizeof(header));
+}
+}  // namespace
+
+bool LogFile::create(const char* dir, const char* name, format::FileKind kind, uint64_t tid,
+                     uint32_t chunk_size, uint64_t start_monotonic_ns) {
+  FixedString<PATH_MAX> p;
+  p.append(dir).append("/").append(name);
+  if (p.truncated()) return false;
+  std::memcpy(path_, p.c_str(), p.size() + 1);
+  chunk_size_ = chunk_size;
+
+  int fd = open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  ::close(fd);
+  if (!map_chunk(0)) return false;
+
+  format::FileHeader h{};
+  std::memcpy(h.magic, format::kMagic, sizeof(h.magic));
+  h.version = format::kFormatVersion;
+  h.kind = static_cast<uint16_t>(kind);
+  h.chunk_size = chunk_size;
+  h.tid = tid;
+  h.start_monotonic_ns = start_monotonic_ns;
+  timespec rt{};
+  clock_gettime(CLOCK_REALTIME, &rt);
+  h.start_realtime_ns = static_cast<uint64_t>(rt.tv_sec) * 1000000000ull + rt.tv_nsec;
+  h.pid = static_cast<uint32_t>(getpid());
+  std::memcpy(chunk_, &h, sizeof(h));
+  pos_ = sizeof(h);
+  return true;
+}
+
+bool LogFile::map_chunk(uint64_t index) {
+  int fd = open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  off_t offset = static_cast<off_t>(index * chunk_size_);
+  // Reserve real blocks before touching the mapping: writing into a hole on a full disk would
+  // raise SIGBUS in the traced program.
+  int err = posix_fallocate(fd, offset, chunk_size_);
+  void* m = MAP_FAILED;
+  if (err == 0) m = mmap(nullptr, chunk_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+  ::close(fd);
+  if (m == MAP_FAILED) return false;
+  chunk_ = static_cast<uint8_t*>(m);
+  chunk_index_ = index;
+  pos_ = 0;
+  return true;
+}
+
+bool LogFile::append(RecordType type, const void* payload, size_t n) {
+  if (!chunk_) return false;
+  uint8_t t = static_cast<uint8_t>(type);
+  bool big = format::is_big(t);
+  if ((!big && n > format::kMaxSmallPayload) || n > format::kMaxBigRecord) return false;
+  size_t need = (big ? format::kBigHeaderSize : format::kSmallHeaderSize) + n;
+  // Keep room for a ChunkEnd record so a reader always finds an explicit end of chunk.
+  if (pos_ + need + format::kSmallHeaderSize > chunk_size_) {
+    if (need + format::kSmallHeaderSize + (chunk_index_ == 0 ? sizeof(format::FileHeader) : 0) >
+        chunk_size_)
+      return false;  // can never fit; callers split large data
+    commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
+    uint8_t* old = chunk_;
+    uint64_t next = chunk_index_ + 1;
+    chunk_ = nullptr;
+    munmap(old, chunk_size_);
+    if (!map_chunk(next)) return false;
+  }
+  uint8_t* at = chunk_ + pos_;
+  if (big) {
+    uint32_t len = static_cast<uint32_t>(n);
+    std::memcpy(at + 2, &len, sizeof(len));
+    std::memcpy(at + format::kBigHeaderSize, payload, n);
+    commit_header(at, t);
+  } else {
+    std::memcpy(at + format::kSmallHeaderSize, payload, n);
+    commit_header(at, static_cast<uint16_t>(t | (n << 8)));
+  }
+  pos_ += need;
+  return true;
+}
+
+void LogFile::close() {
+  if (chunk_) munmap(chunk_, chunk_size_);
+  chunk_ = nullptr;
+}
+
+void write_stderr(const char* s, size_t n) {
+  int saved = errno;
+  while (n > 0) {
+    ssize_t w = ::write(2, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
+  errno = saved;
+}
+
+}  // namespace gmemhook

@@ -1,0 +1,262 @@
+// The per-process log directory and process.gmh (see process_log.h). Malloc-free throughout:
+// it runs in the library constructor, in hooks, in fork children and in exit handlers.
+#include "process_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "config.h"
+#include "gmemhook/codec.h"
+#include "log_file.h"
+#include "module_map.h"
+#include "text.h"
+
+#ifndef GMEMHOOK_VERSION
+#define GMEMHOOK_VERSION "unknown"
+#endif
+
+namespace gmemhook {
+
+namespace fmt = gmemhook::format;
+
+namespace {
+// Small: every process under LD_PRELOAD gets one (also `sh -c`), and blocks are reserved up front.
+constexpr uint32_t kProcessChunk = 64u << 10;
+
+struct ProcessState {
+  std::atomic<bool> ready{false};
+  int pid = 0;
+  char dir[PATH_MAX] = {};
+  char display_dir[PATH_MAX] = {};
+  char exe[PATH_MAX] = {};
+  LogFile file;
+  LoadCounters modules_written{~0ull, ~0ull};
+};
+
+ProcessState g_process;
+std::atomic<uint64_t> g_seq{0};
+std::atomic<uint64_t> g_fork_generation{0};
+uint64_t g_start_ns = 0;
+
+// Guards process.gmh. A spinlock rather than a mutex: a fork child simply resets it, and it is
+// only taken on cold paths (module changes, notes, exit). Lock order: glibc's loader lock (held
+// inside dl_iterate_phdr) may be taken before this one, never after.
+std::atomic_flag g_process_lock = ATOMIC_FLAG_INIT;
+
+struct ProcessLock {
+  ProcessLock() {
+    while (g_process_lock.test_and_set(std::memory_order_acquire)) sched_yield_();
+  }
+  ~ProcessLock() { g_process_lock.clear(std::memory_order_release); }
+  static void sched_yield_() { usleep(0); }
+};
+
+// Scratch for ProcessInfo; guarded by the process lock.
+uint8_t g_info_buf[kProcessChunk];
+char g_cmdline[kProcessChunk / 2];  // ProcessInfo must fit in one chunk
+
+bool make_dirs(const char* path) {
+  char tmp[PATH_MAX];
+  size_t n = std::strlen(path);
+  if (n == 0 || n >= sizeof(tmp)) return false;
+  std::memcpy(tmp, path, n + 1);
+  for (size_t i = 1; i <= n; ++i) {
+    if (tmp[i] != '/' && tmp[i] != '\0') continue;
+    char saved = tmp[i];
+    tmp[i] = '\0';
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
+    tmp[i] = saved;
+  }
+  struct stat st{};
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void read_exe(char* out, size_t cap) {
+  ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+  out[n > 0 ? n : 0] = '\0';
+}
+
+const char* base_name(const char* path) {
+  const char* s = std::strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+void warn(const char* what, const char* path, int err) {
+  FixedString<PATH_MAX + 256> m;
+  m.append("gmemhook: ").append(what).append(" ").append(path).append(": ");
+  m.append(strerror(err)).append("; GPU allocations of this process are not recorded\n");
+  write_stderr(m.c_str(), m.size());
+}
+
+void write_process_info() {
+  fmt::PayloadWriter w(g_info_buf);
+  w.varint(static_cast<uint64_t>(getpid()));
+  w.varint(static_cast<uint64_t>(getppid()));
+  w.string(g_process.exe);
+  // argv from /proc: the constructor runs before anyone hands us argc/argv.
+  ssize_t len = 0;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    len = read(fd, g_cmdline, sizeof(g_cmdline));
+    close(fd);
+  }
+  if (len < 0) len = 0;
+  uint64_t argc = 0;
+  for (ssize_t i = 0; i < len; ++i) argc += g_cmdline[i] == '\0';
+  if (len > 0 && g_cmdline[len - 1] != '\0') ++argc;  // truncated last argument
+  if (argc > fmt::kMaxArgs) argc = fmt::kMaxArgs;
+  w.varint(argc);
+  const char* p = g_cmdline;
+  for (uint64_t a = 0; a < argc; ++a) {
+    size_t n = strnlen(p, static_cast<size_t>(g_cmdline + len - p));
+    w.string(std::string_view(p, n));
+    p += n + 1;
+  }
+  for (const char* var : {"RANK", "LOCAL_RANK", "WORLD_SIZE"}) {
+    const char* v = getenv(var);
+    w.string(v ? std::string_view(v).substr(0, 64) : std::string_view());
+  }
+  w.string(GMEMHOOK_VERSION);
+  w.varint(kProcessChunk);
+  g_process.file.append(fmt::RecordType::ProcessInfo, g_info_buf, w.size());
+}
+
+void write_note_locked(const char* text) {
+  uint8_t buf[1024];
+  fmt::PayloadWriter w(buf);
+  w.string(std::string_view(text).substr(0, sizeof(buf) - 16));
+  g_process.file.append(fmt::RecordType::Note, buf, w.size());
+}
+}  // namespace
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool open_process_log(bool warn_on_failure) {
+  g_process.ready.store(false, std::memory_order_release);
+  g_process.pid = getpid();
+  g_start_ns = monotonic_ns();
+  read_exe(g_process.exe, sizeof(g_process.exe));
+
+  FixedString<PATH_MAX> parent;
+  FixedString<PATH_MAX> display;
+  FixedString<256> leaf;
+  if (g_config.out_dir[0]) {
+    parent.append(g_config.out_dir);
+    display.append(g_config.out_dir).append("/");
+    if (!make_dirs(parent.c_str())) {
+      if (warn_on_failure) warn("cannot create", parent.c_str(), errno);
+      return false;
+    }
+  } else {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof(cwd))) {
+      if (warn_on_failure) warn("cannot find the working directory", ".", errno);
+      return false;
+    }
+    parent.append(cwd);
+    display.append("./");
+    leaf.append("gmemhook.");
+  }
+  leaf.append(g_process.exe[0] ? base_name(g_process.exe) : "unknown").append(".");
+  leaf.append_uint(static_cast<uint64_t>(g_process.pid));
+
+  // A leftover directory of an earlier process with the same pid is never reused.
+  FixedString<PATH_MAX> dir;
+  int err = 0;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    dir.clear();
+    dir.append(parent.c_str()).append("/").append(leaf.c_str());
+    if (attempt) dir.append(".").append_uint(static_cast<uint64_t>(attempt));
+    if (dir.truncated()) break;
+    if (mkdir(dir.c_str(), 0700) == 0) {
+      err = 0;
+      break;
+    }
+    err = errno;
+    if (err != EEXIST) break;
+  }
+  if (err != 0 || dir.truncated()) {
+    if (warn_on_failure) warn("cannot create a log directory in", parent.c_str(), err ? err : ENAMETOOLONG);
+    return false;
+  }
+  std::memcpy(g_process.dir, dir.c_str(), dir.size() + 1);
+  display.append(dir.c_str() + parent.size() + 1);
+  std::memcpy(g_process.display_dir, display.c_str(), display.size() + 1);
+
+  if (!g_process.file.create(g_process.dir, fmt::kProcessFileName, fmt::FileKind::Process, 0,
+                             kProcessChunk, g_start_ns)) {
+    if (warn_on_failure) warn("cannot write", g_process.dir, errno ? errno : EIO);
+    return false;
+  }
+  {
+    ProcessLock lock;
+    write_process_info();
+  }
+  g_process.ready.store(true, std::memory_order_release);
+  return true;
+}
+
+bool process_log_ready() { return g_process.ready.load(std::memory_order_acquire); }
+bool owns_process_log() { return process_log_ready() && getpid() == g_process.pid; }
+const char* process_dir() { return g_process.dir; }
+const char* process_dir_for_display() { return g_process.display_dir; }
+
+uint64_t next_seq() { return g_seq.fetch_add(1, std::memory_order_relaxed) + 1; }
+uint64_t last_seq() { return g_seq.load(std::memory_order_relaxed); }
+
+uint64_t fork_generation() { return g_fork_generation.load(std::memory_order_relaxed); }
+
+void on_fork_child() {
+  // Everything inherited describes the parent. The child starts afresh and opens its own
+  // directory lazily, at its first CUDA call (a child that only execs never needs one).
+  g_process_lock.clear();
+  g_process.ready.store(false, std::memory_order_relaxed);
+  g_process.file = LogFile{};  // the parent's mapping is left alone: it is shared with the parent
+  g_process.modules_written = LoadCounters{~0ull, ~0ull};
+  g_seq.store(0, std::memory_order_relaxed);
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+}
+
+void refresh_modules_if_changed() {
+  if (!process_log_ready()) return;
+  LoadCounters now = current_load_counters();
+  if (now == g_process.modules_written) return;
+  ProcessLock lock;
+  if (now == g_process.modules_written) return;
+  write_module_snapshot(g_process.file, last_seq(), g_process.exe);
+  g_process.modules_written = now;
+}
+
+void write_process_note(const char* text) {
+  if (!process_log_ready()) return;
+  ProcessLock lock;
+  write_note_locked(text);
+}
+
+void write_end_record(fmt::EndHow how, int status, bool cuda_used) {
+  if (!process_log_ready() || getpid() != g_process.pid) return;
+  ProcessLock lock;
+  if (!cuda_used) write_note_locked("CUDA was never used: no allocation entry point was called");
+  uint8_t buf[48];
+  fmt::PayloadWriter w(buf);
+  w.u8(static_cast<uint8_t>(how));
+  w.zigzag(status);
+  w.varint(last_seq());
+  w.varint(monotonic_ns() - g_start_ns);
+  w.u8(cuda_used ? 1 : 0);
+  g_process.file.append(fmt::RecordType::End, buf, w.size());
+}
+
+}  // namespace gmemhook

@@ -1,0 +1,39 @@
+// The traced process's log directory and its process.gmh file: process header, module-map
+// snapshots, notes and the end record. Everything thread-specific lives in recorder.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "gmemhook/format.h"
+
+namespace gmemhook {
+
+// Creates <out>/<exe>.<pid>/ (or ./gmemhook.<exe>.<pid>/) and process.gmh, writes ProcessInfo
+// and the first module snapshot. On failure prints one warning (if `warn`) and returns false:
+// the program then runs on untouched and nothing is recorded. Malloc-free (fork children).
+bool open_process_log(bool warn);
+
+// Whether this process (this pid) has a usable log; false before open or after failure.
+bool process_log_ready();
+// Whether the calling process is the one that opened the log (false in a vfork child).
+bool owns_process_log();
+const char* process_dir();
+const char* process_dir_for_display();
+
+// Process-wide sequence numbers, giving a total order of events across threads.
+uint64_t next_seq();
+uint64_t last_seq();
+
+// Bumped in every fork child: per-thread logs inherited from the parent must not be reused.
+uint64_t fork_generation();
+void on_fork_child();
+
+// Writes a new module snapshot if objects were loaded or unloaded since the last one.
+void refresh_modules_if_changed();
+
+void write_process_note(const char* text);
+void write_end_record(format::EndHow how, int status, bool cuda_used);
+
+uint64_t monotonic_ns();
+
+}  // namespace gmemhook

@@ -1,0 +1,229 @@
+// Per-thread logs and the hot path of every recorded event (see recorder.h).
+#include "recorder.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cuda.h>
+
+#include "config.h"
+#include "log_file.h"
+#include "process_log.h"
+#include "real_symbols.h"
+#include "stack_table.h"
+#include "text.h"
+#include "unwinder.h"
+
+namespace gmemhook {
+
+namespace fmt = gmemhook::format;
+using fmt::EventKind;
+
+namespace {
+constexpr uint32_t kThreadChunk = 1u << 20;
+
+struct ThreadLog {
+  LogFile file;
+  StackTable stacks;
+  fmt::EventDeltas deltas;
+  uint64_t fork_generation = 0;
+  std::atomic<uint64_t> allocations{0}, frees{0}, failed{0};
+  ThreadLog* next = nullptr;  // registry of every thread's log, for the exit totals
+};
+
+// initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc
+// on first access.
+__attribute__((tls_model("initial-exec"))) thread_local ThreadLog* t_log = nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local int t_depth = 0;
+__attribute__((tls_model("initial-exec"))) thread_local bool t_creating = false;
+
+std::atomic<ThreadLog*> g_registry{nullptr};
+std::atomic<uint64_t> g_registry_generation{0};
+std::atomic<bool> g_cuda_used{false};
+pthread_key_t g_thread_key;
+bool g_key_ok = false;
+
+void thread_finished(void* p) {
+  auto* log = static_cast<ThreadLog*>(p);
+  if (!log || log->fork_generation != fork_generation()) return;
+  log->file.close();
+  log->stacks.release();
+  // The ThreadLog itself stays in the registry so its counts reach the exit summary.
+}
+
+ThreadLog* create_thread_log() {
+  if (!process_log_ready() && !open_process_log(false)) return nullptr;
+  void* m = mmap(nullptr, sizeof(ThreadLog), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  auto* log = new (m) ThreadLog();
+  log->fork_generation = fork_generation();
+  uint64_t tid = static_cast<uint64_t>(syscall(SYS_gettid));
+  uint64_t start = monotonic_ns();
+  log->deltas.last_time_ns = start;
+  // A thread id can be reused by a later thread of the same process: never overwrite.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    FixedString<64> name;
+    name.append(fmt::kThreadFilePrefix).append_uint(tid);
+    if (attempt) name.append(".").append_uint(static_cast<uint64_t>(attempt));
+    name.append(fmt::kFileSuffix);
+    if (log->file.create(process_dir(), name.c_str(), fmt::FileKind::Thread, tid, kThreadChunk,
+                         start))
+      break;
+    if (errno != EEXIST) break;
+  }
+  if (!log->file.alive()) {
+    munmap(m, sizeof(ThreadLog));
+    return nullptr;
+  }
+  ThreadLog* head = g_registry.load(std::memory_order_relaxed);
+  do log->next = head;
+  while (!g_registry.compare_exchange_weak(head, log, std::memory_order_release));
+  if (g_key_ok) pthread_setspecific(g_thread_key, log);
+  return log;
+}
+
+ThreadLog* thread_log() {
+  ThreadLog* log = t_log;
+  if (log && log->fork_generation == fork_generation()) return log;
+  if (log) {
+    // Inherited across fork: the chunk mapping is shared with the parent's file. Drop it.
+    log->file.close();
+    log->stacks.release();
+  }
+  if (t_creating) return nullptr;
+  t_creating = true;
+  t_log = log = create_thread_log();
+  t_creating = false;
+  return log;
+}
+
+// Driver queries used to learn the device of an allocation. Resolved lazily: libcuda is loaded
+// by the time the first allocation returns.
+using CtxGetDeviceFn = CUresult (*)(CUdevice*);
+using PointerGetAttributeFn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+std::atomic<CtxGetDeviceFn> g_ctx_get_device{nullptr};
+std::atomic<PointerGetAttributeFn> g_pointer_get_attribute{nullptr};
+
+template <typename Fn>
+Fn driver_fn(std::atomic<Fn>& slot, const char* name) {
+  Fn f = slot.load(std::memory_order_acquire);
+  if (!f) {
+    f = reinterpret_cast<Fn>(find_real_symbol(name, fmt::Layer::Driver));
+    if (f) slot.store(f, std::memory_order_release);
+  }
+  return f;
+}
+
+// The device of an allocation: the calling thread's current context, else (no context, e.g. a
+// driver call on a fresh thread) the pointer's own attributes. Never fails the hook.
+void fill_device(fmt::EventFields& f) {
+  if (f.has(fmt::kHasDevice)) return;
+  if (auto get = driver_fn(g_ctx_get_device, "cuCtxGetDevice")) {
+    CUdevice dev = -1;
+    if (get(&dev) == CUDA_SUCCESS) {
+      f.set_device(dev);
+      return;
+    }
+  }
+  if (f.has(fmt::kHasAddress) && f.address) {
+    if (auto attr = driver_fn(g_pointer_get_attribute, "cuPointerGetAttribute")) {
+      int ordinal = -1;
+      if (attr(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, f.address) == CUDA_SUCCESS)
+        f.set_device(ordinal);
+    }
+  }
+}
+
+bool is_release_kind(EventKind k) {
+  return k == EventKind::Free || k == EventKind::Release || k == EventKind::AddressFree ||
+         k == EventKind::Unmap;
+}
+
+uint32_t capture_and_intern(ThreadLog* log) {
+  uint64_t frames[kMaxDepth];
+  size_t n = capture_stack(frames, static_cast<size_t>(g_config.depth));
+  if (n == 0) return 0;
+  bool is_new = false;
+  uint32_t id = log->stacks.intern(frames, n, &is_new);
+  if (id && is_new) {
+    // A stack never seen before may run through a newly loaded object: make sure the module
+    // map in the log covers it before anyone needs to symbolize it.
+    refresh_modules_if_changed();
+    uint8_t buf[16 + kMaxDepth * 10];
+    fmt::PayloadWriter w(buf);
+    w.varint(id);
+    w.varint(n);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; ++i) {
+      w.zigzag(static_cast<int64_t>(frames[i] - prev));
+      prev = frames[i];
+    }
+    if (!log->file.append(fmt::RecordType::Stack, buf, w.size())) return 0;
+  }
+  return id;
+}
+}  // namespace
+
+CallScope::CallScope() : records_(t_depth++ == 0 && recording_enabled()) {}
+CallScope::~CallScope() { --t_depth; }
+
+EventClock clock_before_call(EventKind kind) {
+  if (!is_release_kind(kind)) return {};
+  return {next_seq(), monotonic_ns()};
+}
+
+void record_event(fmt::ApiId api, EventKind kind, fmt::MemoryType memory, uint32_t result,
+                  fmt::EventFields& f, EventClock clock) {
+  g_cuda_used.store(true, std::memory_order_relaxed);
+  ThreadLog* log = thread_log();
+  if (!log || !log->file.alive()) return;
+
+  bool releases = is_release_kind(kind);
+  if (!releases) fill_device(f);
+  (void)memory;  // implied by the api id; only overrides (cuMemCreate on host) are stored
+  uint32_t stack_id = 0;
+  if (g_config.depth > 0 && (!releases || g_config.free_stacks)) stack_id = capture_and_intern(log);
+
+  if (clock.seq == 0) clock = {next_seq(), monotonic_ns()};
+  fmt::Event ev;
+  ev.api = static_cast<uint8_t>(api);
+  ev.seq = clock.seq;
+  ev.time_ns = clock.time_ns < log->deltas.last_time_ns ? log->deltas.last_time_ns : clock.time_ns;
+  ev.result = result;
+  ev.stack_id = stack_id;
+  ev.f = f;
+  uint8_t buf[fmt::kMaxEventPayload];
+  size_t n = fmt::encode_event(buf, ev, log->deltas);
+  log->file.append(fmt::RecordType::Event, buf, n);
+
+  if (result != 0 && !releases) log->failed.fetch_add(1, std::memory_order_relaxed);
+  else if (kind == EventKind::Alloc || kind == EventKind::Create)
+    log->allocations.fetch_add(1, std::memory_order_relaxed);
+  else if (kind == EventKind::Free || kind == EventKind::Release)
+    log->frees.fetch_add(1, std::memory_order_relaxed);
+}
+
+Totals totals() {
+  Totals t;
+  for (ThreadLog* l = g_registry.load(std::memory_order_acquire); l; l = l->next) {
+    if (l->fork_generation != fork_generation()) continue;
+    t.allocations += l->allocations.load(std::memory_order_relaxed);
+    t.frees += l->frees.load(std::memory_order_relaxed);
+    t.failed += l->failed.load(std::memory_order_relaxed);
+  }
+  t.cuda_used = g_cuda_used.load(std::memory_order_relaxed);
+  return t;
+}
+
+void init_recorder() { g_key_ok = pthread_key_create(&g_thread_key, thread_finished) == 0; }
+
+void recorder_fork_child() {
+  g_registry.store(nullptr, std::memory_order_relaxed);
+  g_cuda_used.store(false, std::memory_order_relaxed);
+}
+
+}  // namespace gmemhook

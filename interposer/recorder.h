@@ -1,0 +1,62 @@
+// Turns one completed CUDA call into a log record: sequence number, time, device, stack.
+// Called by the generated wrappers in hooks.cpp; per-thread state, no locks on this path.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+
+#include "gmemhook/api_table.h"
+#include "gmemhook/codec.h"
+
+namespace gmemhook {
+
+// Marks the current thread as inside a hooked call. A runtime call that reaches the driver
+// through our wrappers (cudaMalloc → cuMemAlloc_v2) is nested: only the outermost records.
+class CallScope {
+ public:
+  CallScope();
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+  // True for the outermost hooked call of a thread while recording is on.
+  bool records() const { return records_; }
+
+ private:
+  bool records_;
+};
+
+// Keeps the traced program's errno exactly as the CUDA call left it.
+class ErrnoGuard {
+ public:
+  ErrnoGuard() : saved_(errno) {}
+  ~ErrnoGuard() { errno = saved_; }
+
+ private:
+  int saved_;
+};
+
+// Sequence number and time of an event. Frees take theirs *before* the real call, allocations
+// after it: then a pointer freed by one thread and handed out again to another is always seen
+// freed before it is seen allocated again.
+struct EventClock {
+  uint64_t seq = 0;
+  uint64_t time_ns = 0;
+};
+EventClock clock_before_call(format::EventKind kind);
+
+void record_event(format::ApiId api, format::EventKind kind, format::MemoryType memory,
+                  uint32_t result, format::EventFields& fields, EventClock clock);
+
+// Totals over every thread of this process, for the exit summary.
+struct Totals {
+  uint64_t allocations = 0, frees = 0, failed = 0;
+  bool cuda_used = false;
+};
+Totals totals();
+
+// Library lifecycle (lifecycle.cpp): whether hooks may record at all.
+bool recording_enabled();
+void init_recorder();
+void recorder_fork_child();
+
+}  // namespace gmemhook

@@ -1,0 +1,62 @@
+// Open-addressing hash set of stack hashes → ids (see stack_table.h).
+#include "stack_table.h"
+
+#include <sys/mman.h>
+
+namespace gmemhook {
+
+namespace {
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 29);
+}
+
+uint64_t hash_frames(const uint64_t* f, size_t n) {
+  uint64_t h = 0x84222325cbf29ce4ull ^ n;
+  for (size_t i = 0; i < n; ++i) h = mix(h, f[i]);
+  return h ? h : 1;  // 0 marks an empty slot
+}
+}  // namespace
+
+bool StackTable::grow() {
+  size_t cap = capacity_ ? capacity_ * 2 : 4096;
+  void* m = mmap(nullptr, cap * sizeof(Slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (m == MAP_FAILED) return false;
+  Slot* fresh = static_cast<Slot*>(m);
+  for (size_t i = 0; i < capacity_; ++i) {
+    if (!slots_[i].hash) continue;
+    size_t j = slots_[i].hash & (cap - 1);
+    while (fresh[j].hash) j = (j + 1) & (cap - 1);
+    fresh[j] = slots_[i];
+  }
+  if (slots_) munmap(slots_, capacity_ * sizeof(Slot));
+  slots_ = fresh;
+  capacity_ = cap;
+  return true;
+}
+
+uint32_t StackTable::intern(const uint64_t* frames, size_t n, bool* is_new) {
+  *is_new = false;
+  if ((used_ + 1) * 2 > capacity_ && !grow()) return 0;
+  uint64_t h = hash_frames(frames, n);
+  size_t i = h & (capacity_ - 1);
+  while (slots_[i].hash) {
+    if (slots_[i].hash == h && slots_[i].frames == n) return slots_[i].id;
+    i = (i + 1) & (capacity_ - 1);
+  }
+  slots_[i] = Slot{h, next_id_, static_cast<uint32_t>(n)};
+  ++used_;
+  *is_new = true;
+  return next_id_++;
+}
+
+void StackTable::release() {
+  if (slots_) munmap(slots_, capacity_ * sizeof(Slot));
+  slots_ = nullptr;
+  capacity_ = used_ = 0;
+  next_id_ = 1;
+}
+
+}  // namespace gmemhook

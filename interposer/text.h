@@ -1,0 +1,60 @@
+// Fixed-capacity string building for code that must not allocate (hooks, fork children, exit).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace gmemhook {
+
+template <size_t N>
+class FixedString {
+ public:
+  FixedString() { buf_[0] = '\0'; }
+  FixedString& append(const char* s) { return append(s, std::strlen(s)); }
+  FixedString& append(const char* s, size_t n) {
+    if (n > N - 1 - len_) {
+      n = N - 1 - len_;
+      truncated_ = true;
+    }
+    std::memcpy(buf_ + len_, s, n);
+    len_ += n;
+    buf_[len_] = '\0';
+    return *this;
+  }
+  FixedString& append_uint(uint64_t v) {
+    char tmp[24];
+    size_t i = sizeof(tmp);
+    do {
+      tmp[--i] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v);
+    return append(tmp + i, sizeof(tmp) - i);
+  }
+  FixedString& append_int(int64_t v) {
+    if (v < 0) {
+      append("-");
+      return append_uint(static_cast<uint64_t>(-(v + 1)) + 1);
+    }
+    return append_uint(static_cast<uint64_t>(v));
+  }
+  const char* c_str() const { return buf_; }
+  size_t size() const { return len_; }
+  bool truncated() const { return truncated_; }
+  void clear() {
+    len_ = 0;
+    buf_[0] = '\0';
+    truncated_ = false;
+  }
+
+ private:
+  char buf_[N];
+  size_t len_ = 0;
+  bool truncated_ = false;
+};
+
+// Writes a message to stderr with write(2): safe in hooks, fork children and exit handlers.
+void write_stderr(const char* s, size_t n);
+inline void write_stderr(const char* s) { write_stderr(s, std::strlen(s)); }
+
+}  // namespace gmemhook
