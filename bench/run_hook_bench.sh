@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Hook overhead on the simulated device: cudaMalloc+cudaFree pairs at stack depths 8, 32, 64,
+# unhooked vs hooked in the same run, best of 5 each. Prints ns added per event (a pair is two
+# events). Usage: bench/run_hook_bench.sh [BUILD_DIR]
+set -euo pipefail
+BUILD=${1:-build}
+BENCH="$BUILD/bin/hook_bench"
+HOOK="$BUILD/lib/libgmemhook.so"
+FAKE="$BUILD/lib/fakecuda"
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+best() {  # best ns_per_pair of 5 runs of: env... hook_bench depth
+  local best=""
+  for _ in 1 2 3 4 5; do
+    v=$(env "$@" | awk '{print $6}')
+    best=$(awk -v a="$v" -v b="$best" 'BEGIN{ if (b=="" || a<b) print a; else print b }')
+  done
+  echo "$best"
+}
+printf "%-6s %12s %12s %16s\n" depth "plain ns/pair" "hooked ns/pair" "added ns/event"
+for d in 8 32 64; do
+  plain=$(best LD_LIBRARY_PATH="$FAKE" "$BENCH" "$d")
+  hooked=$(best LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT" GMEMHOOK_QUIET=1 "$BENCH" "$d")
+  awk -v d="$d" -v p="$plain" -v h="$hooked" 'BEGIN{ printf "%-6d %12.1f %12.1f %16.1f\n", d, p, h, (h-p)/2 }'
+done

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The main job: builds gmemhook, runs the leak sample under the hook — on the GPU when one is
+# present, else on the simulated device (tests/fakecuda) — and prints what was recorded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh
+BUILD=${GMEMHOOK_BUILD:-build}
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/gmemhook-demo.XXXXXX")
+ENV=(LD_PRELOAD="$PWD/$BUILD/lib/libgmemhook.so" GMEMHOOK_OUT="$RUN")
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  echo "== running samples/leak on the GPU: $(nvidia-smi -L | head -1)"
+else
+  echo "== no GPU here: running samples/leak on the simulated device (tests/fakecuda)"
+  ENV+=(LD_LIBRARY_PATH="$PWD/$BUILD/lib/fakecuda")
+fi
+env "${ENV[@]}" "$BUILD/bin/samples/leak"
+echo "== gmemhook dump $RUN"
+"$BUILD/bin/gmemhook" dump "$RUN"
