@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace {
 
@@ -13,6 +14,8 @@ volatile int g_sink = 0;
 
 // One pair per call at the bottom of a recursion of `depth` frames. noinline and the work after
 // the recursive call keep every frame on the stack.
+bool g_async = false;  // cudaMallocAsync/cudaFreeAsync from the default pool instead
+
 __attribute__((noinline)) long pairs_at_depth(int depth, long pairs) {
   if (depth > 1) {
     long r = pairs_at_depth(depth - 1, pairs);
@@ -22,8 +25,13 @@ __attribute__((noinline)) long pairs_at_depth(int depth, long pairs) {
   long failures = 0;
   for (long i = 0; i < pairs; ++i) {
     void* p = nullptr;
-    failures += cudaMalloc(&p, 4096) != cudaSuccess;
-    failures += cudaFree(p) != cudaSuccess;
+    if (g_async) {
+      failures += cudaMallocAsync(&p, 4096, nullptr) != cudaSuccess;
+      failures += cudaFreeAsync(p, nullptr) != cudaSuccess;
+    } else {
+      failures += cudaMalloc(&p, 4096) != cudaSuccess;
+      failures += cudaFree(p) != cudaSuccess;
+    }
   }
   return failures;
 }
@@ -33,12 +41,13 @@ __attribute__((noinline)) long pairs_at_depth(int depth, long pairs) {
 int main(int argc, char** argv) {
   int depth = argc > 1 ? std::atoi(argv[1]) : 32;
   long pairs = argc > 2 ? std::atol(argv[2]) : 200000;
+  g_async = argc > 3 && std::string(argv[3]) == "async";
   if (cudaSetDevice(0) != cudaSuccess) return 1;
   pairs_at_depth(depth, pairs / 10);  // warm up: caches, first-touch of log pages
   auto t0 = std::chrono::steady_clock::now();
   long failures = pairs_at_depth(depth, pairs);
   auto t1 = std::chrono::steady_clock::now();
   double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(pairs);
-  std::printf("depth %d pairs %ld ns_per_pair %.1f\n", depth, pairs, ns);
+  std::printf("depth %d pairs %ld ns_per_pair %.1f %s\n", depth, pairs, ns, g_async ? "async" : "sync");
   return failures ? 1 : 0;
 }

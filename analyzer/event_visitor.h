@@ -1,0 +1,27 @@
+// The callback interface through which ProcessReader hands out a process's events in sequence
+// order, together with the stacks and notes of each thread file as they are met.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "gmemhook/codec.h"
+
+namespace gmemhook::analysis {
+
+class ThreadLog;
+struct Note;
+
+class EventVisitor {
+ public:
+  virtual ~EventVisitor() = default;
+  // Events arrive in increasing seq across all thread files of the process.
+  virtual void on_event(const format::Event& ev, const ThreadLog& thread) = 0;
+  // A stack record of `thread`, delivered after the events that precede it in its file and
+  // before the first event that refers to it.
+  virtual void on_stack(uint32_t /*id*/, std::span<const uint64_t> /*frames*/,
+                        const ThreadLog& /*thread*/) {}
+  virtual void on_note(const Note& /*note*/, const ThreadLog& /*thread*/) {}
+};
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,88 @@
+// libFuzzer target for the reader: any bytes must give events or a ReadError, never a crash, a
+// hang or an allocation that the input's size does not justify.
+//
+// Input layout: byte 0 = flags, bytes 1..4 = two u16 split points, the rest is cut into
+// process.gmh and one or two thread files. Flag bit 0 prepends valid file headers so the fuzzer
+// spends its time on records rather than on rediscovering the magic; bit 1 asks for two threads.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "analyzer/event_info.h"
+#include "analyzer/reader.h"
+
+namespace {
+
+using namespace gmemhook;
+
+std::vector<uint8_t> file_part(const uint8_t* p, size_t n, bool with_header, format::FileKind kind,
+                               uint64_t tid) {
+  std::vector<uint8_t> out;
+  if (with_header) {
+    format::FileHeader h{};
+    std::memcpy(h.magic, format::kMagic, sizeof h.magic);
+    h.version = format::kFormatVersion;
+    h.kind = static_cast<uint16_t>(kind);
+    h.chunk_size = format::kMinChunkSize;
+    h.tid = tid;
+    h.pid = 1;
+    out.resize(sizeof h);
+    std::memcpy(out.data(), &h, sizeof h);
+  }
+  out.insert(out.end(), p, p + n);
+  return out;
+}
+
+// Touches everything a report would, so the sanitizers see every byte the reader hands out.
+struct Touch : analysis::EventVisitor {
+  uint64_t sum = 0;
+  void on_event(const format::Event& ev, const analysis::ThreadLog& t) override {
+    sum += ev.seq + ev.f.address + analysis::api_name(ev.api).size();
+    for (uint64_t pc : t.stack(ev.stack_id)) sum += pc;
+    if (auto m = analysis::memory_type(ev)) sum += static_cast<uint64_t>(*m);
+  }
+  void on_stack(uint32_t id, std::span<const uint64_t> frames,
+                const analysis::ThreadLog&) override {
+    sum += id + frames.size();
+  }
+  void on_note(const analysis::Note& n, const analysis::ThreadLog&) override {
+    sum += n.text.size();
+  }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 5) return 0;
+  const uint8_t flags = data[0];
+  const bool headers = flags & 1, two_threads = flags & 2;
+  size_t split1 = static_cast<size_t>(data[1] | data[2] << 8);
+  size_t split2 = static_cast<size_t>(data[3] | data[4] << 8);
+  data += 5;
+  size -= 5;
+  split1 = size ? split1 % (size + 1) : 0;
+  const size_t rest = size - split1;
+  split2 = two_threads ? split2 % (rest + 1) : rest;
+
+  auto process = file_part(data, split1, headers, format::FileKind::Process, 0);
+  auto t1 = file_part(data + split1, split2, headers, format::FileKind::Thread, 2);
+  auto t2 = file_part(data + split1 + split2, rest - split2, headers, format::FileKind::Thread, 3);
+
+  try {
+    std::vector<analysis::LogBytes> threads;
+    threads.push_back(analysis::LogBytes::borrow(t1, "thread.2.gmh"));
+    if (two_threads) threads.push_back(analysis::LogBytes::borrow(t2, "thread.3.gmh"));
+    auto reader = analysis::ProcessReader::from_logs(
+        analysis::LogBytes::borrow(process, "process.gmh"), std::move(threads));
+    Touch touch;
+    reader.read_events(touch);
+    for (const auto& s : reader.module_snapshots())
+      for (const auto& m : s.modules) touch.sum += m.path.size() + m.segments.size();
+    (void)analysis::abrupt_end_message(reader);
+    (void)reader.warnings();
+  } catch (const analysis::ReadError& e) {
+    // Damage must be reported with a message; an empty one would leave the user guessing.
+    if (e.expected().empty()) __builtin_trap();
+  }
+  return 0;
+}

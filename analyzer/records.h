@@ -1,0 +1,66 @@
+// Decoded forms of the non-event records (format.h: ProcessInfo, Module, ModulesBegin, Note, End,
+// Stack) and their decoders. Events are decoded by codec.h's decode_event, shared with the writer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/record_cursor.h"
+#include "gmemhook/format.h"
+
+namespace gmemhook::analysis {
+
+struct ProcessInfo {
+  uint64_t pid = 0;
+  uint64_t ppid = 0;
+  std::string exe;
+  std::vector<std::string> argv;
+  std::string rank, local_rank, world_size;  // empty: the variable was not set
+  std::string library_version;
+  uint64_t chunk_size_hint = 0;
+};
+
+// One PT_LOAD segment of a loaded object; vaddr is relative to the object's load bias.
+struct Segment {
+  uint64_t vaddr = 0;
+  uint64_t memsz = 0;
+  uint64_t flags = 0;  // PF_X = 1, PF_W = 2, PF_R = 4
+};
+
+struct Module {
+  std::string path;
+  std::string build_id;  // raw bytes
+  uint64_t load_bias = 0;
+  std::vector<Segment> segments;
+};
+
+struct ModulesBegin {
+  uint64_t seq = 0;    // sequence number when the snapshot was taken
+  uint64_t count = 0;  // Module records that follow
+};
+
+struct Note {
+  std::string text;
+  uint64_t offset = 0;  // of the record, so a report can show notes in file order
+};
+
+struct EndRecord {
+  format::EndHow how = format::EndHow::Exit;
+  int64_t status = 0;
+  uint64_t last_seq = 0;
+  uint64_t time_delta_ns = 0;  // since the process file's start
+  bool cuda_used = false;
+};
+
+// Each decoder checks every length and count against format.h's limits before using it, and
+// throws ReadError naming the record's offset in `file` when the payload is malformed.
+ProcessInfo decode_process_info(const Record& r, const std::string& file);
+Module decode_module(const Record& r, const std::string& file);
+ModulesBegin decode_modules_begin(const Record& r, const std::string& file);
+Note decode_note(const Record& r, const std::string& file);
+EndRecord decode_end(const Record& r, const std::string& file);
+// Returns the stack's id and replaces `frames` with its return addresses, innermost first.
+uint32_t decode_stack(const Record& r, const std::string& file, std::vector<uint64_t>& frames);
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,30 @@
+// The interned call stacks of one thread file: id -> return addresses, innermost first.
+// Ids are dense (1, 2, 3 ... in order of first use), so a flat array indexed by id suffices.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace gmemhook::analysis {
+
+class StackTable {
+ public:
+  // The id the next stack record must carry.
+  uint32_t next_id() const { return static_cast<uint32_t>(starts_.size()); }
+  // Number of stacks; valid ids are 1..size().
+  uint32_t size() const { return static_cast<uint32_t>(starts_.size() - 1); }
+  bool contains(uint32_t id) const { return id >= 1 && id <= size(); }
+
+  void add(std::span<const uint64_t> frames);
+  // Frames of stack `id`; empty for id 0 ("no stack recorded") or an unknown id.
+  std::span<const uint64_t> frames(uint32_t id) const;
+  void clear();
+
+ private:
+  // Frames of stack i are frames_[starts_[i-1] .. starts_[i]); starts_[0] = 0.
+  std::vector<uint64_t> frames_;
+  std::vector<size_t> starts_{0};
+};
+
+}  // namespace gmemhook::analysis

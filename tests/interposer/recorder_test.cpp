@@ -1,0 +1,310 @@
+// The recorder end to end on the simulated device: every entry point through every path,
+// nesting, failures, threads, fork, crashes, and a traced program that stays untouched.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "harness.h"
+
+namespace gmemhook::test {
+namespace {
+
+namespace fs = std::filesystem;
+using format::EventKind;
+
+struct Call {
+  std::string api;
+  uint64_t value;
+  uint32_t result;
+};
+
+std::vector<Call> parse_calls(const std::string& out) {
+  std::vector<Call> calls;
+  std::istringstream in(out);
+  std::string api, value;
+  int64_t result;
+  while (in >> api >> value >> result)
+    calls.push_back({api, std::stoull(value, nullptr, 16), static_cast<uint32_t>(result)});
+  return calls;
+}
+
+LoggedProcess only_process(const fs::path& run) {
+  auto dirs = process_dirs(run);
+  EXPECT_EQ(dirs.size(), 1u);
+  return read_process(dirs.at(0));
+}
+
+uint64_t value_of(const LoggedEvent& e) {
+  return e.kind == EventKind::Create || e.kind == EventKind::Release ? e.ev.f.handle : e.ev.f.address;
+}
+
+class EntryPoints : public ::testing::TestWithParam<std::string> {};
+
+// The log holds exactly the calls the program made, in order, each once, under the API the
+// program called — runtime calls that nest into the driver included.
+TEST_P(EntryPoints, EveryCallRecordedOnceWithItsApiAddressAndResult) {
+  fs::path out = temp_dir("entry");
+  RunResult r = run({scenario_path(), "entry-points", GetParam()}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  std::vector<Call> calls = parse_calls(r.out);
+  ASSERT_GT(calls.size(), 10u);
+  LoggedProcess p = only_process(out);
+  ASSERT_EQ(p.events.size(), calls.size()) << "events recorded vs calls made";
+  for (size_t i = 0; i < calls.size(); ++i) {
+    SCOPED_TRACE("call " + std::to_string(i) + ": " + calls[i].api);
+    const LoggedEvent& e = p.events[i];
+    EXPECT_EQ(e.api, calls[i].api);
+    EXPECT_EQ(e.ev.result, calls[i].result);
+    if (calls[i].result == 0) {
+      EXPECT_EQ(value_of(e), calls[i].value);
+    }
+    bool allocates = e.kind == EventKind::Alloc || e.kind == EventKind::Create ||
+                     e.kind == EventKind::Reserve || e.kind == EventKind::Map;
+    if (allocates) {
+      ASSERT_FALSE(e.stack.empty());
+      // Frame 0 is the caller in the program, not the recorder (its frames are stripped).
+      const analysis::Module* m = module_of(p, e.stack[0]);
+      ASSERT_NE(m, nullptr);
+      EXPECT_TRUE(m->path.ends_with("gmemhook_scenario")) << m->path;
+    }
+    if (e.kind == EventKind::Alloc && calls[i].result != 0) {
+      EXPECT_EQ(e.ev.f.size, uint64_t{1} << 50) << "a failed allocation keeps its size";
+    }
+    if (e.kind == EventKind::Alloc && calls[i].result == 0) {
+      EXPECT_GT(e.ev.f.size, 0u);
+      EXPECT_EQ(e.ev.f.device, 0);
+    }
+    if (e.kind == EventKind::Create) {
+      EXPECT_EQ(e.ev.f.device, 1) << "device from the VMM location";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPaths, EntryPoints,
+                         ::testing::Values("runtime-symbol", "runtime-dlsym", "driver-symbol",
+                                           "driver-dlsym", "driver-procaddress",
+                                           "driver-entrypoint", "driver-entrypoint-version"));
+
+// Every entry point of the table is reached by the scenarios above: a table entry nobody
+// exercises fails here.
+TEST(EntryPointCoverage, EveryTableEntryIsExercised) {
+  std::set<std::string> seen;
+  for (const char* path : {"runtime-symbol", "driver-symbol"}) {
+    fs::path out = temp_dir("coverage");
+    RunResult r = run({scenario_path(), "entry-points", path}, traced_env(out));
+    ASSERT_TRUE(r.exited(0)) << r.err;
+    for (const auto& e : only_process(out).events) seen.insert(e.api);
+  }
+  for (const auto& api : format::kApis) EXPECT_TRUE(seen.count(api.name)) << api.name;
+}
+
+TEST(Threads, SixteenThreadsFiftyThousandPairsExactCounts) {
+  fs::path out = temp_dir("threads");
+  RunResult r = run({scenario_path(), "threads", "16", "50000"}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err << r.out;
+  LoggedProcess p = only_process(out);
+  std::unordered_map<uint64_t, std::pair<int, int>> per_thread;
+  std::unordered_map<uint64_t, uint64_t> live;
+  uint64_t allocs = 0, frees = 0, bad_frees = 0;
+  for (const auto& e : p.events) {
+    if (e.kind == EventKind::Alloc) {
+      ++allocs;
+      ++per_thread[e.tid].first;
+      EXPECT_TRUE(live.emplace(e.ev.f.address, e.ev.seq).second) << "address live twice";
+    } else if (e.kind == EventKind::Free) {
+      ++frees;
+      ++per_thread[e.tid].second;
+      bad_frees += live.erase(e.ev.f.address) != 1;
+    }
+  }
+  EXPECT_EQ(allocs, 800000u);
+  EXPECT_EQ(frees, 800000u);
+  EXPECT_EQ(bad_frees, 0u) << "every free matches an earlier allocation in sequence order";
+  EXPECT_TRUE(live.empty());
+  ASSERT_EQ(per_thread.size(), 16u);
+  for (auto& [tid, c] : per_thread) {
+    EXPECT_EQ(c.first, 50000) << tid;
+    EXPECT_EQ(c.second, 50000) << tid;
+  }
+  double per_event = static_cast<double>(p.committed_bytes) / static_cast<double>(p.events.size());
+  std::printf("log size: %.2f bytes per event\n", per_event);
+  EXPECT_LE(per_event, 24.0) << "log compactness target";
+}
+
+TEST(Fork, ChildForkedWhileThreadsAllocateHasItsOwnLog) {
+  fs::path out = temp_dir("fork");
+  RunResult r = run({scenario_path(), "fork", "10"}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err << r.out;
+  std::map<std::string, std::vector<uint64_t>> child_ptrs;  // pid → pointers it printed
+  std::istringstream in(r.out);
+  std::string word, pid, ptr;
+  while (in >> word) {
+    if (word == "child" && in >> pid >> ptr) child_ptrs[pid].push_back(std::stoull(ptr, nullptr, 16));
+  }
+  ASSERT_EQ(child_ptrs.size(), 5u);
+  auto dirs = process_dirs(out);
+  ASSERT_EQ(dirs.size(), 6u) << "parent + 5 children";
+  int children_seen = 0;
+  for (const auto& d : dirs) {
+    LoggedProcess p = read_process(d);
+    auto it = child_ptrs.find(std::to_string(p.info.pid));
+    if (it == child_ptrs.end()) {
+      EXPECT_GT(p.events.size(), 0u) << "parent's threads recorded";
+      continue;
+    }
+    ++children_seen;
+    std::vector<uint64_t> allocs;
+    for (const auto& e : p.events)
+      if (e.kind == EventKind::Alloc) allocs.push_back(e.ev.f.address);
+    EXPECT_EQ(allocs, it->second) << "child log holds exactly the child's allocations";
+    ASSERT_TRUE(p.end.has_value());
+    EXPECT_EQ(p.end->status, 0);
+  }
+  EXPECT_EQ(children_seen, 5);
+}
+
+struct DeathCase {
+  std::string how;
+  int signal;  // 0: exits
+};
+
+class Death : public ::testing::TestWithParam<DeathCase> {};
+
+// Once cudaMalloc has returned, its record is in the log — whatever kills the process next.
+TEST_P(Death, EveryReturnedAllocationSurvives) {
+  const DeathCase& c = GetParam();
+  fs::path out = temp_dir("death");
+  auto env = traced_env(out);
+  env["GMEMHOOK_QUIET"] = "1";
+  TracedProcess proc({scenario_path(), "die", c.how, "500"}, env);
+  std::vector<uint64_t> printed;
+  while (auto line = proc.read_line()) {
+    printed.push_back(std::stoull(*line, nullptr, 16));
+    if (c.how == "kill" && printed.size() == 3000) {
+      proc.kill(SIGKILL);
+      break;
+    }
+  }
+  int st = proc.wait();
+  if (c.signal) {
+    ASSERT_TRUE(WIFSIGNALED(st)) << st;
+    EXPECT_EQ(WTERMSIG(st), c.signal);
+  } else {
+    ASSERT_TRUE(WIFEXITED(st));
+  }
+  LoggedProcess p = only_process(out);
+  std::vector<uint64_t> logged;
+  for (const auto& e : p.events)
+    if (e.kind == EventKind::Alloc) logged.push_back(e.ev.f.address);
+  ASSERT_GE(logged.size(), printed.size());
+  logged.resize(printed.size());
+  EXPECT_EQ(logged, printed);
+  EXPECT_EQ(p.end.has_value(), c.signal == 0) << "only a process that exited has an end record";
+  if (c.how == "_exit") {
+    EXPECT_EQ(p.end->status, 5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ways, Death,
+                         ::testing::Values(DeathCase{"kill", SIGKILL}, DeathCase{"abort", SIGABRT},
+                                           DeathCase{"segv", SIGSEGV}, DeathCase{"_exit", 0}),
+                         [](const auto& info) {
+                           return info.param.how == "_exit" ? std::string("underscore_exit")
+                                                            : info.param.how;
+                         });
+
+TEST(Untouched, UnwritableOutputLeavesOutputAndExitCodeAlone) {
+  RunResult plain = run({scenario_path(), "plain", "7"},
+                        {{"LD_LIBRARY_PATH", GMEMHOOK_TEST_FAKECUDA_DIR}});
+  auto env = traced_env("/etc/passwd/cannot-be-a-directory");
+  RunResult traced = run({scenario_path(), "plain", "7"}, env);
+  ASSERT_TRUE(plain.exited(7));
+  EXPECT_TRUE(traced.exited(7));
+  EXPECT_EQ(traced.out, plain.out);
+  EXPECT_EQ(plain.err, "");
+  // Exactly one warning line, and it says what failed.
+  EXPECT_EQ(std::count(traced.err.begin(), traced.err.end(), '\n'), 1) << traced.err;
+  EXPECT_TRUE(traced.err.starts_with("gmemhook: cannot create")) << traced.err;
+}
+
+TEST(Untouched, ExitStatusRecordedAndSummaryLinePrinted) {
+  fs::path out = temp_dir("exit");
+  RunResult r = run({scenario_path(), "plain", "3"}, traced_env(out));
+  ASSERT_TRUE(r.exited(3));
+  EXPECT_EQ(r.out, "hello from scenario\n");
+  LoggedProcess p = only_process(out);
+  ASSERT_TRUE(p.end.has_value());
+  EXPECT_EQ(p.end->status, 3);
+  EXPECT_TRUE(p.end->cuda_used);
+  EXPECT_TRUE(r.err.starts_with("gmemhook: 1 allocations, 0 frees recorded in ")) << r.err;
+  EXPECT_NE(r.err.find("(run: gmemhook summary "), std::string::npos);
+  // Private by default: the log may hold paths and arguments.
+  struct stat st{};
+  ASSERT_EQ(stat(p.dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat((p.dir / "process.gmh").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(Untouched, DisabledIsAPassThrough) {
+  fs::path out = temp_dir("disabled");
+  auto env = traced_env(out);
+  env["GMEMHOOK_DISABLE"] = "1";
+  RunResult r = run({scenario_path(), "entry-points", "runtime-symbol"}, env);
+  EXPECT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(fs::is_empty(out)) << "nothing written when disabled";
+}
+
+TEST(Untouched, ProgramWithoutCudaSaysSoInItsLog) {
+  fs::path out = temp_dir("nocuda");
+  RunResult r = run({"/bin/sh", "-c", "echo hi; exit 4"}, traced_env(out));
+  EXPECT_TRUE(r.exited(4));
+  EXPECT_EQ(r.out, "hi\n");
+  EXPECT_EQ(r.err, "") << "nothing on stderr when CUDA was never used";
+  LoggedProcess p = only_process(out);
+  EXPECT_TRUE(p.events.empty());
+  ASSERT_TRUE(p.end.has_value());
+  EXPECT_FALSE(p.end->cuda_used);
+  EXPECT_EQ(p.end->status, 4);
+}
+
+TEST(SelfContained, OnlyGlibcDependenciesAndOnlyHookedSymbolsExported) {
+  FILE* f = popen(("readelf -dW " + hook_path()).c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char line[1024];
+  int needed = 0;
+  while (fgets(line, sizeof(line), f)) {
+    std::string l = line;
+    if (l.find("(NEEDED)") == std::string::npos) continue;
+    ++needed;
+    bool glibc = l.find("[libc.so") != std::string::npos || l.find("[libdl.so") != std::string::npos ||
+                 l.find("[libpthread.so") != std::string::npos || l.find("[libm.so") != std::string::npos ||
+                 l.find("[ld-linux") != std::string::npos;
+    EXPECT_TRUE(glibc) << l;
+  }
+  pclose(f);
+  EXPECT_GT(needed, 0);
+  f = popen(("nm -D --defined-only " + hook_path()).c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  int exported = 0;
+  while (fgets(line, sizeof(line), f)) {
+    std::string name = line;
+    name = name.substr(name.rfind(' ') + 1);
+    name.pop_back();
+    ++exported;
+    bool ours = name.starts_with("cu") || name == "dlsym" || name == "_exit" || name == "_Exit";
+    EXPECT_TRUE(ours) << "unexpected export " << name;
+  }
+  pclose(f);
+  EXPECT_GE(exported, static_cast<int>(std::size(format::kApis)));
+}
+
+}  // namespace
+}  // namespace gmemhook::test

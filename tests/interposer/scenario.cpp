@@ -1,0 +1,393 @@
+// A CUDA program for the interposer tests: it calls the allocation entry points through every
+// path real programs use and prints each call it made ("<api> <address-or-handle> <result>"), so
+// a test can compare the log against what really happened. Runs on the simulated device in CI.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#undef cuGetProcAddress
+
+extern "C" {
+cudaError_t cudaMallocAsync_ptsz(void**, size_t, cudaStream_t);
+cudaError_t cudaFreeAsync_ptsz(void*, cudaStream_t);
+cudaError_t cudaMallocFromPoolAsync_ptsz(void**, size_t, cudaMemPool_t, cudaStream_t);
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr*, size_t, CUstream);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr, CUstream);
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr*, size_t, CUmemoryPool, CUstream);
+}
+
+namespace {
+
+void say(const char* api, uint64_t value, int result) {
+  std::printf("%s 0x%" PRIx64 " %d\n", api, value, result);
+}
+
+[[noreturn]] void die(const char* what, int code) {
+  std::fprintf(stderr, "scenario: %s failed with %d\n", what, code);
+  std::exit(99);
+}
+
+#define CHECK_RT(call)                                   \
+  do {                                                   \
+    cudaError_t rc_ = (call);                            \
+    if (rc_ != cudaSuccess) die(#call, static_cast<int>(rc_)); \
+  } while (0)
+#define CHECK_DRV(call)                                  \
+  do {                                                   \
+    CUresult rc_ = (call);                               \
+    if (rc_ != CUDA_SUCCESS) die(#call, static_cast<int>(rc_)); \
+  } while (0)
+
+// ------------------------------------------------------------------------------------------
+// Driver entry points, reached through a resolver chosen on the command line.
+struct DriverApi {
+  decltype(&cuMemAlloc_v2) mem_alloc;
+  decltype(&cuMemFree_v2) mem_free;
+  decltype(&cuMemAllocPitch_v2) mem_alloc_pitch;
+  decltype(&cuMemAllocManaged) mem_alloc_managed;
+  decltype(&cuMemAllocAsync) mem_alloc_async;
+  decltype(&cuMemAllocAsync_ptsz) mem_alloc_async_ptsz;
+  decltype(&cuMemAllocFromPoolAsync) mem_alloc_from_pool_async;
+  decltype(&cuMemAllocFromPoolAsync_ptsz) mem_alloc_from_pool_async_ptsz;
+  decltype(&cuMemFreeAsync) mem_free_async;
+  decltype(&cuMemFreeAsync_ptsz) mem_free_async_ptsz;
+  decltype(&cuMemAllocHost_v2) mem_alloc_host;
+  decltype(&cuMemHostAlloc) mem_host_alloc;
+  decltype(&cuMemFreeHost) mem_free_host;
+  decltype(&cuMemCreate) mem_create;
+  decltype(&cuMemRelease) mem_release;
+  decltype(&cuMemAddressReserve) mem_address_reserve;
+  decltype(&cuMemAddressFree) mem_address_free;
+  decltype(&cuMemMap) mem_map;
+  decltype(&cuMemUnmap) mem_unmap;
+};
+
+// How a driver function is found: (exported name, base name for cuGetProcAddress, ptsz?).
+using Resolve = void* (*)(const char* exported, const char* base, bool ptsz);
+
+void* by_symbol(const char* exported, const char*, bool) {
+  // The program's own references, as a linker would bind them.
+  static void* self = dlopen(nullptr, RTLD_NOW);
+  return dlsym(self, exported);
+}
+void* by_dlsym(const char* exported, const char*, bool) {
+  static void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  return dlsym(h, exported);
+}
+void* by_proc_address(const char*, const char* base, bool ptsz) {
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status;
+  cuuint64_t flags = ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
+  CHECK_DRV(cuGetProcAddress_v2(base, &fn, 13000, flags, &status));
+  if (status != CU_GET_PROC_ADDRESS_SUCCESS) die("cuGetProcAddress status", status);
+  return fn;
+}
+void* by_entry_point(const char*, const char* base, bool ptsz) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult status;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  CHECK_RT(cudaGetDriverEntryPoint(base, &fn, ptsz ? cudaEnablePerThreadDefaultStream : cudaEnableDefault, &status));
+#pragma GCC diagnostic pop
+  return fn;
+}
+void* by_entry_point_version(const char*, const char* base, bool ptsz) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult status;
+  CHECK_RT(cudaGetDriverEntryPointByVersion(base, &fn, 13000, ptsz ? cudaEnablePerThreadDefaultStream : cudaEnableDefault, &status));
+  return fn;
+}
+
+template <typename T>
+void get(T& slot, Resolve r, const char* exported, const char* base, bool ptsz = false) {
+  slot = reinterpret_cast<T>(r(exported, base, ptsz));
+  if (!slot) die(exported, -1);
+}
+
+DriverApi resolve_driver(Resolve r) {
+  DriverApi d{};
+  get(d.mem_alloc, r, "cuMemAlloc_v2", "cuMemAlloc");
+  get(d.mem_free, r, "cuMemFree_v2", "cuMemFree");
+  get(d.mem_alloc_pitch, r, "cuMemAllocPitch_v2", "cuMemAllocPitch");
+  get(d.mem_alloc_managed, r, "cuMemAllocManaged", "cuMemAllocManaged");
+  get(d.mem_alloc_async, r, "cuMemAllocAsync", "cuMemAllocAsync");
+  get(d.mem_alloc_async_ptsz, r, "cuMemAllocAsync_ptsz", "cuMemAllocAsync", true);
+  get(d.mem_alloc_from_pool_async, r, "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync");
+  get(d.mem_alloc_from_pool_async_ptsz, r, "cuMemAllocFromPoolAsync_ptsz", "cuMemAllocFromPoolAsync", true);
+  get(d.mem_free_async, r, "cuMemFreeAsync", "cuMemFreeAsync");
+  get(d.mem_free_async_ptsz, r, "cuMemFreeAsync_ptsz", "cuMemFreeAsync", true);
+  get(d.mem_alloc_host, r, "cuMemAllocHost_v2", "cuMemAllocHost");
+  get(d.mem_host_alloc, r, "cuMemHostAlloc", "cuMemHostAlloc");
+  get(d.mem_free_host, r, "cuMemFreeHost", "cuMemFreeHost");
+  get(d.mem_create, r, "cuMemCreate", "cuMemCreate");
+  get(d.mem_release, r, "cuMemRelease", "cuMemRelease");
+  get(d.mem_address_reserve, r, "cuMemAddressReserve", "cuMemAddressReserve");
+  get(d.mem_address_free, r, "cuMemAddressFree", "cuMemAddressFree");
+  get(d.mem_map, r, "cuMemMap", "cuMemMap");
+  get(d.mem_unmap, r, "cuMemUnmap", "cuMemUnmap");
+  return d;
+}
+
+void driver_context() {
+  CHECK_DRV(cuInit(0));
+  CUdevice dev;
+  CHECK_DRV(cuDeviceGet(&dev, 0));
+  CUcontext ctx;
+  CHECK_DRV(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK_DRV(cuCtxSetCurrent(ctx));
+}
+
+void exercise_driver(const DriverApi& d) {
+  CUdeviceptr p = 0;
+  size_t pitch = 0;
+  CHECK_DRV(d.mem_alloc(&p, 1 << 20)); say("cuMemAlloc_v2", p, 0);
+  say("cuMemFree_v2", p, 0); CHECK_DRV(d.mem_free(p));
+  CHECK_DRV(d.mem_alloc_pitch(&p, &pitch, 1000, 100, 4)); say("cuMemAllocPitch_v2", p, 0);
+  say("cuMemFree_v2", p, 0); CHECK_DRV(d.mem_free(p));
+  CHECK_DRV(d.mem_alloc_managed(&p, 4096, CU_MEM_ATTACH_GLOBAL)); say("cuMemAllocManaged", p, 0);
+  say("cuMemFree_v2", p, 0); CHECK_DRV(d.mem_free(p));
+  CHECK_DRV(d.mem_alloc_async(&p, 8192, nullptr)); say("cuMemAllocAsync", p, 0);
+  say("cuMemFreeAsync", p, 0); CHECK_DRV(d.mem_free_async(p, nullptr));
+  CHECK_DRV(d.mem_alloc_async_ptsz(&p, 8192, nullptr)); say("cuMemAllocAsync_ptsz", p, 0);
+  say("cuMemFreeAsync_ptsz", p, 0); CHECK_DRV(d.mem_free_async_ptsz(p, nullptr));
+  CUmemoryPool pool;
+  CHECK_DRV(cuDeviceGetDefaultMemPool(&pool, 0));
+  CHECK_DRV(d.mem_alloc_from_pool_async(&p, 16384, pool, nullptr)); say("cuMemAllocFromPoolAsync", p, 0);
+  say("cuMemFreeAsync", p, 0); CHECK_DRV(d.mem_free_async(p, nullptr));
+  CHECK_DRV(d.mem_alloc_from_pool_async_ptsz(&p, 16384, pool, nullptr)); say("cuMemAllocFromPoolAsync_ptsz", p, 0);
+  say("cuMemFreeAsync_ptsz", p, 0); CHECK_DRV(d.mem_free_async_ptsz(p, nullptr));
+  void* h = nullptr;
+  CHECK_DRV(d.mem_alloc_host(&h, 4096)); say("cuMemAllocHost_v2", reinterpret_cast<uint64_t>(h), 0);
+  say("cuMemFreeHost", reinterpret_cast<uint64_t>(h), 0); CHECK_DRV(d.mem_free_host(h));
+  CHECK_DRV(d.mem_host_alloc(&h, 4096, 0)); say("cuMemHostAlloc", reinterpret_cast<uint64_t>(h), 0);
+  say("cuMemFreeHost", reinterpret_cast<uint64_t>(h), 0); CHECK_DRV(d.mem_free_host(h));
+
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 1;  // not the current device: the recorded device must come from here
+  size_t gran = 0;
+  CHECK_DRV(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  CUmemGenericAllocationHandle handle;
+  CHECK_DRV(d.mem_create(&handle, 2 * gran, &prop, 0)); say("cuMemCreate", handle, 0);
+  CUdeviceptr va;
+  CHECK_DRV(d.mem_address_reserve(&va, 4 * gran, 0, 0, 0)); say("cuMemAddressReserve", va, 0);
+  CHECK_DRV(d.mem_map(va, 2 * gran, 0, handle, 0)); say("cuMemMap", va, 0);
+  say("cuMemUnmap", va, 0); CHECK_DRV(d.mem_unmap(va, 2 * gran));
+  say("cuMemAddressFree", va, 0); CHECK_DRV(d.mem_address_free(va, 4 * gran));
+  say("cuMemRelease", handle, 0); CHECK_DRV(d.mem_release(handle));
+
+  // A failed allocation is recorded with its size.
+  CUresult r = d.mem_alloc(&p, size_t{1} << 50);
+  if (r == CUDA_SUCCESS) die("huge cuMemAlloc succeeded", 0);
+  say("cuMemAlloc_v2", 0, r);
+}
+
+// ------------------------------------------------------------------------------------------
+// Runtime entry points, through the linked symbols or through dlsym on libcudart.
+struct RuntimeApi {
+  decltype(&cudaMalloc) malloc_;
+  decltype(&cudaFree) free_;
+  decltype(&cudaMallocAsync) malloc_async;
+  decltype(&cudaMallocAsync_ptsz) malloc_async_ptsz;
+  decltype(&cudaFreeAsync) free_async;
+  decltype(&cudaFreeAsync_ptsz) free_async_ptsz;
+  decltype(&cudaMallocFromPoolAsync) malloc_from_pool_async;
+  decltype(&cudaMallocFromPoolAsync_ptsz) malloc_from_pool_async_ptsz;
+  cudaError_t (*malloc_managed)(void**, size_t, unsigned);
+  decltype(&cudaMallocPitch) malloc_pitch;
+  decltype(&cudaMalloc3D) malloc_3d;
+  decltype(&cudaMallocHost) malloc_host;
+  decltype(&cudaHostAlloc) host_alloc;
+  decltype(&cudaFreeHost) free_host;
+};
+
+RuntimeApi resolve_runtime(void* handle) {
+  RuntimeApi r{};
+  auto g = [&](auto& slot, const char* name) {
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(handle, name));
+    if (!slot) die(name, -1);
+  };
+  g(r.malloc_, "cudaMalloc");
+  g(r.free_, "cudaFree");
+  g(r.malloc_async, "cudaMallocAsync");
+  g(r.malloc_async_ptsz, "cudaMallocAsync_ptsz");
+  g(r.free_async, "cudaFreeAsync");
+  g(r.free_async_ptsz, "cudaFreeAsync_ptsz");
+  g(r.malloc_from_pool_async, "cudaMallocFromPoolAsync");
+  g(r.malloc_from_pool_async_ptsz, "cudaMallocFromPoolAsync_ptsz");
+  g(r.malloc_managed, "cudaMallocManaged");
+  g(r.malloc_pitch, "cudaMallocPitch");
+  g(r.malloc_3d, "cudaMalloc3D");
+  g(r.malloc_host, "cudaMallocHost");
+  g(r.host_alloc, "cudaHostAlloc");
+  g(r.free_host, "cudaFreeHost");
+  return r;
+}
+
+void exercise_runtime(const RuntimeApi& r) {
+  void* p = nullptr;
+  auto u = [](void* q) { return reinterpret_cast<uint64_t>(q); };
+  CHECK_RT(r.malloc_(&p, 1 << 20)); say("cudaMalloc", u(p), 0);
+  say("cudaFree", u(p), 0); CHECK_RT(r.free_(p));
+  CHECK_RT(r.malloc_async(&p, 4096, nullptr)); say("cudaMallocAsync", u(p), 0);
+  say("cudaFreeAsync", u(p), 0); CHECK_RT(r.free_async(p, nullptr));
+  CHECK_RT(r.malloc_async_ptsz(&p, 4096, nullptr)); say("cudaMallocAsync_ptsz", u(p), 0);
+  say("cudaFreeAsync_ptsz", u(p), 0); CHECK_RT(r.free_async_ptsz(p, nullptr));
+  cudaMemPool_t pool;
+  CHECK_RT(cudaDeviceGetDefaultMemPool(&pool, 0));
+  CHECK_RT(r.malloc_from_pool_async(&p, 8192, pool, nullptr)); say("cudaMallocFromPoolAsync", u(p), 0);
+  say("cudaFreeAsync", u(p), 0); CHECK_RT(r.free_async(p, nullptr));
+  CHECK_RT(r.malloc_from_pool_async_ptsz(&p, 8192, pool, nullptr)); say("cudaMallocFromPoolAsync_ptsz", u(p), 0);
+  say("cudaFreeAsync_ptsz", u(p), 0); CHECK_RT(r.free_async_ptsz(p, nullptr));
+  CHECK_RT(r.malloc_managed(&p, 4096, cudaMemAttachGlobal)); say("cudaMallocManaged", u(p), 0);
+  say("cudaFree", u(p), 0); CHECK_RT(r.free_(p));
+  size_t pitch;
+  CHECK_RT(r.malloc_pitch(&p, &pitch, 1000, 10)); say("cudaMallocPitch", u(p), 0);
+  say("cudaFree", u(p), 0); CHECK_RT(r.free_(p));
+  cudaPitchedPtr pp;
+  cudaExtent ext{256, 4, 2};
+  CHECK_RT(r.malloc_3d(&pp, ext)); say("cudaMalloc3D", u(pp.ptr), 0);
+  say("cudaFree", u(pp.ptr), 0); CHECK_RT(r.free_(pp.ptr));
+  CHECK_RT(r.malloc_host(&p, 4096)); say("cudaMallocHost", u(p), 0);
+  say("cudaFreeHost", u(p), 0); CHECK_RT(r.free_host(p));
+  CHECK_RT(r.host_alloc(&p, 4096, 0)); say("cudaHostAlloc", u(p), 0);
+  say("cudaFreeHost", u(p), 0); CHECK_RT(r.free_host(p));
+  cudaError_t e = r.malloc_(&p, size_t{1} << 50);
+  if (e == cudaSuccess) die("huge cudaMalloc succeeded", 0);
+  say("cudaMalloc", 0, e);
+}
+
+// ------------------------------------------------------------------------------------------
+int entry_points(const std::string& path) {
+  if (path == "runtime-symbol") {
+    exercise_runtime(resolve_runtime(dlopen(nullptr, RTLD_NOW)));
+  } else if (path == "runtime-dlsym") {
+    exercise_runtime(resolve_runtime(dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL)));
+  } else {
+    Resolve r = path == "driver-symbol"         ? by_symbol
+                : path == "driver-dlsym"        ? by_dlsym
+                : path == "driver-procaddress"  ? by_proc_address
+                : path == "driver-entrypoint"   ? by_entry_point
+                : path == "driver-entrypoint-version" ? by_entry_point_version
+                                                : nullptr;
+    if (!r) die("unknown path", 0);
+    if (path.starts_with("driver-entrypoint")) CHECK_RT(cudaSetDevice(0));  // runtime up first
+    driver_context();
+    exercise_driver(resolve_driver(r));
+  }
+  return 0;
+}
+
+// N threads × M cudaMalloc/cudaFree pairs.
+int threads(int n, int m) {
+  CHECK_RT(cudaSetDevice(0));
+  std::vector<std::thread> ts;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < n; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < m; ++i) {
+        void* p;
+        if (cudaMalloc(&p, 256 + 16 * (t % 4)) != cudaSuccess || cudaFree(p) != cudaSuccess) ++failures;
+      }
+    });
+  for (auto& t : ts) t.join();
+  std::printf("failures %d\n", failures.load());
+  return failures ? 1 : 0;
+}
+
+// Threads allocate continuously while the main thread forks; the child allocates `child_allocs`
+// times and exits. The parent waits for it (a deadlocked child makes the test time out).
+int fork_while_allocating(int child_allocs) {
+  CHECK_RT(cudaSetDevice(0));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      while (!stop) {
+        void* p;
+        if (cudaMalloc(&p, 512) == cudaSuccess) cudaFree(p);
+      }
+    });
+  usleep(20000);
+  int statuses = 0;
+  for (int round = 0; round < 5; ++round) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (int i = 0; i < child_allocs; ++i) {
+        void* p;
+        if (cudaMalloc(&p, 1024) != cudaSuccess) _exit(3);
+        std::printf("child %d 0x%" PRIxPTR "\n", getpid(), reinterpret_cast<uintptr_t>(p));
+        if (i % 2) cudaFree(p);
+      }
+      std::fflush(stdout);
+      std::exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    statuses += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  stop = true;
+  for (auto& t : ts) t.join();
+  std::printf("children ok %d\n", statuses);
+  return statuses == 5 ? 0 : 1;
+}
+
+// Allocates forever (kill) or `n` times then dies (abort, segv, exit); prints every pointer
+// after cudaMalloc returned, so the test knows what the log must hold.
+int die_while_allocating(const std::string& how, int n) {
+  CHECK_RT(cudaSetDevice(0));
+  setvbuf(stdout, nullptr, _IONBF, 0);
+  for (int i = 0; how == "kill" || i < n; ++i) {
+    void* p;
+    if (cudaMalloc(&p, 4096) != cudaSuccess) die("cudaMalloc", 0);
+    std::printf("%" PRIxPTR "\n", reinterpret_cast<uintptr_t>(p));
+    if (i % 2) cudaFree(p);  // frees happen too; only the returned allocations are checked
+  }
+  if (how == "abort") std::abort();
+  if (how == "segv") {
+    volatile int* null = nullptr;
+    *null = 1;
+  }
+  if (how == "_exit") _exit(5);
+  return 4;
+}
+
+// Prints, allocates, exits with `code`: checks that output and exit status pass through.
+int plain(int code) {
+  std::printf("hello from scenario\n");
+  void* p;
+  CHECK_RT(cudaMalloc(&p, 4096));
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: gmemhook_scenario MODE [ARGS]\n");
+    return 2;
+  }
+  std::string mode = argv[1];
+  auto arg = [&](int i, int def) { return argc > i ? std::atoi(argv[i]) : def; };
+  if (mode == "entry-points" && argc > 2) return entry_points(argv[2]);
+  if (mode == "threads") return threads(arg(2, 16), arg(3, 50000));
+  if (mode == "fork") return fork_while_allocating(arg(2, 10));
+  if (mode == "die" && argc > 2) return die_while_allocating(argv[2], arg(3, 500));
+  if (mode == "plain") return plain(arg(2, 0));
+  std::fprintf(stderr, "scenario: unknown mode %s\n", mode.c_str());
+  return 2;
+}
