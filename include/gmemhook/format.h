@@ -37,6 +37,7 @@ inline constexpr uint32_t kMaxChunkSize = 64u << 20;
 inline constexpr uint32_t kMinChunkSize = 4096;
 inline constexpr uint32_t kMaxBigRecord = 16u << 20;  // module maps of huge processes fit
 inline constexpr uint32_t kMaxFrames = 1024;
+inline constexpr uint32_t kMaxPyFrames = 1024;
 inline constexpr uint32_t kMaxString = 64u << 10;
 inline constexpr uint32_t kMaxModules = 1u << 16;
 inline constexpr uint32_t kMaxSegments = 64;
@@ -73,7 +74,8 @@ enum class RecordType : uint8_t {
   ModulesBegin = 0x03,  // process file: a new snapshot of loaded objects follows
   ChunkEnd = 0x7f,  // rest of this chunk is unused; continue at the next chunk boundary
   // Big records.
-  Stack = 0x81,        // thread files: an interned native call stack
+  Stack = 0x81,        // thread files: an interned call stack (native, then Python frames)
+  PyCode = 0x82,       // thread files: a Python code object, written once, referred to by id
   ProcessInfo = 0x90,  // process file, first record
   Module = 0x91,       // process file: one loaded object of the snapshot begun before it
   Note = 0x92,         // either file: a human-readable remark (e.g. "CUDA was never used")
@@ -162,6 +164,21 @@ enum EventField : uint8_t {
 //   count × zigzag       return address minus the previous frame's (first: minus 0).
 //                        Frame 0 is the call site of the CUDA entry point; the recorder's own
 //                        frames are already removed.
+//   varint  pycount      Python frames of the calling thread, innermost first (<= kMaxPyFrames;
+//                        0 when the thread runs no Python or Python capture is off)
+//   pycount × { varint code_id, varint where }
+//                        code_id: a PyCode record of this file. where = instruction byte offset
+//                        << 1 | is_entry. is_entry marks the outermost Python frame run by one
+//                        native call of the interpreter loop (_PyEval_EvalFrameDefault): reports
+//                        put each such group of Python frames in place of that native frame.
+//                        The line is found offline from the code object's line table.
+//
+// PyCode payload (thread files):
+//   varint  id           1, 2, 3 ... in order of first use in this file
+//   varint  py_version   (major << 8) | minor of the interpreter, e.g. 0x030c for 3.12
+//   string  filename, string name, string qualname (empty before 3.11)
+//   varint  first_line
+//   string  line_table   co_linetable's bytes, in that version's own encoding
 //
 // ProcessInfo payload (process file, first record):
 //   varint pid, varint ppid, string exe (absolute path), varint argc, argc × string argv,
