@@ -33,7 +33,9 @@ import os
 import sys
 
 # Must be set before torch initialises CUDA; see the docstring for why it is the default here.
-if "--caching" not in sys.argv[1:]:
+# An allocator chosen in the environment (e.g. backend:cudaMallocAsync, also one event per
+# tensor) wins.
+if "--caching" not in sys.argv[1:] and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ:
     os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
 
 import torch  # noqa: E402  (after the environment is set)

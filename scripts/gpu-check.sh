@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The project's GPU acceptance run. On a machine with an NVIDIA GPU, torch, CuPy and JAX:
+#   scripts/gpu-check.sh [BUILD_DIR] [OUT_DIR]
+# BUILD_DIR holds bin/gmemhook, lib/libgmemhook.so and bin/samples/ (build here with
+# scripts/build.sh, or carry a build made elsewhere: the hook and the CLI are self-contained).
+# Prints the check table and saves every log and report under OUT_DIR.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+OUT=${2:-gpu-check-out}
+mkdir -p "$OUT"
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+  python3 -c 'import cupy; print("cupy", cupy.__version__)' 2>&1
+  python3 -c 'import jax; print("jax", jax.__version__)' 2>&1
+} | tee "$OUT/versions.txt"
+python3 scripts/gpu_check.py --build "$BUILD" --out "$OUT" "${@:3}"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Copies what a GPU machine needs from a build into dist/ (small enough to carry): the hook, the
+# CLI and the samples. Usage: scripts/make-dist.sh [BUILD_DIR] [DIST_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+DIST=${2:-dist}
+rm -rf "$DIST"
+mkdir -p "$DIST/bin/samples" "$DIST/lib"
+cp "$BUILD/lib/libgmemhook.so" "$DIST/lib/"
+cp "$BUILD/bin/gmemhook" "$DIST/bin/"
+[ -f "$BUILD/bin/hook_bench" ] && cp "$BUILD/bin/hook_bench" "$DIST/bin/"
+cp "$BUILD"/bin/samples/* "$DIST/bin/samples/"
+strip --strip-debug "$DIST/bin/gmemhook"
+du -sh "$DIST"
