@@ -11,13 +11,15 @@ import json
 
 import cupy
 
-calls = {"count": 0, "bytes": 0}
+calls = {"count": 0, "bytes": 0, "chunks": []}
 
 
 def counting_malloc(size):
+    mem = cupy.cuda.Memory(size)
     calls["count"] += 1
     calls["bytes"] += size
-    return cupy.cuda.MemoryPointer(cupy.cuda.Memory(size), 0)
+    calls["chunks"].append([mem.ptr, size])
+    return cupy.cuda.MemoryPointer(mem, 0)
 
 
 def main():
@@ -32,7 +34,7 @@ def main():
             kept.append(b)
         peak = max(peak, pool.total_bytes())
     cupy.cuda.Device().synchronize()
-    print("CUPY_STATS " + json.dumps({"malloc_calls": calls["count"], "malloc_bytes": calls["bytes"],
+    print("CUPY_STATS " + json.dumps({"malloc_calls": calls["count"], "malloc_bytes": calls["bytes"], "chunks": calls["chunks"],
                                       "pool_peak_total_bytes": peak,
                                       "pool_total_bytes": pool.total_bytes()}), flush=True)
 
