@@ -1,6 +1,7 @@
 // `gmemhook dump`: one line per record, process by process in pid order. Process-file records
-// come in file order, thread-file headers next, then stacks and events merged by seq, the End
-// record (or its absence) last.
+// come in file order, thread-file headers next, then stacks, Python code objects and events merged
+// by seq, the End record (or its absence) last. A stack's Python frames follow its addresses as
+// `py: CODE@OFFSET:LINE`, innermost first, `*` marking the first frame of an interpreter-loop call.
 #include "analyzer/dump_command.h"
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "analyzer/event_info.h"
+#include "analyzer/python_lines.h"
 #include "analyzer/reader.h"
 
 namespace gmemhook::analysis {
@@ -150,6 +152,28 @@ class EventPrinter : public EventVisitor {
     fmt::format_to(out, "stack {} tid={}:", id, t.tid());
     for (uint64_t pc : frames) fmt::format_to(out, " {:#x}", pc);
     if (frames.empty()) fmt::format_to(out, " (no frames)");
+    auto python = t.python_frames(id);
+    if (!python.empty()) fmt::format_to(out, " py:");
+    for (const PyFrameRef& f : python) {
+      fmt::format_to(out, " {}@{}", f.code_id, f.offset);
+      const PyCode* code = t.py_code(f.code_id);
+      if (auto line = code ? python_line(*code, f.offset) : std::nullopt)
+        fmt::format_to(out, ":{}", *line);
+      else
+        fmt::format_to(out, ":?");
+      if (f.is_entry) fmt::format_to(out, "*");
+    }
+    emit();
+  }
+
+  void on_py_code(const PyCode& c, const ThreadLog& t) override {
+    line_.clear();
+    fmt::format_to(fmt::appender(line_),
+                   "pycode {} tid={}: python={}.{} file={} name={} qualname={} first_line={} "
+                   "line_table={}B",
+                   c.id, t.tid(), c.py_version >> 8, c.py_version & 0xff, as_token(c.filename),
+                   as_token(c.name), c.qualname.empty() ? "-" : as_token(c.qualname), c.first_line,
+                   c.line_table.size());
     emit();
   }
 

@@ -11,6 +11,7 @@ namespace gmemhook::analysis {
 
 class ThreadLog;
 struct Note;
+struct PyCode;
 
 class EventVisitor {
  public:
@@ -22,6 +23,9 @@ class EventVisitor {
   virtual void on_stack(uint32_t /*id*/, std::span<const uint64_t> /*frames*/,
                         const ThreadLog& /*thread*/) {}
   virtual void on_note(const Note& /*note*/, const ThreadLog& /*thread*/) {}
+  // A Python code object of `thread`, delivered before the first stack that refers to it.
+  // Stacks' Python frames are read with ThreadLog::python_frames().
+  virtual void on_py_code(const PyCode& /*code*/, const ThreadLog& /*thread*/) {}
 };
 
 }  // namespace gmemhook::analysis

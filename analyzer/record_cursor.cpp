@@ -25,6 +25,7 @@ bool is_known_type(uint8_t t) {
     case RecordType::ModulesBegin:
     case RecordType::ChunkEnd:
     case RecordType::Stack:
+    case RecordType::PyCode:
     case RecordType::ProcessInfo:
     case RecordType::Module:
     case RecordType::Note:
@@ -63,6 +64,8 @@ std::string record_type_name(uint8_t type) {
       return "chunk-end";
     case RecordType::Stack:
       return "stack";
+    case RecordType::PyCode:
+      return "py-code";
     case RecordType::ProcessInfo:
       return "process-info";
     case RecordType::Module:

@@ -142,7 +142,8 @@ EndRecord decode_end(const Record& r, const std::string& file) {
   return e;
 }
 
-uint32_t decode_stack(const Record& r, const std::string& file, std::vector<uint64_t>& frames) {
+uint32_t decode_stack(const Record& r, const std::string& file, std::vector<uint64_t>& frames,
+                      std::vector<PyFrameRef>& py) {
   FieldReader in(r, file);
   uint64_t id = in.varint("id");
   if (id == 0 || id > UINT32_MAX) in.fail("expected an id in [1, 2^32), got " + std::to_string(id));
@@ -154,8 +155,43 @@ uint32_t decode_stack(const Record& r, const std::string& file, std::vector<uint
     address += static_cast<uint64_t>(in.zigzag("frame address delta"));
     frames.push_back(address);
   }
+  uint64_t pycount = in.count("python frame count", format::kMaxPyFrames, 2);
+  py.clear();
+  py.reserve(pycount);
+  for (uint64_t i = 0; i < pycount; ++i) {
+    uint64_t code_id = in.varint("python frame code_id");
+    if (code_id == 0 || code_id > UINT32_MAX)
+      in.fail("expected a python frame code_id in [1, 2^32), got " + std::to_string(code_id));
+    uint64_t where = in.varint("python frame where");
+    if (where > UINT32_MAX)
+      in.fail("expected a python frame where < 2^32, got " + std::to_string(where));
+    py.push_back(
+        {static_cast<uint32_t>(code_id), static_cast<uint32_t>(where >> 1), (where & 1) != 0});
+  }
   in.finish();
   return static_cast<uint32_t>(id);
+}
+
+PyCode decode_py_code(const Record& r, const std::string& file) {
+  FieldReader in(r, file);
+  PyCode c;
+  uint64_t id = in.varint("id");
+  if (id == 0 || id > UINT32_MAX) in.fail("expected an id in [1, 2^32), got " + std::to_string(id));
+  c.id = static_cast<uint32_t>(id);
+  uint64_t version = in.varint("py_version");
+  if (version > 0xffff)
+    in.fail("expected py_version = (major << 8) | minor, got " + std::to_string(version));
+  c.py_version = static_cast<uint16_t>(version);
+  c.filename = in.string("filename");
+  c.name = in.string("name");
+  c.qualname = in.string("qualname");
+  uint64_t first_line = in.varint("first_line");
+  if (first_line > INT32_MAX)
+    in.fail("expected first_line < 2^31, got " + std::to_string(first_line));
+  c.first_line = static_cast<uint32_t>(first_line);
+  c.line_table = in.string("line_table");
+  in.finish();
+  return c;
 }
 
 }  // namespace gmemhook::analysis

@@ -1,5 +1,5 @@
 // Decoded forms of the non-event records (format.h: ProcessInfo, Module, ModulesBegin, Note, End,
-// Stack) and their decoders. Events are decoded by codec.h's decode_event, shared with the writer.
+// Stack, PyCode) and their decoders. Events: codec.h's decode_event, shared with the writer.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +53,24 @@ struct EndRecord {
   bool cuda_used = false;
 };
 
+// One Python frame of a stack: a PyCode record of the same file and where in it the frame was.
+struct PyFrameRef {
+  uint32_t code_id = 0;
+  uint32_t offset = 0;    // instruction byte offset into the code object's bytecode
+  bool is_entry = false;  // outermost frame of one _PyEval_EvalFrameDefault call (format.h)
+  bool operator==(const PyFrameRef&) const = default;
+};
+
+// A Python code object as the recorder described it.
+struct PyCode {
+  uint32_t id = 0;
+  uint16_t py_version = 0;  // (major << 8) | minor
+  std::string filename, name;
+  std::string qualname;  // empty before 3.11
+  uint32_t first_line = 0;
+  std::string line_table;  // co_linetable's raw bytes (python_lines.h decodes them)
+};
+
 // Each decoder checks every length and count against format.h's limits before using it, and
 // throws ReadError naming the record's offset in `file` when the payload is malformed.
 ProcessInfo decode_process_info(const Record& r, const std::string& file);
@@ -60,7 +78,10 @@ Module decode_module(const Record& r, const std::string& file);
 ModulesBegin decode_modules_begin(const Record& r, const std::string& file);
 Note decode_note(const Record& r, const std::string& file);
 EndRecord decode_end(const Record& r, const std::string& file);
-// Returns the stack's id and replaces `frames` with its return addresses, innermost first.
-uint32_t decode_stack(const Record& r, const std::string& file, std::vector<uint64_t>& frames);
+// Returns the stack's id and replaces `frames` with its return addresses and `py` with its Python
+// frames, both innermost first. Code ids are not checked against the file's PyCode records here.
+uint32_t decode_stack(const Record& r, const std::string& file, std::vector<uint64_t>& frames,
+                      std::vector<PyFrameRef>& py);
+PyCode decode_py_code(const Record& r, const std::string& file);
 
 }  // namespace gmemhook::analysis

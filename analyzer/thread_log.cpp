@@ -1,4 +1,4 @@
-// Incremental decoding of one thread file: events, interned stacks and notes.
+// Incremental decoding of one thread file: events, interned stacks, Python code objects and notes.
 #include "analyzer/thread_log.h"
 
 #include "analyzer/records.h"
@@ -20,6 +20,7 @@ void ThreadLog::rewind() {
   current_offset_ = 0;
   events_read_ = 0;
   stacks_.clear();
+  py_codes_.clear();
   notes_.clear();
   pending_.clear();
 }
@@ -39,13 +40,16 @@ bool ThreadLog::advance() {
       case RecordType::Stack:
         read_stack(r);
         break;
+      case RecordType::PyCode:
+        read_py_code(r);
+        break;
       case RecordType::Note:
         notes_.push_back(decode_note(r, file_.name()));
-        pending_.push_back({false, static_cast<uint32_t>(notes_.size() - 1)});
+        pending_.push_back({Pending::Note, static_cast<uint32_t>(notes_.size() - 1)});
         break;
       default:
-        damage(r.offset,
-               "expected a thread-file record (event, stack, note), found " + a_record(r.type));
+        damage(r.offset, "expected a thread-file record (event, stack, py-code, note), found " +
+                             a_record(r.type));
     }
   }
   return false;
@@ -79,20 +83,42 @@ void ThreadLog::read_event(const Record& r) {
 }
 
 void ThreadLog::read_stack(const Record& r) {
-  uint32_t id = decode_stack(r, file_.name(), frame_scratch_);
+  uint32_t id = decode_stack(r, file_.name(), frame_scratch_, py_frame_scratch_);
   if (id != stacks_.next_id())
     damage(r.offset, "stack record: expected id " + std::to_string(stacks_.next_id()) +
                          " (ids count up from 1 in order of first use), got " + std::to_string(id));
-  stacks_.add(frame_scratch_);
-  pending_.push_back({true, id});
+  for (const PyFrameRef& f : py_frame_scratch_)
+    if (!py_code(f.code_id))
+      damage(r.offset,
+             "stack record: expected python frame code ids recorded earlier in this file (1.." +
+                 std::to_string(py_codes_.size()) + "), got " + std::to_string(f.code_id));
+  stacks_.add(frame_scratch_, py_frame_scratch_);
+  pending_.push_back({Pending::Stack, id});
+}
+
+void ThreadLog::read_py_code(const Record& r) {
+  PyCode code = decode_py_code(r, file_.name());
+  if (code.id != py_codes_.size() + 1)
+    damage(r.offset, "py-code record: expected id " + std::to_string(py_codes_.size() + 1) +
+                         " (ids count up from 1 in order of first use), got " +
+                         std::to_string(code.id));
+  py_codes_.push_back(std::move(code));
+  pending_.push_back({Pending::PyCode, static_cast<uint32_t>(py_codes_.size())});
 }
 
 void ThreadLog::deliver_pending(EventVisitor& v) {
   for (const Pending& p : pending_) {
-    if (p.is_stack)
-      v.on_stack(p.index, stacks_.frames(p.index), *this);
-    else
-      v.on_note(notes_[p.index], *this);
+    switch (p.kind) {
+      case Pending::Stack:
+        v.on_stack(p.index, stacks_.frames(p.index), *this);
+        break;
+      case Pending::PyCode:
+        v.on_py_code(py_codes_[p.index - 1], *this);
+        break;
+      case Pending::Note:
+        v.on_note(notes_[p.index], *this);
+        break;
+    }
   }
   pending_.clear();
 }

@@ -19,6 +19,9 @@ void load_config() {
   g_config.disabled = env_flag("GMEMHOOK_DISABLE");
   g_config.free_stacks = env_flag("GMEMHOOK_FREE_STACKS");
   g_config.quiet = env_flag("GMEMHOOK_QUIET");
+  if (const char* p = getenv("GMEMHOOK_PYTHON"); p && *p)
+    g_config.python = env_flag("GMEMHOOK_PYTHON");
+  g_config.python_force_unsupported = env_flag("GMEMHOOK_PYTHON_FORCE_UNSUPPORTED");
   if (const char* d = getenv("GMEMHOOK_DEPTH"); d && *d) {
     char* end = nullptr;
     long v = strtol(d, &end, 10);

@@ -10,6 +10,10 @@ struct Config {
   int depth = 64;             // GMEMHOOK_DEPTH: native frames per stack (0 = no stacks)
   bool free_stacks = false;   // GMEMHOOK_FREE_STACKS=1: also unwind on frees/unmaps/releases
   bool quiet = false;         // GMEMHOOK_QUIET=1: no summary line on stderr at exit
+  bool python = true;         // GMEMHOOK_PYTHON=0: no Python frames in stacks
+  // GMEMHOOK_PYTHON_FORCE_UNSUPPORTED=1: treat a supported interpreter as unsupported (tests the
+  // native-only fallback and its note on any machine).
+  bool python_force_unsupported = false;
   char out_dir[PATH_MAX] = {};  // GMEMHOOK_OUT: run directory; empty = the working directory
 };
 

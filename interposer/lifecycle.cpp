@@ -11,6 +11,7 @@
 #include "config.h"
 #include "lifecycle.h"
 #include "process_log.h"
+#include "python_frames.h"
 #include "recorder.h"
 #include "text.h"
 #include "unwinder.h"
@@ -68,6 +69,7 @@ __attribute__((constructor)) void start() {
   init_recorder();
   if (!open_process_log(true)) return;
   refresh_modules_if_changed();
+  init_python_frames();
   pthread_atfork(nullptr, nullptr, fork_child);
   on_exit(at_exit, nullptr);
   g_enabled.store(true, std::memory_order_release);

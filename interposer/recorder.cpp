@@ -12,6 +12,7 @@
 #include "config.h"
 #include "log_file.h"
 #include "process_log.h"
+#include "python_frames.h"
 #include "real_symbols.h"
 #include "stack_table.h"
 #include "text.h"
@@ -25,10 +26,17 @@ using fmt::EventKind;
 namespace {
 constexpr uint32_t kThreadChunk = 1u << 20;
 
+// Largest Stack payload: id, native frames, Python frames (code id and where: 5 bytes each).
+constexpr size_t kMaxStackPayload = 2 * 10 + kMaxDepth * 10 + kMaxPyDepth * 10;
+
 struct ThreadLog {
   LogFile file;
   StackTable stacks;
+  PyCodeTable py_codes;
   fmt::EventDeltas deltas;
+  // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
+  uint64_t py_frames[kMaxPyDepth];
+  uint8_t stack_payload[kMaxStackPayload];
   uint64_t fork_generation = 0;
   std::atomic<uint64_t> allocations{0}, frees{0}, failed{0};
   ThreadLog* next = nullptr;  // registry of every thread's log, for the exit totals
@@ -51,6 +59,7 @@ void thread_finished(void* p) {
   if (!log || log->fork_generation != fork_generation()) return;
   log->file.close();
   log->stacks.release();
+  log->py_codes.release();
   // The ThreadLog itself stays in the registry so its counts reach the exit summary.
 }
 
@@ -93,6 +102,7 @@ ThreadLog* thread_log() {
     // Inherited across fork: the chunk mapping is shared with the parent's file. Drop it.
     log->file.close();
     log->stacks.release();
+    log->py_codes.release();
   }
   if (t_creating) return nullptr;
   t_creating = true;
@@ -146,15 +156,17 @@ bool is_release_kind(EventKind k) {
 uint32_t capture_and_intern(ThreadLog* log) {
   uint64_t frames[kMaxDepth];
   size_t n = capture_stack(frames, static_cast<size_t>(g_config.depth));
-  if (n == 0) return 0;
+  // PyCode records of code objects new to this file are written here, before the Stack record.
+  size_t npy = capture_python_frames(log->py_codes, log->file, log->py_frames, kMaxPyDepth);
+  if (n == 0 && npy == 0) return 0;
   bool is_new = false;
-  uint32_t id = log->stacks.intern(frames, n, &is_new);
+  uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);
   if (id && is_new) {
     // A stack never seen before may run through a newly loaded object: make sure the module
     // map in the log covers it before anyone needs to symbolize it.
     refresh_modules_if_changed();
-    uint8_t buf[16 + kMaxDepth * 10];
-    fmt::PayloadWriter w(buf);
+    retry_python_detection();
+    fmt::PayloadWriter w(log->stack_payload);
     w.varint(id);
     w.varint(n);
     uint64_t prev = 0;
@@ -162,7 +174,12 @@ uint32_t capture_and_intern(ThreadLog* log) {
       w.zigzag(static_cast<int64_t>(frames[i] - prev));
       prev = frames[i];
     }
-    if (!log->file.append(fmt::RecordType::Stack, buf, w.size())) return 0;
+    w.varint(npy);
+    for (size_t i = 0; i < npy; ++i) {
+      w.varint(log->py_frames[i] >> 32);          // code_id
+      w.varint(log->py_frames[i] & 0xffffffffu);  // where
+    }
+    if (!log->file.append(fmt::RecordType::Stack, log->stack_payload, w.size())) return 0;
   }
   return id;
 }

@@ -12,9 +12,11 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
   return h ^ (h >> 29);
 }
 
-uint64_t hash_frames(const uint64_t* f, size_t n) {
+uint64_t hash_frames(const uint64_t* f, size_t n, const uint64_t* py, size_t npy) {
   uint64_t h = 0x84222325cbf29ce4ull ^ n;
   for (size_t i = 0; i < n; ++i) h = mix(h, f[i]);
+  h = mix(h, npy);
+  for (size_t i = 0; i < npy; ++i) h = mix(h, py[i]);
   return h ? h : 1;  // 0 marks an empty slot
 }
 }  // namespace
@@ -37,16 +39,18 @@ bool StackTable::grow() {
   return true;
 }
 
-uint32_t StackTable::intern(const uint64_t* frames, size_t n, bool* is_new) {
+uint32_t StackTable::intern(const uint64_t* frames, size_t n, const uint64_t* py, size_t npy,
+                            bool* is_new) {
   *is_new = false;
   if ((used_ + 1) * 2 > capacity_ && !grow()) return 0;
-  uint64_t h = hash_frames(frames, n);
+  uint64_t h = hash_frames(frames, n, py, npy);
   size_t i = h & (capacity_ - 1);
   while (slots_[i].hash) {
-    if (slots_[i].hash == h && slots_[i].frames == n) return slots_[i].id;
+    const Slot& s = slots_[i];
+    if (s.hash == h && s.frames == n && s.py_frames == npy) return s.id;
     i = (i + 1) & (capacity_ - 1);
   }
-  slots_[i] = Slot{h, next_id_, static_cast<uint32_t>(n)};
+  slots_[i] = Slot{h, next_id_, static_cast<uint16_t>(n), static_cast<uint16_t>(npy)};
   ++used_;
   *is_new = true;
   return next_id_++;

@@ -1,5 +1,5 @@
-// Per-thread interning of native call stacks: each distinct stack gets an id once, and events
-// refer to it by id. Memory comes from mmap, never malloc (this runs inside hooks).
+// Per-thread interning of call stacks (native frames plus Python frames): each distinct stack gets
+// an id once, and events refer to it by id. Memory comes from mmap, never malloc (hooks).
 #pragma once
 
 #include <cstddef>
@@ -9,20 +9,22 @@ namespace gmemhook {
 
 class StackTable {
  public:
-  // Returns the id of `frames` and sets *is_new when it was not seen before. Ids start at 1.
+  // Returns the id of the stack made of native `frames` and Python frames `py` (packed as
+  // python_frames.h writes them) and sets *is_new when it was not seen before. Ids start at 1.
   // Returns 0 if the table can't grow (out of memory): the event is then recorded without stack.
-  uint32_t intern(const uint64_t* frames, size_t n, bool* is_new);
+  uint32_t intern(const uint64_t* frames, size_t n, const uint64_t* py, size_t npy, bool* is_new);
   void release();
 
  private:
   struct Slot {
     uint64_t hash;  // 0 = empty
     uint32_t id;
-    uint32_t frames;
+    uint16_t frames;
+    uint16_t py_frames;
   };
   bool grow();
 
-  // Stacks are compared by a 64-bit hash of their frames and their depth, not frame by frame:
+  // Stacks are compared by a 64-bit hash of their frames and their depths, not frame by frame:
   // keeping every frame would cost 0.5 KiB per stack per thread, and a false match needs two
   // different stacks to collide in 64 bits within one thread.
   Slot* slots_ = nullptr;

@@ -65,6 +65,19 @@ class Checker:
             c[api if f.get("result") == "0" else api + ":failed"] += 1
         return c
 
+    def report(self, cmd, run, *args):
+        """`gmemhook CMD RUN --json ARGS` parsed, the text version saved beside it."""
+        name = os.path.basename(run)
+        text = subprocess.run([self.cli, cmd, run, *args], capture_output=True, text=True)
+        with open(os.path.join(self.out, "%s.%s.txt" % (name, cmd)), "w") as f:
+            f.write(text.stdout + text.stderr)
+        p = subprocess.run([self.cli, cmd, run, "--json", *args], capture_output=True, text=True)
+        with open(os.path.join(self.out, "%s.%s.json" % (name, cmd)), "w") as f:
+            f.write(p.stdout)
+        if p.returncode not in (0, 1):
+            raise RuntimeError("gmemhook %s %s failed: %s" % (cmd, name, p.stderr.strip()[-300:]))
+        return json.loads(p.stdout)
+
     def table(self):
         w = [max(len(r[i]) for r in self.rows + [("check", "expected", "measured", "result", "")])
              for i in range(4)]
@@ -187,13 +200,18 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--only", default="torch,samples,cupy,jax")
+    ap.add_argument("--only", default="torch,samples,cupy,jax,peaks,leaks,python,gpt2")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
     only = a.only.split(",")
     for name, fn in (("torch", lambda: check_torch(c, a.python)), ("samples", lambda: check_samples(c)),
-                     ("cupy", lambda: check_cupy(c, a.python)), ("jax", lambda: check_jax(c, a.python))):
+                     ("cupy", lambda: check_cupy(c, a.python)), ("jax", lambda: check_jax(c, a.python)),
+                     ("peaks", lambda: (check_torch_peaks(c, a.python), check_cupy_peak(c, a.python),
+                                        check_jax_peak(c))),
+                     ("leaks", lambda: check_leak_samples(c)),
+                     ("python", lambda: check_python_leak(c, a.python)),
+                     ("gpt2", lambda: check_gpt2(c, a.python))):
         if name in only:
             try:
                 fn()
@@ -204,6 +222,149 @@ def main():
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(t + "\n")
     sys.exit(0 if all(r[3] == "PASS" for r in c.rows) else 1)
+
+
+
+# ----------------------------------------------------------------------------------------------
+# Report-level oracles (issues 3, 5, 6): numbers from `gmemhook summary|peak|leaks --json`.
+
+def device_entry(summary, device=0, memory="device", pid=None):
+    for proc in summary["processes"]:
+        if pid is not None and proc["pid"] != pid:
+            continue
+        for d in proc["devices"]:
+            if d["device"] == device and d["memory"] == memory and d["allocations"] > 0:
+                return d
+    return None
+
+
+def check_torch_peaks(c, py):
+    """Peaks of the torch runs against torch's own counters. Only torch's allocator API is
+    counted (--api): libraries like cuBLAS also allocate (through the driver) and torch doesn't
+    count those."""
+    script = os.path.join(os.path.dirname(__file__), "..", "samples", "torch_workload.py")
+    runs = {}
+    for name, env, api, oracle in (
+            ("torch-async", {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"},
+             "cudaMallocAsync,cudaFreeAsync", "max_memory_allocated"),
+            ("torch-default", {}, "cudaMalloc,cudaFree", "max_memory_reserved"),
+            ("torch-expandable", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+             "cuMemCreate,cuMemRelease,cuMemMap,cuMemUnmap", "max_memory_reserved"),
+            ("torch-no-caching", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, "cudaMalloc,cudaFree",
+             None)):
+        run = os.path.join(c.out, "runs", name)
+        if not os.path.isdir(run):
+            out, run = c.traced(name, [py, script], env)
+        else:
+            with open(os.path.join(c.out, name + ".log")) as f:
+                out = f.read()
+        s = stats_line(out, "TORCH_STATS")
+        summary = c.report("summary", run, "--api", api)
+        d = device_entry(summary)
+        got = d["peak_bytes"] if d else None
+        runs[name] = got
+        if oracle:
+            exp = s[oracle] if s else None
+            c.row(name + ": device-0 peak (%s)" % api.split(",")[0], exp, got, exp == got,
+                  "torch.cuda.%s()" % oracle)
+        else:
+            exp = runs.get("torch-async")
+            c.row(name + ": requested-bytes peak", exp, got, exp == got,
+                  "torch-async run's peak (same script, same tensors live at the same moments)")
+        c.report("peak", run, "--api", api, "--top", "10")
+
+
+def check_leak_samples(c):
+    """leaks totals against compute-sanitizer --leak-check full on the same program."""
+    cs = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    for sample in ("leak", "pool_async", "vmm"):
+        exe = os.path.join(c.build, "bin", "samples", sample)
+        p = subprocess.run([cs, "--leak-check", "full", exe], capture_output=True, text=True,
+                           timeout=300)
+        with open(os.path.join(c.out, "sanitizer-%s.txt" % sample), "w") as f:
+            f.write(p.stdout + p.stderr)
+        m = re.search(r"LEAK SUMMARY: (\d+) bytes leaked in (\d+) allocations", p.stdout + p.stderr)
+        exp = int(m.group(1)) if m else 0 if "No leaks" in p.stdout + p.stderr else None
+        out, run = c.traced("sample-" + sample + "-leaks", [exe])
+        leaks = c.report("leaks", run, "--memory", "device")
+        got = sum(proc["total_bytes"] for proc in leaks["processes"])
+        c.row("%s: leaked device bytes" % sample, exp, got, exp == got,
+              "compute-sanitizer LEAK SUMMARY")
+
+
+def python_frames(stack):
+    return [f for f in stack if f.get("python")]
+
+
+def check_python_leak(c, py):
+    script = os.path.join(os.path.dirname(__file__), "..", "samples", "torch_leak.py")
+    with open(script) as f:
+        leak_line = next(i for i, l in enumerate(f, 1) if "leaked.append(" in l and "#" in l)
+    out, run = c.traced("torch-leak-async", [py, script],
+                        {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"})
+    leaks = c.report("leaks", run, "--api", "cudaMallocAsync,cudaFreeAsync", "--top", "5")
+    top = leaks["processes"][0]["leaks"][0] if leaks["processes"] and leaks["processes"][0]["leaks"] else None
+    frames = python_frames(top["stack"]) if top else []
+    got = "%s:%s" % (os.path.basename(frames[0]["file"] or "?"), frames[0]["line"]) if frames else None
+    exp = "torch_leak.py:%d" % leak_line
+    c.row("torch_leak (cudaMallocAsync): top leak site's Python line", exp, got, exp == got)
+
+
+def check_gpt2(c, py):
+    script = os.path.join(os.path.dirname(__file__), "..", "samples", "train_gpt2.py")
+    out, run = c.traced("gpt2-b8", [py, script, "--batch", "8", "--steps", "3"],
+                        {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"})
+    peak = c.report("peak", run, "--api", "cudaMallocAsync,cudaFreeAsync", "--top", "5")
+    sites = peak["processes"][0]["devices"][0]["sites"][:3]
+    named = [any((f.get("file") or "").endswith("modeling_gpt2.py") for f in python_frames(s["stack"]))
+             for s in sites]
+    c.row("train_gpt2 peak: top 3 sites name modeling_gpt2.py", "3 of 3", "%d of 3" % sum(named),
+          all(named) and len(named) == 3)
+    # Killed mid-run: live bytes at the moment it died == torch.cuda.memory_allocated().
+    run = os.path.join(c.out, "runs", "gpt2-killed")
+    shutil.rmtree(run, ignore_errors=True)
+    e = dict(os.environ, LD_PRELOAD=c.hook, GMEMHOOK_OUT=run,
+             PYTORCH_CUDA_ALLOC_CONF="backend:cudaMallocAsync", PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([py, script, "--batch", "8", "--steps", "10", "--stop-after-step", "3"],
+                         env=e, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    printed = None
+    for line in p.stdout:
+        if line.startswith("MEMORY_ALLOCATED "):
+            printed = int(line.split()[1])
+            break
+    p.kill()
+    p.wait()
+    summary = c.report("summary", run, "--api", "cudaMallocAsync,cudaFreeAsync")
+    d = device_entry(summary)
+    got = d["live_bytes_at_end"] if d else None
+    c.row("train_gpt2 SIGKILLed after step 3: live bytes on device 0", printed, got,
+          printed is not None and printed == got, "torch.cuda.memory_allocated() printed before the kill")
+
+
+def check_cupy_peak(c, py):
+    run = os.path.join(c.out, "runs", "cupy")
+    with open(os.path.join(c.out, "cupy.log")) as f:
+        s = stats_line(f.read(), "CUPY_STATS")
+    peak = c.report("peak", run, "--top", "1000")
+    dev = peak["processes"][0]["devices"][0]
+    # The pool's chunks are the sites allocated through CuPy's memory module; CuPy also
+    # allocates a little for itself (e.g. cuRAND state), which its pool doesn't count.
+    pool = sum(site["bytes"] for site in dev["sites"]
+               if any("cupy/cuda/memory" in (f.get("module") or "") or
+                      "counting_malloc" == f.get("function") for f in site["stack"]))
+    c.row("cupy: peak of the pool's chunks", s["pool_peak_total_bytes"], pool,
+          s["pool_peak_total_bytes"] == pool, "pool.total_bytes() peak tracked by the script")
+
+
+def check_jax_peak(c):
+    run = os.path.join(c.out, "runs", "jax-bfc")
+    with open(os.path.join(c.out, "jax-bfc.counts.json")) as f:
+        st = json.load(f)["jax"]["stats"]
+    summary = c.report("summary", run, "--api", "cuMemCreate,cuMemRelease,cuMemMap,cuMemUnmap")
+    d = device_entry(summary)
+    got = d["peak_bytes"] if d else None
+    c.row("jax (BFC): physical peak", st["peak_pool_bytes"], got, st["peak_pool_bytes"] == got,
+          "memory_stats()['peak_pool_bytes']; the platform allocator reports no memory_stats")
 
 
 if __name__ == "__main__":

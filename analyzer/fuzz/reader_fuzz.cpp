@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/event_info.h"
+#include "analyzer/python_stack.h"
 #include "analyzer/reader.h"
 
 namespace {
@@ -39,6 +40,9 @@ struct Touch : analysis::EventVisitor {
   void on_event(const format::Event& ev, const analysis::ThreadLog& t) override {
     sum += ev.seq + ev.f.address + analysis::api_name(ev.api).size();
     for (uint64_t pc : t.stack(ev.stack_id)) sum += pc;
+    // Python frames with their lines decoded from whatever line tables the input holds.
+    for (const analysis::PyFrameRef& f : t.python_frames(ev.stack_id))
+      sum += analysis::python_frame(f, t).line.value_or(0);
     if (auto m = analysis::memory_type(ev)) sum += static_cast<uint64_t>(*m);
   }
   void on_stack(uint32_t id, std::span<const uint64_t> frames,
@@ -47,6 +51,9 @@ struct Touch : analysis::EventVisitor {
   }
   void on_note(const analysis::Note& n, const analysis::ThreadLog&) override {
     sum += n.text.size();
+  }
+  void on_py_code(const analysis::PyCode& c, const analysis::ThreadLog&) override {
+    sum += c.filename.size() + c.line_table.size();
   }
 };
 

@@ -194,7 +194,7 @@ TEST(Damage, EventErrors) {
   }
   {
     ThreadLogBuilder t(4242, 4243, kStartNs);
-    t.file.record(RecordType::Stack, varints({2, 0}));
+    t.file.record(RecordType::Stack, varints({2, 0, 0}));
     EXPECT_CONTAINS(read_error(with_thread(t)), "stack record: expected id 1");
   }
   {
@@ -219,7 +219,7 @@ TEST(Damage, RecordsInTheWrongFile) {
     ThreadLogBuilder t(4242, 4243, kStartNs);
     t.file.record(RecordType::ProcessInfo, varints({1}));
     EXPECT_CONTAINS(read_error(with_thread(t)),
-                    "expected a thread-file record (event, stack, note), found a process-info");
+                    "expected a thread-file record (event, stack, py-code, note), found a process-info");
   }
   ProcessLogs logs = small_two_thread_process(true);
   ProcessLogBuilder p(4242, kStartNs);

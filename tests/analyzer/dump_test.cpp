@@ -161,6 +161,32 @@ TEST(DumpCommand, UnreadableInputExitsWithStatus2) {
   std::filesystem::remove_all(run);
 }
 
+TEST(DumpCommand, PrintsCodeObjectsAndPythonFrames) {
+  auto run = make_temp_dir("dump-python");
+  ProcessLogs logs = small_two_thread_process(true);
+  ThreadLogBuilder t(logs.pid, 4243, kStartNs + 1000);
+  analysis::PyCode step;
+  step.py_version = 0x030c;
+  step.filename = "/src/my train.py";
+  step.name = "step";
+  step.qualname = "Trainer.step";
+  step.first_line = 40;
+  step.line_table = std::string("\xd9\x00\x04\xf8\xe8\x03", 6);
+  uint32_t code = t.py_code(step);
+  uint32_t s = t.stack({0x401000}, {{code, 2, false}, {code, 4, true}});
+  t.event(make_event(format::ApiId::cudaMalloc, 1, kStartNs + 1000000, s));
+  logs.threads[0] = {4243, t.file.bytes()};
+  write_process_dir(run, logs);
+  CommandResult r = gmemhook_cli("dump " + quote(run));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("pycode 1 tid=4243: python=3.12 file=\"/src/my train.py\" name=step "
+                       "qualname=Trainer.step first_line=40 line_table=6B\n"
+                       "stack 1 tid=4243: 0x401000 py: 1@2:41 1@4:?*\n"),
+            std::string::npos)
+      << r.out;
+  std::filesystem::remove_all(run);
+}
+
 TEST(Cli, VersionAndHelp) {
   CommandResult r = gmemhook_cli("--version");
   EXPECT_EQ(r.status, 0);

@@ -70,19 +70,50 @@ ThreadLogBuilder::ThreadLogBuilder(uint32_t pid, uint64_t tid, uint64_t start_ns
                                    uint32_t chunk_size)
     : file(format::FileKind::Thread, chunk_size, pid, tid, start_ns), deltas_{0, start_ns, 0} {}
 
-uint32_t ThreadLogBuilder::stack(const std::vector<uint64_t>& frames) {
-  Bytes p(20 + frames.size() * 10);
+Bytes stack_payload(uint32_t id, const std::vector<uint64_t>& frames,
+                    const std::vector<analysis::PyFrameRef>& python) {
+  Bytes p(30 + frames.size() * 10 + python.size() * 20);
   format::PayloadWriter w(p.data());
-  w.varint(++stacks_);
+  w.varint(id);
   w.varint(frames.size());
   uint64_t prev = 0;
   for (uint64_t pc : frames) {
     w.zigzag(static_cast<int64_t>(pc - prev));
     prev = pc;
   }
+  w.varint(python.size());
+  for (const analysis::PyFrameRef& f : python) {
+    w.varint(f.code_id);
+    w.varint(uint64_t{f.offset} << 1 | (f.is_entry ? 1 : 0));
+  }
   p.resize(w.size());
-  file.record(RecordType::Stack, p);
+  return p;
+}
+
+Bytes py_code_payload(const analysis::PyCode& c) {
+  Bytes p(80 + c.filename.size() + c.name.size() + c.qualname.size() + c.line_table.size());
+  format::PayloadWriter w(p.data());
+  w.varint(c.id);
+  w.varint(c.py_version);
+  w.string(c.filename);
+  w.string(c.name);
+  w.string(c.qualname);
+  w.varint(c.first_line);
+  w.string(c.line_table);
+  p.resize(w.size());
+  return p;
+}
+
+uint32_t ThreadLogBuilder::stack(const std::vector<uint64_t>& frames,
+                                 const std::vector<analysis::PyFrameRef>& python) {
+  file.record(RecordType::Stack, stack_payload(++stacks_, frames, python));
   return stacks_;
+}
+
+uint32_t ThreadLogBuilder::py_code(analysis::PyCode code) {
+  code.id = ++py_codes_;
+  file.record(RecordType::PyCode, py_code_payload(code));
+  return py_codes_;
 }
 
 void ThreadLogBuilder::event(const format::Event& ev) {

@@ -51,7 +51,10 @@ class ThreadLogBuilder {
   ThreadLogBuilder(uint32_t pid, uint64_t tid, uint64_t start_ns, uint32_t chunk_size = 4096);
 
   // Interns a stack; returns its id (1, 2, 3 ...).
-  uint32_t stack(const std::vector<uint64_t>& frames);
+  uint32_t stack(const std::vector<uint64_t>& frames,
+                 const std::vector<analysis::PyFrameRef>& python = {});
+  // Describes a code object; returns its id (1, 2, 3 ...), which `code.id` is replaced with.
+  uint32_t py_code(analysis::PyCode code);
   void event(const format::Event& ev);
   void note(std::string_view text);
 
@@ -60,7 +63,13 @@ class ThreadLogBuilder {
  private:
   format::EventDeltas deltas_;
   uint32_t stacks_ = 0;
+  uint32_t py_codes_ = 0;
 };
+
+// The payload of a Stack or PyCode record as the recorder writes it.
+Bytes stack_payload(uint32_t id, const std::vector<uint64_t>& frames,
+                    const std::vector<analysis::PyFrameRef>& python);
+Bytes py_code_payload(const analysis::PyCode& code);
 
 class ProcessLogBuilder {
  public:

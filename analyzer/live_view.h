@@ -1,0 +1,72 @@
+// Views of a Replay's state at one moment: what was live grouped by call stack (leaks, peak),
+// and how the live device memory lay in the address space (fragmentation). Each is computed in
+// one walk over the live set, so taking one costs O(live), never O(events).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "analyzer/replay.h"
+
+namespace gmemhook::analysis {
+
+// What a group of live things is: memory (an allocation or a physical handle) or address space
+// (a VMM mapping or reservation, which holds no memory of its own).
+enum class LiveKind : uint8_t { Allocation, Physical, Mapping, Reservation };
+
+// Live things with the same series, api, kind and stack.
+struct SiteGroup {
+  SeriesKey series;
+  uint8_t api = 0;
+  LiveKind kind = LiveKind::Allocation;
+  uint32_t stack = 0;  // StackInterner id
+  uint64_t bytes = 0, count = 0;
+};
+
+// Groups the live allocations and physical handles of the series `want` accepts (and, with
+// `address_space`, the mappings and reservations too), largest bytes first; ties by count, then
+// by stack id (the order stacks were first met), so the order is stable from run to run.
+std::vector<SiteGroup> group_live(const Replay& replay,
+                                  const std::function<bool(const SeriesKey&)>& want,
+                                  bool address_space);
+
+// The allocation granularity assumed when rounding a request to what it really takes. CUDA does
+// not document cudaMalloc's; this is the rule gmemhook applies (docs/json.md):
+//   cudaMalloc family, stream-ordered and managed allocations: up to a multiple of 512 bytes;
+//   cuMemCreate handles and cuMemMap ranges: up to a multiple of 2 MiB (the VMM granularity of
+//     current GPUs; CUDA requires these sizes to be multiples of it already);
+//   pinned host memory: up to a multiple of the 4 KiB page.
+uint64_t granted_bytes(uint64_t requested, LiveKind kind, format::MemoryType memory);
+inline constexpr uint64_t kAllocGranularity = 512;
+inline constexpr uint64_t kVmmGranularity = 2u << 20;
+inline constexpr uint64_t kHostPageSize = 4096;
+
+struct SizeBucket {
+  uint64_t min_bytes = 0, max_bytes = 0;  // [min, max)
+  uint64_t count = 0, bytes = 0;
+};
+
+struct PoolView {
+  uint64_t handle = 0;  // 0: the device's default pool
+  uint64_t live_bytes = 0, live_count = 0;
+  uint64_t high_water_bytes = 0, high_water_seq = 0;
+};
+
+// Device memory of one device at one moment.
+struct Fragmentation {
+  uint64_t live_bytes = 0, live_count = 0;  // allocations + physical handles, as requested
+  uint64_t granted_bytes = 0;               // the same, rounded up (granted_bytes())
+  // The address layout of the live ranges (allocations and VMM mappings, at granted size).
+  uint64_t ranges = 0;
+  uint64_t lowest_address = 0, span_bytes = 0;
+  uint64_t gap_bytes = 0, gap_count = 0, largest_gap_bytes = 0;
+  double fragmentation = 0;           // 1 - largest_gap / gap_bytes; 0 when there is no gap
+  std::vector<SizeBucket> histogram;  // power-of-two buckets of the requested sizes, non-empty
+  uint64_t reserved_bytes = 0, mapped_bytes = 0, physical_bytes = 0;
+  std::vector<PoolView> pools;
+};
+
+Fragmentation measure_fragmentation(const Replay& replay, int32_t device);
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,354 @@
+// The replay of one process's events (see replay.h for the model).
+#include "analyzer/replay.h"
+
+#include <algorithm>
+
+#include "analyzer/thread_log.h"
+
+namespace gmemhook::analysis {
+
+using format::EventKind;
+using format::MemoryType;
+
+Replay::Replay() {
+  for (const format::ApiInfo& a : format::kApis) apis_[static_cast<uint8_t>(a.id)] = &a;
+}
+
+void Replay::reset() {
+  series_.clear();
+  series_by_key_.fill(0);
+  pools_.clear();
+  live_.clear();
+  handles_.clear();
+  mappings_.clear();
+  reservations_.clear();
+  anomalies_ = Anomalies{};
+  events_ = last_seq_ = last_time_ns_ = 0;
+  next_checkpoint_ = 0;
+  next_checkpoint_seq_ = checkpoints_.empty() ? UINT64_MAX : checkpoints_.front();
+}
+
+void Replay::set_checkpoints(std::vector<uint64_t> seqs, std::function<void(uint64_t)> fn,
+                             bool stop_after_last) {
+  stop_after_last_ = stop_after_last;
+  std::sort(seqs.begin(), seqs.end());
+  seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
+  checkpoints_ = std::move(seqs);
+  on_checkpoint_ = std::move(fn);
+  next_checkpoint_ = 0;
+  next_checkpoint_seq_ = checkpoints_.empty() ? UINT64_MAX : checkpoints_.front();
+}
+
+void Replay::set_time_checkpoint(uint64_t time_ns, std::function<void()> fn) {
+  time_checkpoint_ns_ = time_ns;
+  on_time_checkpoint_ = std::move(fn);
+}
+
+void Replay::finish() {
+  while (next_checkpoint_ < checkpoints_.size()) on_checkpoint_(checkpoints_[next_checkpoint_++]);
+  next_checkpoint_seq_ = UINT64_MAX;
+  if (on_time_checkpoint_) {
+    time_checkpoint_ns_ = UINT64_MAX;
+    auto fn = std::move(on_time_checkpoint_);
+    on_time_checkpoint_ = nullptr;
+    fn();
+  }
+}
+
+void Replay::on_stack(uint32_t id, std::span<const uint64_t> frames, const ThreadLog& thread) {
+  // Python frames belong to a stack's identity: two Python call sites reaching CUDA through the
+  // same native frames are different stacks.
+  stacks_.add(thread.index(), id, frames, thread.python_frames(id));
+}
+
+void Replay::on_py_code(const PyCode& code, const ThreadLog& thread) {
+  stacks_.add_code(thread.index(), code);
+}
+
+void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
+  // Checkpoints see the state after every event up to theirs: fire before anything later.
+  while (ev.seq > next_checkpoint_seq_) {
+    on_checkpoint_(checkpoints_[next_checkpoint_++]);
+    next_checkpoint_seq_ =
+        next_checkpoint_ < checkpoints_.size() ? checkpoints_[next_checkpoint_] : UINT64_MAX;
+    if (stop_after_last_ && next_checkpoint_seq_ == UINT64_MAX) throw Stop{};
+  }
+  if (ev.time_ns > time_checkpoint_ns_) {
+    time_checkpoint_ns_ = UINT64_MAX;
+    auto fn = std::move(on_time_checkpoint_);
+    on_time_checkpoint_ = nullptr;
+    fn();
+  }
+
+  ++events_;
+  last_seq_ = ev.seq;
+  last_time_ns_ = ev.time_ns;
+  const format::ApiInfo* api = apis_[ev.api];
+  if (!api) {
+    ++anomalies_.unknown_api_events;
+    ++anomalies_.unknown_api_ids[ev.api];
+    return;
+  }
+  const uint32_t stack = stacks_.id(thread.index(), ev.stack_id);
+  switch (api->kind) {
+    case EventKind::Alloc:
+      return alloc(ev, *api, stack);
+    case EventKind::Free:
+      return free(ev, stack);
+    case EventKind::Create:
+      return create(ev, *api, stack);
+    case EventKind::Release:
+      return release(ev, stack);
+    case EventKind::Map:
+      return map(ev, stack);
+    case EventKind::Unmap:
+      return unmap(ev, stack);
+    case EventKind::Reserve:
+      return reserve(ev, stack);
+    case EventKind::AddressFree:
+      return address_free(ev, stack);
+  }
+}
+
+uint16_t Replay::series_index(int32_t device, MemoryType memory) {
+  // Pinned host memory is on no device, whichever device was current when it was allocated.
+  if (memory == MemoryType::HostPinned) device = kNoDevice;
+  if (memory == MemoryType::None) memory = MemoryType::Device;
+  if (device < kNoDevice) device = kNoDevice;
+  const bool direct = device < kDirectDevices;
+  const size_t slot = static_cast<size_t>(device + 1) * 4 + static_cast<size_t>(memory);
+  if (direct && series_by_key_[slot]) return series_by_key_[slot] - 1;
+  const SeriesKey key{device, memory};
+  for (size_t i = 0; i < series_.size(); ++i)
+    if (series_[i].key == key) return static_cast<uint16_t>(i);
+  series_.emplace_back();
+  series_.back().key = key;
+  const auto index = static_cast<uint16_t>(series_.size() - 1);
+  if (direct) series_by_key_[slot] = index + 1;
+  return index;
+}
+
+uint16_t Replay::pool_index(uint64_t handle, int32_t device) {
+  for (size_t i = 0; i < pools_.size(); ++i)
+    if (pools_[i].handle == handle && (handle != 0 || pools_[i].device == device))
+      return static_cast<uint16_t>(i + 1);
+  pools_.push_back(Pool{handle, device});
+  return static_cast<uint16_t>(pools_.size());
+}
+
+void Replay::became_live(Series& s, uint64_t bytes, const format::Event& ev) {
+  s.live_bytes += bytes;
+  ++s.live_count;
+  if (s.live_bytes > s.peak_bytes) {
+    s.peak_bytes = s.live_bytes;
+    s.peak_seq = ev.seq;
+    s.peak_time_ns = ev.time_ns;
+  }
+  s.timeline.add(ev.seq, ev.time_ns, s.live_bytes);
+}
+
+void Replay::became_free(Series& s, uint64_t bytes, const format::Event& ev) {
+  s.live_bytes -= bytes;
+  --s.live_count;
+  s.freed_bytes += bytes;
+  s.timeline.add(ev.seq, ev.time_ns, s.live_bytes);
+}
+
+void Replay::unmatched(const format::Event& ev, uint64_t address, uint32_t stack,
+                       uint64_t& counter) {
+  ++counter;
+  if (anomalies_.examples.size() < Anomalies::kKeptExamples)
+    anomalies_.examples.push_back({ev.seq, address, stack, ev.api});
+}
+
+void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
+  const MemoryType memory = ev.f.has(format::kHasMemory) ? ev.f.memory : api.memory;
+  const uint16_t index = series_index(ev.f.device, memory);
+  Series& s = series_[index];
+  const uint64_t size = ev.f.size;
+  if (ev.result != 0) {
+    ++s.failed;
+    if (s.failures.size() < Series::kKeptFailures)
+      s.failures.push_back({ev.seq, ev.time_ns, size, ev.result, stack, ev.api});
+    return;
+  }
+  ++s.allocations;
+  ++s.allocations_by_api[ev.api];
+  s.allocated_bytes += size;
+  const uint64_t address = ev.f.address;
+  if (address == 0) return;  // a zero-byte request: CUDA returns a null pointer, nothing is live
+
+  auto [a, added] = live_.find_or_add(address);
+  if (!added) {
+    // The address is handed out again, so it was freed through a path the recorder did not see
+    // (e.g. cudaDeviceReset). Count it and treat the old allocation as freed.
+    ++anomalies_.reused_addresses;
+    became_free(series_[a->series], a->size, ev);
+    if (a->pool) {
+      Pool& p = pools_[a->pool - 1];
+      p.live_bytes -= a->size;
+      --p.live_count;
+    }
+  }
+
+  uint16_t pool = 0;
+  // Stream-ordered calls carry a stream; those without an explicit pool use the device's.
+  if (ev.f.has(format::kHasPool) || ev.f.has(format::kHasStream)) {
+    pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, s.key.device);
+    Pool& p = pools_[pool - 1];
+    p.live_bytes += size;
+    ++p.live_count;
+    ++p.allocations;
+    if (p.live_bytes > p.high_water_bytes) {
+      p.high_water_bytes = p.live_bytes;
+      p.high_water_seq = ev.seq;
+    }
+  }
+  *a = {size, stack, index, pool, ev.api};
+  became_live(s, size, ev);
+}
+
+void Replay::free(const format::Event& ev, uint32_t stack) {
+  const uint64_t address = ev.f.address;
+  if (ev.result != 0) {
+    ++anomalies_.failed_frees;
+    return;
+  }
+  if (address == 0) {
+    ++anomalies_.null_frees;
+    return;
+  }
+  LiveAllocation a;
+  if (!live_.take(address, &a)) return unmatched(ev, address, stack, anomalies_.unknown_frees);
+  Series& s = series_[a.series];
+  ++s.frees;
+  ++s.frees_by_api[ev.api];
+  became_free(s, a.size, ev);
+  if (a.pool) {
+    Pool& p = pools_[a.pool - 1];
+    p.live_bytes -= a.size;
+    --p.live_count;
+  }
+}
+
+void Replay::create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
+  const MemoryType memory = ev.f.has(format::kHasMemory) ? ev.f.memory : api.memory;
+  const uint16_t index = series_index(ev.f.device, memory);
+  Series& s = series_[index];
+  const uint64_t size = ev.f.size;
+  if (ev.result != 0) {
+    ++s.failed;
+    if (s.failures.size() < Series::kKeptFailures)
+      s.failures.push_back({ev.seq, ev.time_ns, size, ev.result, stack, ev.api});
+    return;
+  }
+  ++s.allocations;
+  ++s.allocations_by_api[ev.api];
+  s.allocated_bytes += size;
+  const uint64_t handle = ev.f.handle;
+  if (auto it = handles_.find(handle); it != handles_.end()) {
+    // The same handle value again while the old one still held memory: its release was missed.
+    ++anomalies_.reused_addresses;
+    Series& was = series_[it->second.series];
+    was.physical_bytes -= it->second.size;
+    became_free(was, it->second.size, ev);
+    handles_.erase(it);
+  }
+  handles_[handle] = {size, ev.seq, stack, index, ev.api, false, 0};
+  s.physical_bytes += size;
+  s.max_physical_bytes = std::max(s.max_physical_bytes, s.physical_bytes);
+  became_live(s, size, ev);
+}
+
+void Replay::drop_physical(uint64_t handle, const format::Event& ev) {
+  auto it = handles_.find(handle);
+  Series& s = series_[it->second.series];
+  s.physical_bytes -= it->second.size;
+  became_free(s, it->second.size, ev);
+  handles_.erase(it);
+}
+
+void Replay::release(const format::Event& ev, uint32_t stack) {
+  if (ev.result != 0) {
+    ++anomalies_.failed_frees;
+    return;
+  }
+  auto it = handles_.find(ev.f.handle);
+  if (it == handles_.end() || it->second.released)
+    return unmatched(ev, ev.f.handle, stack, anomalies_.unknown_releases);
+  PhysicalHandle& h = it->second;
+  Series& s = series_[h.series];
+  ++s.frees;
+  ++s.frees_by_api[ev.api];
+  h.released = true;
+  if (h.mappings == 0) drop_physical(ev.f.handle, ev);
+}
+
+void Replay::map(const format::Event& ev, uint32_t stack) {
+  if (ev.result != 0) {
+    ++anomalies_.failed_other;
+    return;
+  }
+  uint16_t index;
+  auto it = handles_.find(ev.f.handle);
+  if (it != handles_.end()) {
+    ++it->second.mappings;
+    index = it->second.series;
+  } else {
+    ++anomalies_.unknown_handle_maps;
+    index = series_index(ev.f.device, MemoryType::Device);
+  }
+  Series& s = series_[index];
+  s.mapped_bytes += ev.f.size;
+  s.max_mapped_bytes = std::max(s.max_mapped_bytes, s.mapped_bytes);
+  mappings_[ev.f.address] = {ev.f.size, ev.f.handle, ev.seq, stack, index, ev.api};
+}
+
+void Replay::unmap(const format::Event& ev, uint32_t stack) {
+  if (ev.result != 0) {
+    ++anomalies_.failed_frees;
+    return;
+  }
+  // One cuMemUnmap may cover several whole mappings laid out back to back.
+  const uint64_t begin = ev.f.address;
+  const uint64_t end = begin + ev.f.size;
+  auto it = mappings_.lower_bound(begin);
+  if (it == mappings_.end() || it->first != begin)
+    return unmatched(ev, begin, stack, anomalies_.unknown_unmaps);
+  while (it != mappings_.end() && it->first < end) {
+    const Mapping m = it->second;
+    it = mappings_.erase(it);
+    Series& s = series_[m.series];
+    s.mapped_bytes -= m.size;
+    auto h = handles_.find(m.handle);
+    if (h != handles_.end() && h->second.mappings > 0 && --h->second.mappings == 0 &&
+        h->second.released)
+      drop_physical(m.handle, ev);
+  }
+}
+
+void Replay::reserve(const format::Event& ev, uint32_t stack) {
+  if (ev.result != 0) {
+    ++anomalies_.failed_other;
+    return;
+  }
+  const uint16_t index = series_index(ev.f.device, MemoryType::Device);
+  Series& s = series_[index];
+  s.reserved_bytes += ev.f.size;
+  s.max_reserved_bytes = std::max(s.max_reserved_bytes, s.reserved_bytes);
+  reservations_[ev.f.address] = {ev.f.size, ev.seq, stack, index, ev.api};
+}
+
+void Replay::address_free(const format::Event& ev, uint32_t stack) {
+  if (ev.result != 0) {
+    ++anomalies_.failed_frees;
+    return;
+  }
+  auto it = reservations_.find(ev.f.address);
+  if (it == reservations_.end())
+    return unmatched(ev, ev.f.address, stack, anomalies_.unknown_address_frees);
+  series_[it->second.series].reserved_bytes -= it->second.size;
+  reservations_.erase(it);
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,35 @@
+// `gmemhook run [-o DIR] [--depth N] [--no-python] [--free-stacks] -- CMD ARGS…`: runs a command
+// with libgmemhook.so preloaded into it and every process it starts, all logging into one run
+// directory, then writes DIR/run.json and prints a summary (docs/run.md).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace gmemhook::analysis {
+
+struct RunOptions {
+  std::optional<std::string> out_dir;  // -o; default ./gmemhook.<exe>.<YYYYMMDD-HHMMSS>
+  std::optional<int> depth;            // --depth → GMEMHOOK_DEPTH
+  bool no_python = false;              // --no-python → GMEMHOOK_PYTHON=0
+  bool free_stacks = false;            // --free-stacks → GMEMHOOK_FREE_STACKS=1
+  std::vector<std::string> command;
+};
+
+// Adds the `run` subcommand to `app`. When it is the one parsed, its callback runs the command
+// and never returns: gmemhook ends with the command's exit code, or dies by the same signal,
+// which main()'s mapping of errors to exit statuses would otherwise hide.
+void add_run_command(CLI::App& app);
+
+// Runs `opts.command` under the hook. Once the command has run, gmemhook ends the way it did
+// (exit_like) and this does not return. It returns only when the command never ran: 2 for
+// gmemhook's own errors (library not found, run directory unusable), 127 when the command is not
+// found and 126 when it cannot be executed, as a shell would.
+int run_command(const RunOptions& opts);
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,29 @@
+// The environment `gmemhook run` gives the traced command: the caller's, plus LD_PRELOAD and the
+// GMEMHOOK_* settings (README "Environment") that every process it starts inherits.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gmemhook::analysis {
+
+struct TraceSettings {
+  std::filesystem::path library;  // libgmemhook.so
+  std::filesystem::path run_dir;  // absolute: the command may change directory
+  std::optional<int> depth;       // GMEMHOOK_DEPTH; unset: inherited or the library's default
+  bool no_python = false;         // GMEMHOOK_PYTHON=0
+  bool free_stacks = false;       // GMEMHOOK_FREE_STACKS=1
+};
+
+// `base` ("NAME=value" strings, e.g. environ) with the settings applied. The library goes first
+// in LD_PRELOAD, before anything already there, and is not added twice. GMEMHOOK_QUIET=1: the
+// processes stay silent and `gmemhook run` prints one summary for all of them.
+std::vector<std::string> traced_environment(const std::vector<std::string>& base,
+                                            const TraceSettings& s);
+
+// The process's own environment as "NAME=value" strings.
+std::vector<std::string> current_environment();
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,344 @@
+// Analyzer throughput: writes a synthetic run (by default 10 million events from 8 threads over
+// 1 000 distinct stacks, in the recorder's on-disk format), then times the reader alone and the
+// summary, leaks, peak and fragmentation reports on it, best of N runs, and prints events/s.
+// Symbolization is part of the timing but cheap here: the stacks point into a module that does
+// not exist, so each frame is looked up once and degrades to module+offset.
+//
+// Usage: analyzer_bench [--events N] [--threads T] [--stacks S] [--repeat R] [--dir DIR] [--keep]
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "analyzer/reader.h"
+#include "analyzer/report.h"
+#include "gmemhook/api_table.h"
+#include "gmemhook/codec.h"
+#include "gmemhook/format.h"
+
+namespace fs = std::filesystem;
+namespace fmt = gmemhook::format;
+using gmemhook::format::ApiId;
+
+namespace {
+
+constexpr uint32_t kChunk = 1u << 20;  // what the recorder uses for thread files
+constexpr uint32_t kPid = 777;
+constexpr uint64_t kStart = 5000000000000ull;
+constexpr uint64_t kModuleBias = 0x555500000000ull;
+constexpr uint64_t kModuleSize = 64u << 20;
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {  // splitmix64
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  uint64_t below(uint64_t n) { return next() % n; }
+};
+
+// Writes one log file chunk by chunk, framed as format.h describes.
+class ChunkedFile {
+ public:
+  ChunkedFile(const fs::path& path, fmt::FileKind kind, uint64_t tid)
+      : out_(path, std::ios::binary), chunk_(kChunk, 0) {
+    fmt::FileHeader h{};
+    std::memcpy(h.magic, fmt::kMagic, sizeof h.magic);
+    h.version = fmt::kFormatVersion;
+    h.kind = static_cast<uint16_t>(kind);
+    h.chunk_size = kChunk;
+    h.tid = tid;
+    h.start_monotonic_ns = kStart;
+    h.start_realtime_ns = 1796000000ull * 1000000000ull;
+    h.pid = kPid;
+    std::memcpy(chunk_.data(), &h, sizeof h);
+    used_ = sizeof h;
+  }
+  ~ChunkedFile() {
+    out_.write(reinterpret_cast<const char*>(chunk_.data()), kChunk);  // zero-padded tail
+  }
+
+  void record(fmt::RecordType type, const uint8_t* payload, size_t n) {
+    const auto t = static_cast<uint8_t>(type);
+    const size_t header = fmt::is_big(t) ? fmt::kBigHeaderSize : fmt::kSmallHeaderSize;
+    if (used_ + header + n > kChunk) {
+      if (kChunk - used_ >= fmt::kSmallHeaderSize)
+        chunk_[used_] = static_cast<uint8_t>(fmt::RecordType::ChunkEnd);
+      out_.write(reinterpret_cast<const char*>(chunk_.data()), kChunk);
+      std::fill(chunk_.begin(), chunk_.end(), 0);
+      used_ = 0;
+    }
+    uint8_t* p = chunk_.data() + used_;
+    p[0] = t;
+    if (fmt::is_big(t)) {
+      p[1] = 0;
+      const auto len = static_cast<uint32_t>(n);
+      std::memcpy(p + 2, &len, 4);
+    } else {
+      p[1] = static_cast<uint8_t>(n);
+    }
+    std::memcpy(p + header, payload, n);
+    used_ += header + n;
+  }
+
+ private:
+  std::ofstream out_;
+  std::vector<uint8_t> chunk_;
+  size_t used_;
+};
+
+struct Thread {
+  std::unique_ptr<ChunkedFile> file;
+  fmt::EventDeltas deltas{0, kStart, 0};
+  std::vector<uint32_t> file_id;  // global stack index -> id in this file (0: not written yet)
+  uint32_t next_id = 1;
+  int32_t device = 0;
+};
+
+struct Live {
+  uint64_t address;
+  ApiId free_api;
+};
+
+void write_process_file(const fs::path& dir, uint64_t events, uint64_t end_ns) {
+  ChunkedFile f(dir / fmt::kProcessFileName, fmt::FileKind::Process, 0);
+  std::vector<uint8_t> p(4096);
+  fmt::PayloadWriter w(p.data());
+  w.varint(kPid);
+  w.varint(1);
+  w.string("/opt/bench/app");
+  w.varint(1);
+  w.string("app");
+  w.string("0");
+  w.string("0");
+  w.string("1");
+  w.string("bench");
+  w.varint(kChunk);
+  f.record(fmt::RecordType::ProcessInfo, p.data(), w.size());
+
+  fmt::PayloadWriter b(p.data());
+  b.varint(0);
+  b.varint(1);
+  f.record(fmt::RecordType::ModulesBegin, p.data(), b.size());
+  fmt::PayloadWriter m(p.data());
+  m.string("/opt/bench/app-that-is-not-here");
+  m.string("");
+  m.varint(kModuleBias);
+  m.varint(1);
+  m.varint(0);
+  m.varint(kModuleSize);
+  m.varint(5);
+  f.record(fmt::RecordType::Module, p.data(), m.size());
+
+  fmt::PayloadWriter e(p.data());
+  e.u8(static_cast<uint8_t>(fmt::EndHow::Exit));
+  e.zigzag(0);
+  e.varint(events);
+  e.varint(end_ns - kStart);
+  e.u8(1);
+  f.record(fmt::RecordType::End, p.data(), e.size());
+}
+
+// The run: `events` events, each thread using an overlapping quarter of the stacks.
+fs::path generate(const fs::path& run, uint64_t events, unsigned threads, unsigned stacks) {
+  const fs::path dir = run / ("app." + std::to_string(kPid));
+  fs::create_directories(dir);
+  Rng rng{42};
+
+  std::vector<std::vector<uint64_t>> frames(stacks);
+  for (unsigned s = 0; s < stacks; ++s) {
+    Rng r{1000 + s};
+    const size_t depth = 12 + r.below(12);
+    for (size_t i = 0; i + 2 < depth; ++i) frames[s].push_back(kModuleBias + r.below(kModuleSize));
+    frames[s].push_back(kModuleBias + 0x1234);  // main
+    frames[s].push_back(kModuleBias + 0x1000);  // _start
+  }
+
+  std::vector<Thread> ts(threads);
+  for (unsigned t = 0; t < threads; ++t) {
+    ts[t].file = std::make_unique<ChunkedFile>(
+        dir / ("thread." + std::to_string(kPid + 1 + t) + fmt::kFileSuffix), fmt::FileKind::Thread,
+        kPid + 1 + t);
+    ts[t].file_id.assign(stacks, 0);
+    ts[t].device = static_cast<int32_t>(t % 2);
+  }
+
+  std::vector<Live> live;
+  uint64_t next_address = 0x7f0000000000ull;
+  uint64_t time = kStart + 1000;
+  std::vector<uint8_t> payload(16 + 10 * 64);
+  uint8_t ev_buf[fmt::kMaxEventPayload];
+  for (uint64_t seq = 1; seq <= events; ++seq) {
+    Thread& t = ts[rng.below(threads)];
+    const size_t t_index = static_cast<size_t>(&t - ts.data());
+    time += 50 + rng.below(100);
+    fmt::Event ev;
+    ev.seq = seq;
+    ev.time_ns = time;
+    // Keep about 20 000 allocations live, drifting up and down.
+    const bool alloc = live.empty() || rng.below(100) < (live.size() < 20000 ? 55u : 45u);
+    if (alloc) {
+      const unsigned s =
+          static_cast<unsigned>((t_index * stacks / threads + rng.below(stacks / 4 + 1)) % stacks);
+      if (!t.file_id[s]) {
+        fmt::PayloadWriter w(payload.data());
+        w.varint(t.next_id);
+        w.varint(frames[s].size());
+        uint64_t prev = 0;
+        for (uint64_t pc : frames[s]) {
+          w.zigzag(static_cast<int64_t>(pc - prev));
+          prev = pc;
+        }
+        w.varint(0);  // no Python frames
+        t.file->record(fmt::RecordType::Stack, payload.data(), w.size());
+        t.file_id[s] = t.next_id++;
+      }
+      ev.stack_id = t.file_id[s];
+      const uint64_t kind = rng.below(100);
+      ApiId api = ApiId::cudaMalloc, free_api = ApiId::cudaFree;
+      if (kind >= 95)
+        api = ApiId::cudaMallocHost, free_api = ApiId::cudaFreeHost;
+      else if (kind >= 85)
+        api = ApiId::cuMemAlloc_v2, free_api = ApiId::cuMemFree_v2;
+      else if (kind >= 70)
+        api = ApiId::cudaMallocAsync, free_api = ApiId::cudaFreeAsync;
+      ev.api = static_cast<uint8_t>(api);
+      const uint64_t size = (uint64_t{1} << (9 + rng.below(16))) + rng.below(512);
+      ev.f.set_size(size);
+      ev.f.set_device(t.device);
+      if (api == ApiId::cudaMallocAsync) ev.f.set_stream(0x1000 + t_index);
+      if (rng.below(1000) == 0) {
+        ev.result = 2;  // out of memory
+        ev.f.set_address(0);
+      } else {
+        ev.f.set_address(next_address);
+        live.push_back({next_address, free_api});
+        next_address += (size + 4095) / 4096 * 4096 + 4096 * rng.below(4);
+      }
+    } else {
+      const size_t i = rng.below(live.size());
+      const Live victim = live[i];
+      live[i] = live.back();
+      live.pop_back();
+      ev.api = static_cast<uint8_t>(victim.free_api);
+      ev.f.set_address(victim.address);
+      if (victim.free_api == ApiId::cudaFreeAsync) ev.f.set_stream(0x1000 + t_index);
+    }
+    const size_t n = fmt::encode_event(ev_buf, ev, t.deltas);
+    t.file->record(fmt::RecordType::Event, ev_buf, n);
+  }
+  ts.clear();  // flushes the thread files
+  write_process_file(dir, events, time + 1000);
+  return dir;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+struct Counter : gmemhook::analysis::EventVisitor {
+  uint64_t n = 0;
+  void on_event(const fmt::Event&, const gmemhook::analysis::ThreadLog&) override { ++n; }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t events = 10000000;
+  unsigned threads = 8, stacks = 1000, repeat = 3;
+  fs::path run;
+  bool keep = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--events")
+      events = std::strtoull(next(), nullptr, 10);
+    else if (a == "--threads")
+      threads = static_cast<unsigned>(std::atoi(next()));
+    else if (a == "--stacks")
+      stacks = static_cast<unsigned>(std::atoi(next()));
+    else if (a == "--repeat")
+      repeat = static_cast<unsigned>(std::atoi(next()));
+    else if (a == "--dir")
+      run = next();
+    else if (a == "--keep")
+      keep = true;
+    else {
+      std::fprintf(stderr,
+                   "usage: analyzer_bench [--events N] [--threads T] [--stacks S] [--repeat R] "
+                   "[--dir DIR] [--keep]\n");
+      return 2;
+    }
+  }
+  if (threads == 0 || stacks < 4 || events == 0 || repeat == 0) return 2;
+  const bool temporary = run.empty();
+  if (temporary) {
+    char tmpl[] = "/tmp/gmemhook-analyzer-bench.XXXXXX";
+    if (!mkdtemp(tmpl)) return 2;
+    run = tmpl;
+  }
+
+  auto t0 = std::chrono::steady_clock::now();
+  const fs::path dir = generate(run, events, threads, stacks);
+  uint64_t bytes = 0;
+  for (const auto& e : fs::directory_iterator(dir)) bytes += fs::file_size(e.path());
+  std::printf("generated %llu events, %u threads, %u stacks: %.1f MiB in %s (%.1f s)\n",
+              static_cast<unsigned long long>(events), threads, stacks, bytes / 1048576.0,
+              dir.c_str(), seconds_since(t0));
+  std::printf("%-16s %6s %10s %14s\n", "what", "passes", "best s", "events/s");
+
+  auto report = [&](const char* name, unsigned passes, auto&& fn) {
+    double best = 1e30;
+    for (unsigned r = 0; r < repeat; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      fn();
+      best = std::min(best, seconds_since(start));
+    }
+    std::printf("%-16s %6u %10.3f %14.0f\n", name, passes, best, events / best);
+    std::fflush(stdout);
+  };
+  report("reader only", 1, [&] {
+    auto reader = gmemhook::analysis::ProcessReader::open(dir);
+    Counter c;
+    reader.read_events(c);
+    if (c.n != events) std::fprintf(stderr, "read %llu events\n", (unsigned long long)c.n);
+  });
+  std::FILE* null = std::fopen("/dev/null", "w");
+  std::FILE* warnings = std::fopen("/dev/null", "w");
+  using gmemhook::analysis::ReportKind;
+  const std::pair<const char*, ReportKind> kinds[] = {{"summary", ReportKind::Summary},
+                                                      {"leaks", ReportKind::Leaks},
+                                                      {"peak", ReportKind::Peak},
+                                                      {"fragmentation", ReportKind::Fragmentation}};
+  for (const auto& [name, kind] : kinds) {
+    gmemhook::analysis::ReportOptions o;
+    o.run = run;
+    o.run_arg = run.string();
+    const unsigned passes = kind == ReportKind::Peak || kind == ReportKind::Fragmentation ? 2 : 1;
+    report(name, passes, [&] {
+      if (gmemhook::analysis::run_report(kind, o, null, warnings) != 0) {
+        std::fprintf(stderr, "%s failed\n", name);
+        std::exit(1);
+      }
+    });
+  }
+  std::fclose(null);
+  std::fclose(warnings);
+  if (!keep) fs::remove_all(temporary ? run : dir);
+  return 0;
+}

@@ -1,0 +1,65 @@
+// The calling thread's Python frames, read straight from CPython's own structures (3.10–3.13) while
+// the thread sits in a hooked CUDA call: no GIL, no interpreter calls, no malloc, no locks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gmemhook {
+
+class LogFile;
+
+// Deepest Python stack recorded (innermost frames are kept); the walk itself stops after
+// kMaxPyWalk frames, skipped ones included, so a corrupt chain cannot loop.
+inline constexpr size_t kMaxPyDepth = 256;
+inline constexpr size_t kMaxPyWalk = 4096;
+
+// The code objects one thread file has described so far (PyCode records): code object → id.
+// Keyed by (address, co_linetable, co_firstlineno): a code object on a live frame cannot die,
+// but a new one may later reuse a dead one's address. Memory comes from mmap (this runs in hooks).
+class PyCodeTable {
+ public:
+  // The id of `code`, writing its PyCode record to `log` first when it is new; 0 on failure.
+  // `depth` is the frame's position in the stack being walked: a frame found where the previous
+  // walk found it, running the same code, skips the hash lookup (training loops repeat stacks).
+  uint32_t id_of(const uint8_t* code, size_t depth, const uint8_t* frame, LogFile& log);
+  void release();
+
+ private:
+  struct Slot {
+    uintptr_t code;  // 0 = empty
+    uintptr_t line_table;
+    int64_t first_line;
+    uint32_t id;
+  };
+  bool grow();
+  uint32_t write_record(const uint8_t* code, LogFile& log);
+
+  struct Recent {
+    uintptr_t frame;
+    Slot slot;
+  };
+  uint32_t lookup(uintptr_t code, uintptr_t line_table, int64_t first_line, LogFile& log);
+
+  Slot* slots_ = nullptr;
+  size_t capacity_ = 0;
+  size_t used_ = 0;
+  uint32_t next_id_ = 1;
+  uint8_t* scratch_ = nullptr;       // a PyCode payload being built
+  Recent recent_[kMaxPyDepth] = {};  // what the previous walk found at each depth
+};
+
+// Finds the interpreter in this process (dlsym; call from the library constructor). A retry later
+// (retry_python_detection) catches a libpython that an embedding program loads after start.
+void init_python_frames();
+// Cheap unless no interpreter was found and objects were loaded since the last look.
+void retry_python_detection();
+
+// Fills `out` with the calling thread's Python frames, innermost first, as
+// (code_id << 32) | where (format.h: where = instruction byte offset << 1 | is_entry), writing
+// PyCode records for code objects `log` has not described yet. Returns the count; 0 when the
+// thread runs no Python, capture is off, or the interpreter is not supported (then a process note
+// says so, once).
+size_t capture_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max);
+
+}  // namespace gmemhook

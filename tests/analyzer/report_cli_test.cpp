@@ -1,0 +1,441 @@
+// The report commands end to end (the built gmemhook binary on run directories written by the
+// tests): the numbers of scenarios known by construction, the documented JSON keys, the text
+// shapes, the filters, and the exit statuses.
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+
+#include "report_scenario.h"
+
+namespace gmemhook::test_logs {
+namespace {
+
+using format::ApiId;
+using nlohmann::json;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kBias = Scenario::kModuleBias;
+
+// Every key docs/json.md promises, at every level.
+void expect_keys(const json& j, std::initializer_list<const char*> keys, const std::string& where) {
+  for (const char* k : keys) EXPECT_TRUE(j.contains(k)) << where << " lacks \"" << k << "\"";
+}
+
+void expect_stack(const json& stack, const std::string& where) {
+  ASSERT_TRUE(stack.is_array()) << where;
+  for (const json& f : stack) {
+    expect_keys(f, {"function", "file", "line", "module", "address", "python"}, where + " frame");
+    EXPECT_TRUE(f["address"].is_number_unsigned()) << where;
+    EXPECT_TRUE(f["python"].is_boolean()) << where;
+  }
+}
+
+json parse(const CliResult& r) {
+  EXPECT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+// A run of two ranks. Rank 0 (pid 100) exits with status 3 after leaking; rank 1 (pid 200) is
+// killed after a failed allocation.
+class ReportCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    run_ = make_temp_dir("reports");
+    Scenario a(100, "train", "0");
+    const uint32_t loop = a.stack(101, {kBias + 0x1100, kBias + 0x1900});
+    const uint32_t forgot = a.stack(101, {kBias + 0x1200, kBias + 0x1900});
+    const uint32_t pin = a.stack(101, {kBias + 0x1300, kBias + 0x1900});
+    a.alloc(101, ApiId::cudaMalloc, 0x7f0000000000, 16 * kMiB, 0, loop);   // seq 1
+    a.alloc(101, ApiId::cudaMalloc, 0x7f0001000000, 16 * kMiB, 0, loop);   // seq 2
+    a.alloc(101, ApiId::cudaMalloc, 0x7f0002000000, 16 * kMiB, 0, loop);   // seq 3
+    a.alloc(101, ApiId::cudaMalloc, 0x7f0003000000, 4 * kMiB, 0, forgot);  // seq 4: peak 52 MiB
+    a.free(101, ApiId::cudaFree, 0x7f0000000000);                          // seq 5
+    a.alloc(101, ApiId::cudaMallocHost, 0x600000, kMiB, 0, pin);           // seq 6
+    a.free(101, ApiId::cudaFree, 0xdead000);                               // seq 7: unknown
+    rank0_ = a.write(run_, true, 3);
+
+    Scenario b(200, "train", "1");
+    const uint32_t st = b.stack(201, {kBias + 0x2100, kBias + 0x2900});
+    b.alloc(201, ApiId::cudaMalloc, 0x7f1000000000, 8 * kMiB, 1, st);  // seq 1
+    b.alloc(201, ApiId::cudaMalloc, 0, 64 * kMiB, 1, st, 2);           // seq 2: out of memory
+    b.alloc(201, ApiId::cudaMalloc, 0x7f1000800000, 8 * kMiB, 1, st);  // seq 3
+    rank1_ = b.write(run_, false);
+  }
+  void TearDown() override { std::filesystem::remove_all(run_); }
+
+  std::filesystem::path run_, rank0_, rank1_;
+};
+
+TEST_F(ReportCli, SummaryJsonCoversEveryProcessWithTheDocumentedKeys) {
+  const json j = parse(run_cli("summary --json " + quote(run_)));
+  ASSERT_EQ(j["processes"].size(), 2u);
+  for (const json& p : j["processes"]) {
+    expect_keys(p, {"pid", "exe", "rank", "end", "exit_code", "devices"}, "summary process");
+    for (const json& d : p["devices"]) {
+      expect_keys(d,
+                  {"device", "memory", "allocations", "frees", "failed_allocations", "peak_bytes",
+                   "peak_time_ns", "live_bytes_at_end", "live_count_at_end"},
+                  "summary device");
+      for (const json& f : d["failures"]) expect_stack(f["stack"], "summary failure");
+    }
+  }
+  const json& a = j["processes"][0];
+  EXPECT_EQ(a["pid"], 100);
+  EXPECT_EQ(a["exe"], "/nonexistent/train");
+  EXPECT_EQ(a["rank"], 0);
+  EXPECT_EQ(a["world_size"], 2);
+  EXPECT_EQ(a["end"], "exited");
+  EXPECT_EQ(a["exit_code"], 3);
+  ASSERT_EQ(a["devices"].size(), 2u);
+  const json& dev = a["devices"][0];
+  EXPECT_EQ(dev["device"], 0);
+  EXPECT_EQ(dev["memory"], "device");
+  EXPECT_EQ(dev["allocations"], 4);
+  EXPECT_EQ(dev["allocations_by_api"]["cudaMalloc"], 4);
+  EXPECT_EQ(dev["frees"], 1);
+  EXPECT_EQ(dev["failed_allocations"], 0);
+  EXPECT_EQ(dev["peak_bytes"], 52 * kMiB);
+  EXPECT_EQ(dev["peak_time_ns"], 4000000);
+  EXPECT_EQ(dev["peak_seq"], 4);
+  EXPECT_EQ(dev["live_bytes_at_end"], 36 * kMiB);
+  EXPECT_EQ(dev["live_count_at_end"], 3);
+  const json& pinned = a["devices"][1];
+  EXPECT_TRUE(pinned["device"].is_null());
+  EXPECT_EQ(pinned["memory"], "host-pinned");
+  EXPECT_EQ(pinned["live_bytes_at_end"], kMiB);
+  EXPECT_EQ(a["anomalies"]["unknown_frees"], 1);
+
+  const json& b = j["processes"][1];
+  EXPECT_EQ(b["pid"], 200);
+  EXPECT_EQ(b["rank"], 1);
+  EXPECT_EQ(b["end"], "unknown");
+  EXPECT_TRUE(b["exit_code"].is_null());
+  EXPECT_EQ(b["still_running"], false);
+  ASSERT_EQ(b["devices"].size(), 1u);
+  EXPECT_EQ(b["devices"][0]["device"], 1);
+  EXPECT_EQ(b["devices"][0]["failed_allocations"], 1);
+  EXPECT_EQ(b["devices"][0]["failures"][0]["bytes"], 64 * kMiB);
+  EXPECT_EQ(b["devices"][0]["failures"][0]["api"], "cudaMalloc");
+  EXPECT_EQ(b["devices"][0]["failures"][0]["stack"][0]["address"], kBias + 0x2100);
+  EXPECT_EQ(b["warnings"][0], "process 200 ended abruptly after record 3 (killed or crashed)");
+}
+
+TEST_F(ReportCli, SummaryTextLabelsEachProcessAndEndsWithAHint) {
+  const CliResult r = run_cli("summary " + quote(run_));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("process 100 train (rank 0 of 2): exited with status 3"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("process 200 train (rank 1 of 2): ended abruptly after record 3 "
+                       "(killed or crashed)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("peak          52.0 MiB (54525952 bytes) at 4.00 ms (seq 4)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("live at end   16.0 MiB (16777216 bytes) in 2 allocations: live at the "
+                       "moment it died"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("note: 1 free of an address that was not live"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cudaMalloc of 64.0 MiB (67108864 bytes) at 2.00 ms (seq 2) returned "
+                       "error 2, from:\n        #0 train+0x2100\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(ReportCli, LeaksJsonGroupsByStackLargestFirst) {
+  const json j = parse(run_cli("leaks --json " + quote(run_)));
+  ASSERT_EQ(j["processes"].size(), 2u);
+  for (const json& p : j["processes"]) {
+    expect_keys(p, {"pid", "total_bytes", "total_count", "leaks"}, "leaks process");
+    for (const json& l : p["leaks"]) {
+      expect_keys(l, {"device", "memory", "api", "bytes", "count", "stack"}, "leak");
+      expect_stack(l["stack"], "leak");
+    }
+  }
+  const json& a = j["processes"][0];
+  EXPECT_EQ(a["at"], "end");
+  EXPECT_EQ(a["total_bytes"], 36 * kMiB + kMiB);
+  EXPECT_EQ(a["total_count"], 4);
+  ASSERT_EQ(a["leaks"].size(), 3u);
+  EXPECT_EQ(a["leaks"][0]["bytes"], 32 * kMiB);
+  EXPECT_EQ(a["leaks"][0]["count"], 2);
+  EXPECT_EQ(a["leaks"][0]["api"], "cudaMalloc");
+  EXPECT_EQ(a["leaks"][0]["device"], 0);
+  EXPECT_EQ(a["leaks"][0]["memory"], "device");
+  const json& frame = a["leaks"][0]["stack"][0];
+  EXPECT_EQ(frame["address"], kBias + 0x1100);
+  EXPECT_EQ(frame["offset"], 0x1100);
+  EXPECT_EQ(frame["module"], "/nonexistent/train");
+  EXPECT_TRUE(frame["function"].is_null());  // the binary is not there: module+offset only
+  EXPECT_EQ(frame["python"], false);
+  EXPECT_EQ(a["leaks"][1]["bytes"], 4 * kMiB);
+  EXPECT_EQ(a["leaks"][1]["stack"][0]["address"], kBias + 0x1200);
+  EXPECT_EQ(a["leaks"][2]["memory"], "host-pinned");
+  EXPECT_TRUE(a["leaks"][2]["device"].is_null());
+  EXPECT_EQ(a["leaks"][2]["api"], "cudaMallocHost");
+  EXPECT_EQ(a["by_memory"]["device"]["bytes"], 36 * kMiB);
+
+  const json& b = j["processes"][1];
+  EXPECT_EQ(b["end"], "unknown");
+  EXPECT_EQ(b["total_bytes"], 16 * kMiB);
+  EXPECT_EQ(b["leaks"][0]["count"], 2);
+}
+
+TEST_F(ReportCli, LeaksTextHasLeakSanitizersShape) {
+  const CliResult r = run_cli("leaks " + quote(run_));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\nLeaked 32.0 MiB (33554432 bytes) in 2 allocation(s) (cudaMalloc, "
+                       "device 0) allocated from:\n    #0 train+0x1100\n    #1 train+0x1900\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nLeaked 1.0 MiB (1048576 bytes) in 1 allocation(s) (cudaMallocHost, "
+                       "pinned host memory) allocated from:\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("SUMMARY: gmemhook: leaked 36.0 MiB (37748736 bytes) of device memory in "
+                       "3 allocations; 1.0 MiB (1048576 bytes) of pinned host memory in 1 "
+                       "allocation.\n"),
+            std::string::npos)
+      << r.out;
+  // The killed rank's memory was live when it died, not leaked at exit.
+  EXPECT_NE(r.out.find("\nLive when it died: 16.0 MiB (16777216 bytes) in 2 allocation(s) "
+                       "(cudaMalloc, device 1) allocated from:\n"),
+            std::string::npos)
+      << r.out;
+  // Symbolizing against a binary that is not there warns once, on stderr.
+  EXPECT_NE(r.err.find("/nonexistent/train"), std::string::npos) << r.err;
+}
+
+TEST_F(ReportCli, LeaksAtAMoment) {
+  json j = parse(run_cli("leaks --json --pid 100 --at 0.0025 " + quote(run_)));
+  ASSERT_EQ(j["processes"].size(), 1u);
+  EXPECT_EQ(j["processes"][0]["at"], "time");
+  EXPECT_EQ(j["processes"][0]["at_seq"], 2);
+  EXPECT_EQ(j["processes"][0]["total_bytes"], 32 * kMiB);
+
+  j = parse(run_cli("leaks --json --pid 100 --at-seq 4 " + quote(run_)));
+  EXPECT_EQ(j["processes"][0]["at"], "seq");
+  EXPECT_EQ(j["processes"][0]["total_bytes"], 52 * kMiB);
+  EXPECT_EQ(j["processes"][0]["leaks"][0]["count"], 3);
+
+  const CliResult r = run_cli("leaks --pid 100 --at 0.0025 " + quote(run_));
+  EXPECT_NE(r.out.find("\nLive at 2.50 ms: 32.0 MiB (33554432 bytes) in 2 allocation(s)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(ReportCli, PeakShowsSitesWithTheirShareAndTheFirstFailure) {
+  const json j = parse(run_cli("peak --json " + quote(run_)));
+  for (const json& p : j["processes"]) {
+    expect_keys(p, {"pid", "devices"}, "peak process");
+    for (const json& d : p["devices"]) {
+      expect_keys(d, {"device", "peak_bytes", "peak_time_ns", "sites"}, "peak device");
+      for (const json& s : d["sites"]) {
+        expect_keys(s, {"bytes", "count", "stack"}, "peak site");
+        expect_stack(s["stack"], "peak site");
+      }
+    }
+  }
+  const json& d = j["processes"][0]["devices"][0];
+  EXPECT_EQ(d["device"], 0);
+  EXPECT_EQ(d["peak_bytes"], 52 * kMiB);
+  EXPECT_EQ(d["peak_time_ns"], 4000000);
+  ASSERT_EQ(d["sites"].size(), 2u);
+  EXPECT_EQ(d["sites"][0]["bytes"], 48 * kMiB);
+  EXPECT_EQ(d["sites"][0]["count"], 3);
+  EXPECT_DOUBLE_EQ(d["sites"][0]["share"].get<double>(), 48.0 / 52.0);
+  EXPECT_EQ(d["sites"][1]["bytes"], 4 * kMiB);
+  EXPECT_TRUE(d["first_failure"].is_null());
+
+  const json& k = j["processes"][1]["devices"][0];
+  EXPECT_EQ(k["device"], 1);
+  EXPECT_EQ(k["peak_bytes"], 16 * kMiB);
+  EXPECT_EQ(k["peak_seq"], 3);
+  EXPECT_EQ(k["first_failure"]["bytes"], 64 * kMiB);
+  EXPECT_EQ(k["first_failure"]["seq"], 2);
+  EXPECT_EQ(k["first_failure"]["live_bytes"], 8 * kMiB);
+  EXPECT_EQ(k["first_failure"]["sites"][0]["count"], 1);
+
+  const CliResult r = run_cli("peak " + quote(run_));
+  EXPECT_NE(r.out.find("device 0: peak 52.0 MiB (54525952 bytes) at 4.00 ms (seq 4) in 4 "
+                       "allocations\nPEAK MEMORY CONSUMERS\n  48.0 MiB (50331648 bytes)  92.3%"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("WHAT HELD THE MEMORY WHEN IT RAN OUT: 8.0 MiB (8388608 bytes) in 1 "
+                       "allocation\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(ReportCli, FiltersTopAndDepth) {
+  json j = parse(run_cli("summary --json --pid 200 " + quote(run_)));
+  ASSERT_EQ(j["processes"].size(), 1u);
+  EXPECT_EQ(j["processes"][0]["pid"], 200);
+
+  j = parse(run_cli("summary --json --device 1 " + quote(run_)));
+  EXPECT_TRUE(j["processes"][0]["devices"].empty());  // rank 0 used device 0 and pinned memory
+  EXPECT_EQ(j["processes"][1]["devices"].size(), 1u);
+
+  j = parse(run_cli("leaks --json --pid 100 --top 1 --depth 1 " + quote(run_)));
+  ASSERT_EQ(j["processes"][0]["leaks"].size(), 1u);
+  EXPECT_EQ(j["processes"][0]["leaks"][0]["stack"].size(), 1u);
+  EXPECT_EQ(j["processes"][0]["total_bytes"], 37 * kMiB);  // totals ignore --top
+
+  const CliResult text = run_cli("leaks --pid 100 --top 1 --depth 1 " + quote(run_));
+  EXPECT_NE(text.out.find("    #0 train+0x1100\n    ... 1 more frame (--depth 0 shows all)\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(
+      text.out.find("... and 5.0 MiB (5242880 bytes) more in 2 allocations (--top 0 shows all)"),
+      std::string::npos)
+      << text.out;
+
+  const CliResult none = run_cli("summary --pid 999 " + quote(run_));
+  EXPECT_EQ(none.status, 1);
+  EXPECT_EQ(none.err, "gmemhook: no process with pid 999 in " + run_.string() + "\n");
+}
+
+TEST_F(ReportCli, EveryTextReportEndsWithAHint) {
+  for (const char* report : {"summary", "leaks", "peak", "fragmentation"}) {
+    const CliResult r = run_cli(std::string(report) + " " + quote(run_));
+    ASSERT_EQ(r.status, 0) << report << r.err;
+    ASSERT_TRUE(r.out.ends_with("\n")) << report;
+    const size_t last = r.out.rfind('\n', r.out.size() - 2);
+    const std::string line = r.out.substr(last + 1);
+    EXPECT_TRUE(line.starts_with("hint: gmemhook ")) << report << ": " << line;
+    EXPECT_NE(line.find(run_.string()), std::string::npos) << line;
+  }
+}
+
+TEST_F(ReportCli, AProcessDirectoryAloneIsARun) {
+  const json j = parse(run_cli("leaks --json " + quote(rank1_)));
+  ASSERT_EQ(j["processes"].size(), 1u);
+  EXPECT_EQ(j["processes"][0]["pid"], 200);
+}
+
+TEST(ReportCliFragmentation, FiguresAtThePeakAndAtTheEnd) {
+  auto run = make_temp_dir("reports-frag");
+  Scenario s(300, "frag");
+  const uint64_t base = 0x7f0000000000;
+  for (uint64_t i = 0; i < 9; ++i) s.alloc(301, ApiId::cudaMalloc, base + i * 8 * kMiB, 8 * kMiB);
+  for (uint64_t i = 1; i < 9; i += 2) s.free(301, ApiId::cudaFree, base + i * 8 * kMiB);
+  s.write(run, true);
+  const json j = parse(run_cli("fragmentation --json " + quote(run)));
+  const json& devices = j["processes"][0]["devices"];
+  ASSERT_EQ(devices.size(), 2u);
+  for (const json& d : devices)
+    expect_keys(d,
+                {"device", "at", "live_bytes", "live_count", "span_bytes", "gap_bytes",
+                 "largest_gap_bytes", "fragmentation"},
+                "fragmentation device");
+  EXPECT_EQ(devices[0]["at"], "peak");
+  EXPECT_EQ(devices[0]["seq"], 9);
+  EXPECT_EQ(devices[0]["live_count"], 9);
+  EXPECT_EQ(devices[0]["span_bytes"], 72 * kMiB);
+  EXPECT_EQ(devices[0]["gap_bytes"], 0);
+  EXPECT_EQ(devices[0]["fragmentation"], 0);
+  EXPECT_EQ(devices[1]["at"], "end");
+  EXPECT_EQ(devices[1]["live_count"], 5);
+  EXPECT_EQ(devices[1]["live_bytes"], 40 * kMiB);
+  EXPECT_EQ(devices[1]["span_bytes"], 72 * kMiB);
+  EXPECT_EQ(devices[1]["gap_bytes"], 32 * kMiB);
+  EXPECT_EQ(devices[1]["largest_gap_bytes"], 8 * kMiB);
+  EXPECT_DOUBLE_EQ(devices[1]["fragmentation"].get<double>(), 0.75);
+
+  const json at = parse(run_cli("fragmentation --json --at-seq 11 " + quote(run)));
+  ASSERT_EQ(at["processes"][0]["devices"].size(), 3u);
+  EXPECT_EQ(at["processes"][0]["devices"][1]["at"], "seq");
+  EXPECT_EQ(at["processes"][0]["devices"][1]["live_count"], 7);
+  EXPECT_EQ(at["processes"][0]["devices"][1]["gap_bytes"], 16 * kMiB);
+  EXPECT_FALSE(at["processes"][0]["remedies"].empty());
+
+  const CliResult text = run_cli("fragmentation --at-seq 11 " + quote(run));
+  EXPECT_NE(text.out.find("  largest gap    8.0 MiB"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\nremedy: device 0: free space is scattered"), std::string::npos)
+      << text.out;
+  std::filesystem::remove_all(run);
+}
+
+TEST(ReportCliPython, PythonFramesAreFramesWithPythonTrue) {
+  auto run = make_temp_dir("reports-python");
+  Scenario s(400, "python3");
+  analysis::PyCode code;
+  code.py_version = 0x030c;
+  code.filename = "/work/train.py";
+  code.name = code.qualname = "train_step";
+  code.first_line = 40;
+  const uint32_t id = s.py_code(401, code);
+  const uint32_t st = s.stack(401, {kBias + 0x3100}, {{id, 0, true}});
+  s.alloc(401, ApiId::cudaMalloc, 0x7f0000000000, kMiB, 0, st);
+  s.write(run, true);
+  const json j = parse(run_cli("leaks --json " + quote(run)));
+  const json& stack = j["processes"][0]["leaks"][0]["stack"];
+  expect_stack(stack, "python leak");
+  // The native frame cannot be symbolized here (no binary), so the Python frames follow it.
+  ASSERT_EQ(stack.size(), 2u) << stack.dump(1);
+  EXPECT_EQ(stack[0]["python"], false);
+  EXPECT_EQ(stack[1]["python"], true);
+  EXPECT_EQ(stack[1]["function"], "train_step");
+  EXPECT_EQ(stack[1]["file"], "/work/train.py");
+  EXPECT_TRUE(stack[1]["module"].is_null());
+  const CliResult text = run_cli("leaks " + quote(run));
+  EXPECT_NE(text.out.find("    #1 train_step /work/train.py"), std::string::npos) << text.out;
+  std::filesystem::remove_all(run);
+}
+
+TEST(ReportCliErrors, DamagedLogsExitWith2NamingFileAndOffset) {
+  auto run = make_temp_dir("reports-damage");
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.threads[1].second[64] = 0x42;  // the first record header of thread 4244
+  const auto dir = write_process_dir(run, logs);
+  for (const char* report : {"summary", "leaks", "peak", "fragmentation"}) {
+    for (const char* json_flag : {"", " --json"}) {
+      const CliResult r = run_cli(std::string(report) + json_flag + " " + quote(run));
+      EXPECT_EQ(r.status, 2) << report;
+      EXPECT_EQ(r.err, "gmemhook: " + (dir / "thread.4244.gmh").string() +
+                           ": offset 64: expected a record header, found unknown record type "
+                           "0x42\n")
+          << report;
+      if (*json_flag) {
+        EXPECT_EQ(r.out, "") << report;  // never half a JSON document
+      }
+    }
+  }
+  const CliResult missing = run_cli("leaks /nonexistent/gmemhook-run");
+  EXPECT_EQ(missing.status, 2);
+  std::filesystem::remove_all(run);
+}
+
+TEST(ReportCliErrors, ATornTailIsAWarningAndEverythingBeforeItIsUsed) {
+  auto run = make_temp_dir("reports-torn");
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.threads[0].second.resize(logs.threads[0].second.size() - 3);  // cuts seq 5, the free
+  write_process_dir(run, logs);
+  const CliResult r = run_cli("leaks --json " + quote(run));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("truncated tail"), std::string::npos) << r.err;
+  const json j = json::parse(r.out);
+  // Without its free, the 1 MiB cudaMalloc of seq 1 is still live; 4 KiB async too.
+  EXPECT_EQ(j["processes"][0]["total_bytes"], (1 << 20) + 4096);
+  bool warned = false;
+  for (const json& w : j["processes"][0]["warnings"])
+    warned |= w.get<std::string>().find("truncated tail") != std::string::npos;
+  EXPECT_TRUE(warned);
+  std::filesystem::remove_all(run);
+}
+
+TEST(ReportCliErrors, UsageErrorsExitWith1) {
+  EXPECT_EQ(run_cli("leaks").status, 1);
+  EXPECT_EQ(run_cli("leaks --at 1 --at-seq 3 /tmp").status, 1);
+  EXPECT_EQ(run_cli("peak --top -1 /tmp").status, 1);
+  const CliResult help = run_cli("--help");
+  for (const char* report : {"summary", "leaks", "peak", "fragmentation"})
+    EXPECT_NE(help.out.find(report), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gmemhook::test_logs
