@@ -1,11 +1,12 @@
 // `gmemhook fragmentation`: how each device's live memory lay in the address space at its peak,
 // at its first failed allocation, at the end (and at --at / --at-seq): requested vs granted
 // bytes, span, gaps, largest gap, a size histogram, VMM and pool figures, each explained in one
-// line, then remedies where one applies. Two passes, like `peak`.
+// line, then remedies where one applies. Two passes: the first finds the peaks and failures (and
+// gives the end), the second stops at each moment to lay out the live addresses, and stops for
+// good after the last one.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 
 #include "analyzer/event_info.h"
 #include "analyzer/report_common.h"

@@ -11,59 +11,31 @@ namespace {
 
 uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
-class Grouper {
- public:
-  void add(const SeriesKey& series, uint8_t api, LiveKind kind, uint32_t stack, uint16_t series_id,
-           uint64_t bytes) {
-    const uint64_t key = (uint64_t{stack} << 32) | (uint64_t{series_id} << 16) |
-                         (uint64_t{api} << 8) | static_cast<uint64_t>(kind);
-    auto [it, inserted] = index_.try_emplace(key, groups_.size());
-    if (inserted) groups_.push_back({series, api, kind, stack, 0, 0});
-    SiteGroup& g = groups_[it->second];
-    g.bytes += bytes;
-    ++g.count;
-  }
-  std::vector<SiteGroup> take() {
-    std::sort(groups_.begin(), groups_.end(), [](const SiteGroup& a, const SiteGroup& b) {
-      if (a.bytes != b.bytes) return a.bytes > b.bytes;
-      if (a.count != b.count) return a.count > b.count;
-      if (a.stack != b.stack) return a.stack < b.stack;
-      if (a.api != b.api) return a.api < b.api;
-      return a.kind < b.kind;
-    });
-    return std::move(groups_);
-  }
-
- private:
-  std::unordered_map<uint64_t, size_t> index_;
-  std::vector<SiteGroup> groups_;
-};
-
 }  // namespace
 
 std::vector<SiteGroup> group_live(const Replay& replay,
                                   const std::function<bool(const SeriesKey&)>& want,
                                   bool address_space) {
-  const auto& series = replay.series();
-  std::vector<bool> wanted(series.size());
-  for (size_t i = 0; i < series.size(); ++i) wanted[i] = want(series[i].key);
-  Grouper g;
-  replay.live().for_each([&](uint64_t, const LiveAllocation& a) {
-    if (wanted[a.series])
-      g.add(series[a.series].key, a.api, LiveKind::Allocation, a.stack, a.series, a.size);
-  });
-  for (const auto& [handle, h] : replay.handles())
-    if (wanted[h.series])
-      g.add(series[h.series].key, h.api, LiveKind::Physical, h.stack, h.series, h.size);
-  if (address_space) {
-    for (const auto& [address, m] : replay.mappings())
-      if (wanted[m.series])
-        g.add(series[m.series].key, m.api, LiveKind::Mapping, m.stack, m.series, m.size);
-    for (const auto& [address, r] : replay.reservations())
-      if (wanted[r.series])
-        g.add(series[r.series].key, r.api, LiveKind::Reservation, r.stack, r.series, r.size);
-  }
-  return g.take();
+  std::vector<SiteGroup> groups = replay.sites_now(want);
+  if (!address_space) return groups;
+  // VMM ranges are few: group them with a small map.
+  std::unordered_map<uint64_t, size_t> index;
+  auto add = [&](LiveKind kind, uint16_t series_id, uint8_t api, uint32_t stack, uint64_t bytes) {
+    const SeriesKey& key = replay.series()[series_id].key;
+    if (!want(key)) return;
+    const uint64_t k = (uint64_t{stack} << 32) | (uint64_t{series_id} << 16) |
+                       (uint64_t{api} << 8) | static_cast<uint64_t>(kind);
+    auto [it, inserted] = index.try_emplace(k, groups.size());
+    if (inserted) groups.push_back({key, api, kind, stack, 0, 0});
+    groups[it->second].bytes += bytes;
+    ++groups[it->second].count;
+  };
+  for (const auto& [address, m] : replay.mappings())
+    add(LiveKind::Mapping, m.series, m.api, m.stack, m.size);
+  for (const auto& [address, r] : replay.reservations())
+    add(LiveKind::Reservation, r.series, r.api, r.stack, r.size);
+  sort_groups(groups);
+  return groups;
 }
 
 uint64_t granted_bytes(uint64_t requested, LiveKind kind, format::MemoryType memory) {
@@ -96,8 +68,9 @@ Fragmentation measure_fragmentation(const Replay& replay, int32_t device) {
     uint64_t begin, end;
   };
   std::vector<Range> ranges;
+  const auto& sites = replay.sites();
   replay.live().for_each([&](uint64_t address, const LiveAllocation& a) {
-    if (!wanted[a.series]) return;
+    if (!wanted[sites[a.site].series]) return;
     f.live_bytes += a.size;
     ++f.live_count;
     const uint64_t granted =
@@ -107,7 +80,7 @@ Fragmentation measure_fragmentation(const Replay& replay, int32_t device) {
     ranges.push_back({address, address + granted});
   });
   for (const auto& [handle, h] : replay.handles()) {
-    if (!wanted[h.series]) continue;
+    if (!wanted[sites[h.site].series]) continue;
     f.live_bytes += h.size;
     ++f.live_count;
     f.granted_bytes += granted_bytes(h.size, LiveKind::Physical, format::MemoryType::Device);

@@ -1,6 +1,6 @@
 // Views of a Replay's state at one moment: what was live grouped by call stack (leaks, peak),
-// and how the live device memory lay in the address space (fragmentation). Each is computed in
-// one walk over the live set, so taking one costs O(live), never O(events).
+// and how the live device memory lay in the address space (fragmentation). Grouping costs
+// O(sites + VMM ranges), a layout O(live log live); never O(events).
 #pragma once
 
 #include <cstdint>
@@ -11,22 +11,8 @@
 
 namespace gmemhook::analysis {
 
-// What a group of live things is: memory (an allocation or a physical handle) or address space
-// (a VMM mapping or reservation, which holds no memory of its own).
-enum class LiveKind : uint8_t { Allocation, Physical, Mapping, Reservation };
-
-// Live things with the same series, api, kind and stack.
-struct SiteGroup {
-  SeriesKey series;
-  uint8_t api = 0;
-  LiveKind kind = LiveKind::Allocation;
-  uint32_t stack = 0;  // StackInterner id
-  uint64_t bytes = 0, count = 0;
-};
-
 // Groups the live allocations and physical handles of the series `want` accepts (and, with
-// `address_space`, the mappings and reservations too), largest bytes first; ties by count, then
-// by stack id (the order stacks were first met), so the order is stable from run to run.
+// `address_space`, the mappings and reservations too), in sort_groups() order.
 std::vector<SiteGroup> group_live(const Replay& replay,
                                   const std::function<bool(const SeriesKey&)>& want,
                                   bool address_space);

@@ -1,7 +1,6 @@
 // `gmemhook peak`: who held the memory at each device's peak, grouped by call site with its share
 // of the peak (heaptrack's "PEAK MEMORY CONSUMERS"), and, when an allocation failed, who held it
-// at the first failure. Two passes: the first finds the peaks and failures, the second stops at
-// each of them to group the live set, so memory stays bounded by the live set.
+// at the first failure. One pass: the replay captures both as it goes (Replay::capture_sites).
 #include <fmt/format.h>
 
 #include "analyzer/event_info.h"
@@ -29,69 +28,43 @@ struct SeriesPeak {
   Held at_peak, at_failure;
 };
 
+Held held(uint64_t seq, const std::vector<SiteGroup>& sites) {
+  Held h;
+  h.seq = seq;
+  h.sites = sites;
+  for (const SiteGroup& g : sites) {
+    h.bytes += g.bytes;
+    h.count += g.count;
+  }
+  return h;
+}
+
 class PeakReport : public Report {
  public:
   explicit PeakReport(const ReportOptions& options) : options_(options) {}
 
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
+    // One pass: the replay keeps what each site held at each series' peak and first failure.
     Replay replay;
+    replay.capture_sites(true);
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader);
     const ProcessEnd end = process_end(reader, facts, replay);
 
     std::vector<SeriesPeak> peaks;
-    std::vector<uint64_t> seqs;
-    for (const Series& s : replay.series()) {
+    for (const Series* series : ordered_series(replay)) {
+      const Series& s = *series;
       if (!wanted_series(options_, s.key) || (s.peak_seq == 0 && s.failed == 0)) continue;
       SeriesPeak p{s.key, s.peak_bytes, s.peak_seq, s.peak_time_ns, std::nullopt, {}, {}};
-      if (s.peak_seq) seqs.push_back(s.peak_seq);
+      p.at_peak = held(s.peak_seq, s.sites_at_peak);
       if (!s.failures.empty()) {
         p.first_failure = s.failures.front();
-        seqs.push_back(s.failures.front().seq);
+        p.at_failure = held(s.failures.front().seq, s.sites_at_first_failure);
         any_failure_ = true;
       }
-      peaks.push_back(p);
-    }
-    // Device memory first, then managed, then pinned host memory.
-    std::stable_sort(peaks.begin(), peaks.end(), [](const SeriesPeak& a, const SeriesPeak& b) {
-      auto rank = [](format::MemoryType m) {
-        return m == format::MemoryType::Device ? 0 : m == format::MemoryType::Managed ? 1 : 2;
-      };
-      return rank(a.key.memory) < rank(b.key.memory);
-    });
-
-    if (!seqs.empty()) {
-      // Second pass: stop at each peak and first failure and group what was live. The same
-      // Replay keeps its stack ids across passes.
-      replay.reset();
-      replay.set_checkpoints(
-          seqs,
-          [&](uint64_t seq) {
-            for (SeriesPeak& p : peaks) {
-              const bool at_peak = p.peak_seq == seq;
-              const bool at_failure = p.first_failure && p.first_failure->seq == seq;
-              if (!at_peak && !at_failure) continue;
-              Held h;
-              h.seq = seq;
-              h.sites = group_live(
-                  replay, [&](const SeriesKey& k) { return k == p.key; }, false);
-              for (const SiteGroup& g : h.sites) {
-                h.bytes += g.bytes;
-                h.count += g.count;
-              }
-              if (at_peak) p.at_peak = h;
-              if (at_failure) p.at_failure = std::move(h);
-            }
-          },
-          true);
-      try {
-        reader.read_events(replay);
-        replay.finish();
-      } catch (const Replay::Stop&) {
-        // Everything asked for was taken: the rest of the log cannot change it.
-      }
+      peaks.push_back(std::move(p));
     }
 
     if (json)

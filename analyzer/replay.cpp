@@ -10,6 +10,16 @@ namespace gmemhook::analysis {
 using format::EventKind;
 using format::MemoryType;
 
+void sort_groups(std::vector<SiteGroup>& groups) {
+  std::sort(groups.begin(), groups.end(), [](const SiteGroup& a, const SiteGroup& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.count != b.count) return a.count > b.count;
+    if (a.stack != b.stack) return a.stack < b.stack;
+    if (a.api != b.api) return a.api < b.api;
+    return a.kind < b.kind;
+  });
+}
+
 Replay::Replay() {
   for (const format::ApiInfo& a : format::kApis) apis_[static_cast<uint8_t>(a.id)] = &a;
 }
@@ -18,6 +28,11 @@ void Replay::reset() {
   series_.clear();
   series_by_key_.fill(0);
   pools_.clear();
+  sites_.clear();
+  site_by_key_.clear();
+  site_cache_.clear();
+  since_peak_.clear();
+  peak_pending_.clear();
   live_.clear();
   handles_.clear();
   mappings_.clear();
@@ -45,6 +60,8 @@ void Replay::set_time_checkpoint(uint64_t time_ns, std::function<void()> fn) {
 }
 
 void Replay::finish() {
+  for (size_t i = 0; i < series_.size(); ++i)
+    if (capture_ && peak_pending_[i]) take_peak_sites(static_cast<uint16_t>(i));
   while (next_checkpoint_ < checkpoints_.size()) on_checkpoint_(checkpoints_[next_checkpoint_++]);
   next_checkpoint_seq_ = UINT64_MAX;
   if (on_time_checkpoint_) {
@@ -90,6 +107,12 @@ void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
     return;
   }
   const uint32_t stack = stacks_.id(thread.index(), ev.stack_id);
+  if (api->kind == EventKind::Alloc || api->kind == EventKind::Create) {
+    if (thread.index() >= site_cache_.size()) site_cache_.resize(thread.index() + 1);
+    auto& cache = site_cache_[thread.index()];
+    if (ev.stack_id >= cache.size()) cache.resize(size_t{ev.stack_id} + 1);
+    cache_slot_ = &cache[ev.stack_id];
+  }
   switch (api->kind) {
     case EventKind::Alloc:
       return alloc(ev, *api, stack);
@@ -123,6 +146,8 @@ uint16_t Replay::series_index(int32_t device, MemoryType memory) {
     if (series_[i].key == key) return static_cast<uint16_t>(i);
   series_.emplace_back();
   series_.back().key = key;
+  since_peak_.emplace_back();
+  peak_pending_.push_back(false);
   const auto index = static_cast<uint16_t>(series_.size() - 1);
   if (direct) series_by_key_[slot] = index + 1;
   return index;
@@ -136,18 +161,98 @@ uint16_t Replay::pool_index(uint64_t handle, int32_t device) {
   return static_cast<uint16_t>(pools_.size());
 }
 
-void Replay::became_live(Series& s, uint64_t bytes, const format::Event& ev) {
+uint32_t Replay::site_index(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind) {
+  // Never 0: api ids start at 1.
+  const uint64_t key = (uint64_t{stack} << 32) | (uint64_t{series} << 16) | (uint64_t{api} << 8) |
+                       static_cast<uint64_t>(kind);
+  if (cache_slot_->key == key) return cache_slot_->site;
+  auto [slot, added] = site_by_key_.find_or_add(key);
+  if (added) {
+    *slot = static_cast<uint32_t>(sites_.size());
+    sites_.push_back({stack, series, api, kind});
+  }
+  *cache_slot_ = {key, *slot};
+  return *slot;
+}
+
+// Peak capture: a series' live memory per site at its peak, in one pass. Every site change of a
+// series since its latest peak is logged; undoing the log from the current per-site totals gives
+// the totals at the peak. A new peak empties the log. When the log outgrows a bound proportional
+// to the number of sites, the peak's groups are taken right away and logging stops until the
+// next peak, so memory stays bounded and the time spent stays linear in the events.
+void Replay::site_changed(uint32_t site, int64_t bytes, int64_t count) {
+  Site& st = sites_[site];
+  st.bytes += static_cast<uint64_t>(bytes);
+  st.count += static_cast<uint64_t>(count);
+  if (!capture_ || !peak_pending_[st.series]) return;
+  std::vector<Change>& log = since_peak_[st.series];
+  log.push_back({site, bytes, count});
+  if (log.size() > std::max<size_t>(4096, 4 * sites_.size())) take_peak_sites(st.series);
+}
+
+std::vector<SiteGroup> Replay::groups_of(uint16_t series, const std::vector<int64_t>* undo_bytes,
+                                         const std::vector<int64_t>* undo_count) const {
+  std::vector<SiteGroup> groups;
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    const Site& st = sites_[i];
+    if (st.series != series) continue;
+    uint64_t bytes = st.bytes, count = st.count;
+    if (undo_bytes) {
+      bytes -= static_cast<uint64_t>((*undo_bytes)[i]);
+      count -= static_cast<uint64_t>((*undo_count)[i]);
+    }
+    if (count) groups.push_back({series_[series].key, st.api, st.kind, st.stack, bytes, count});
+  }
+  sort_groups(groups);
+  return groups;
+}
+
+void Replay::take_peak_sites(uint16_t series) {
+  std::vector<Change>& log = since_peak_[series];
+  std::vector<int64_t> undo_bytes(sites_.size()), undo_count(sites_.size());
+  for (const Change& c : log) {
+    undo_bytes[c.site] += c.bytes;
+    undo_count[c.site] += c.count;
+  }
+  series_[series].sites_at_peak = groups_of(series, &undo_bytes, &undo_count);
+  log.clear();
+  log.shrink_to_fit();
+  peak_pending_[series] = false;
+}
+
+std::vector<SiteGroup> Replay::sites_now(const std::function<bool(const SeriesKey&)>& want) const {
+  std::vector<SiteGroup> all;
+  for (size_t i = 0; i < series_.size(); ++i) {
+    if (!want(series_[i].key)) continue;
+    std::vector<SiteGroup> g = groups_of(static_cast<uint16_t>(i), nullptr, nullptr);
+    all.insert(all.end(), g.begin(), g.end());
+  }
+  sort_groups(all);
+  return all;
+}
+
+void Replay::became_live(uint32_t site, uint64_t bytes, const format::Event& ev) {
+  site_changed(site, static_cast<int64_t>(bytes), 1);
+  const uint16_t index = sites_[site].series;
+  Series& s = series_[index];
   s.live_bytes += bytes;
   ++s.live_count;
   if (s.live_bytes > s.peak_bytes) {
     s.peak_bytes = s.live_bytes;
     s.peak_seq = ev.seq;
     s.peak_time_ns = ev.time_ns;
+    if (capture_) {
+      // The state now is the peak's: log what changes from here on.
+      since_peak_[index].clear();
+      peak_pending_[index] = true;
+    }
   }
   s.timeline.add(ev.seq, ev.time_ns, s.live_bytes);
 }
 
-void Replay::became_free(Series& s, uint64_t bytes, const format::Event& ev) {
+void Replay::became_free(uint32_t site, uint64_t bytes, const format::Event& ev) {
+  site_changed(site, -static_cast<int64_t>(bytes), -1);
+  Series& s = series_[sites_[site].series];
   s.live_bytes -= bytes;
   --s.live_count;
   s.freed_bytes += bytes;
@@ -166,12 +271,7 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
   const uint16_t index = series_index(ev.f.device, memory);
   Series& s = series_[index];
   const uint64_t size = ev.f.size;
-  if (ev.result != 0) {
-    ++s.failed;
-    if (s.failures.size() < Series::kKeptFailures)
-      s.failures.push_back({ev.seq, ev.time_ns, size, ev.result, stack, ev.api});
-    return;
-  }
+  if (ev.result != 0) return failed(index, ev, stack);
   ++s.allocations;
   ++s.allocations_by_api[ev.api];
   s.allocated_bytes += size;
@@ -183,7 +283,7 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
     // The address is handed out again, so it was freed through a path the recorder did not see
     // (e.g. cudaDeviceReset). Count it and treat the old allocation as freed.
     ++anomalies_.reused_addresses;
-    became_free(series_[a->series], a->size, ev);
+    became_free(a->site, a->size, ev);
     if (a->pool) {
       Pool& p = pools_[a->pool - 1];
       p.live_bytes -= a->size;
@@ -204,8 +304,18 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
       p.high_water_seq = ev.seq;
     }
   }
-  *a = {size, stack, index, pool, ev.api};
-  became_live(s, size, ev);
+  const uint32_t site = site_index(stack, index, ev.api, LiveKind::Allocation);
+  *a = {size, site, pool};
+  became_live(site, size, ev);
+}
+
+void Replay::failed(uint16_t index, const format::Event& ev, uint32_t stack) {
+  Series& s = series_[index];
+  ++s.failed;
+  if (s.failures.size() < Series::kKeptFailures)
+    s.failures.push_back({ev.seq, ev.time_ns, ev.f.size, ev.result, stack, ev.api});
+  // The failed call changes nothing: what is live now is what held the memory when it failed.
+  if (capture_ && s.failed == 1) s.sites_at_first_failure = groups_of(index, nullptr, nullptr);
 }
 
 void Replay::free(const format::Event& ev, uint32_t stack) {
@@ -220,10 +330,10 @@ void Replay::free(const format::Event& ev, uint32_t stack) {
   }
   LiveAllocation a;
   if (!live_.take(address, &a)) return unmatched(ev, address, stack, anomalies_.unknown_frees);
-  Series& s = series_[a.series];
+  Series& s = series_[sites_[a.site].series];
   ++s.frees;
   ++s.frees_by_api[ev.api];
-  became_free(s, a.size, ev);
+  became_free(a.site, a.size, ev);
   if (a.pool) {
     Pool& p = pools_[a.pool - 1];
     p.live_bytes -= a.size;
@@ -236,35 +346,28 @@ void Replay::create(const format::Event& ev, const format::ApiInfo& api, uint32_
   const uint16_t index = series_index(ev.f.device, memory);
   Series& s = series_[index];
   const uint64_t size = ev.f.size;
-  if (ev.result != 0) {
-    ++s.failed;
-    if (s.failures.size() < Series::kKeptFailures)
-      s.failures.push_back({ev.seq, ev.time_ns, size, ev.result, stack, ev.api});
-    return;
-  }
+  if (ev.result != 0) return failed(index, ev, stack);
   ++s.allocations;
   ++s.allocations_by_api[ev.api];
   s.allocated_bytes += size;
   const uint64_t handle = ev.f.handle;
-  if (auto it = handles_.find(handle); it != handles_.end()) {
+  if (handles_.count(handle)) {
     // The same handle value again while the old one still held memory: its release was missed.
     ++anomalies_.reused_addresses;
-    Series& was = series_[it->second.series];
-    was.physical_bytes -= it->second.size;
-    became_free(was, it->second.size, ev);
-    handles_.erase(it);
+    drop_physical(handle, ev);
   }
-  handles_[handle] = {size, ev.seq, stack, index, ev.api, false, 0};
+  const uint32_t site = site_index(stack, index, ev.api, LiveKind::Physical);
+  handles_[handle] = {size, site, false, 0};
   s.physical_bytes += size;
   s.max_physical_bytes = std::max(s.max_physical_bytes, s.physical_bytes);
-  became_live(s, size, ev);
+  became_live(site, size, ev);
 }
 
 void Replay::drop_physical(uint64_t handle, const format::Event& ev) {
   auto it = handles_.find(handle);
-  Series& s = series_[it->second.series];
-  s.physical_bytes -= it->second.size;
-  became_free(s, it->second.size, ev);
+  const uint32_t site = it->second.site;
+  series_[sites_[site].series].physical_bytes -= it->second.size;
+  became_free(site, it->second.size, ev);
   handles_.erase(it);
 }
 
@@ -277,7 +380,7 @@ void Replay::release(const format::Event& ev, uint32_t stack) {
   if (it == handles_.end() || it->second.released)
     return unmatched(ev, ev.f.handle, stack, anomalies_.unknown_releases);
   PhysicalHandle& h = it->second;
-  Series& s = series_[h.series];
+  Series& s = series_[sites_[h.site].series];
   ++s.frees;
   ++s.frees_by_api[ev.api];
   h.released = true;
@@ -293,7 +396,7 @@ void Replay::map(const format::Event& ev, uint32_t stack) {
   auto it = handles_.find(ev.f.handle);
   if (it != handles_.end()) {
     ++it->second.mappings;
-    index = it->second.series;
+    index = sites_[it->second.site].series;
   } else {
     ++anomalies_.unknown_handle_maps;
     index = series_index(ev.f.device, MemoryType::Device);

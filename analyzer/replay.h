@@ -12,6 +12,10 @@
 // - CUDA frees a handle's physical memory only once it is released *and* unmapped everywhere.
 // - A free of an address not live is counted and kept as an example, never fatal. Events of api
 //   ids this build does not know are counted and skipped.
+//
+// Live memory is also kept per call site (stack, api, series): what each site holds now costs
+// nothing to group, and with capture_sites() the replay keeps, in the same single pass, what
+// each site held at each series' peak and first failure (see PeakCapture in replay.cpp).
 #pragma once
 
 #include <array>
@@ -38,6 +42,23 @@ struct SeriesKey {
   format::MemoryType memory = format::MemoryType::Device;
   bool operator==(const SeriesKey&) const = default;
 };
+
+// What a group of live things is: memory (an allocation or a physical handle) or address space
+// (a VMM mapping or reservation, which holds no memory of its own).
+enum class LiveKind : uint8_t { Allocation, Physical, Mapping, Reservation };
+
+// Live things with the same series, api, kind and stack.
+struct SiteGroup {
+  SeriesKey series;
+  uint8_t api = 0;
+  LiveKind kind = LiveKind::Allocation;
+  uint32_t stack = 0;  // StackInterner id
+  uint64_t bytes = 0, count = 0;
+};
+
+// Largest bytes first; ties by count, then by stack id (the order stacks were first met), so the
+// order is the same from run to run.
+void sort_groups(std::vector<SiteGroup>& groups);
 
 // One failed allocation (or cuMemCreate), as recorded.
 struct Failure {
@@ -68,24 +89,32 @@ struct Series {
   uint64_t physical_bytes = 0, mapped_bytes = 0, reserved_bytes = 0;
   uint64_t max_physical_bytes = 0, max_mapped_bytes = 0, max_reserved_bytes = 0;
   Timeline timeline;
+  // With Replay::capture_sites(), after finish(): the live memory grouped by call site at the
+  // peak, and at the first failed allocation (empty when none), largest first.
+  std::vector<SiteGroup> sites_at_peak, sites_at_first_failure;
 };
 
-// A live allocation (cudaMalloc family, pinned host, managed, stream-ordered).
+// A call site of live memory (allocations or physical handles) and what it holds now.
+struct Site {
+  uint32_t stack = 0;
+  uint16_t series = 0;
+  uint8_t api = 0;
+  LiveKind kind = LiveKind::Allocation;
+  uint64_t bytes = 0, count = 0;
+};
+
+// A live allocation (cudaMalloc family, pinned host, managed, stream-ordered). Small on purpose:
+// the live set is probed once per event, and its misses are the replay's main cost.
 struct LiveAllocation {
   uint64_t size = 0;
-  uint32_t stack = 0;
-  uint16_t series = 0;  // index into Replay::series()
-  uint16_t pool = 0;    // 1 + index into Replay::pools() for stream-ordered memory, else 0
-  uint8_t api = 0;
+  uint32_t site = 0;  // index into Replay::sites()
+  uint16_t pool = 0;  // 1 + index into Replay::pools() for stream-ordered memory, else 0
 };
 
 // A cuMemCreate handle whose physical memory is not freed yet.
 struct PhysicalHandle {
   uint64_t size = 0;
-  uint64_t seq = 0;
-  uint32_t stack = 0;
-  uint16_t series = 0;
-  uint8_t api = 0;
+  uint32_t site = 0;
   bool released = false;  // cuMemRelease was called; freed when the last mapping goes
   uint32_t mappings = 0;
 };
@@ -164,11 +193,17 @@ class Replay : public EventVisitor {
   // Calls `fn` once, with the state right before the first event later than `time_ns`
   // (absolute), or from finish() when there is none.
   void set_time_checkpoint(uint64_t time_ns, std::function<void()> fn);
-  // Ends a pass: fires the checkpoints not reached.
+  // Ends a pass: fires the checkpoints not reached, completes the site captures.
   void finish();
+  // Keep Series::sites_at_peak and sites_at_first_failure during the pass. Set before it.
+  void capture_sites(bool on) { capture_ = on; }
+
+  // Live memory grouped by call site right now, for the series `want` accepts, largest first.
+  std::vector<SiteGroup> sites_now(const std::function<bool(const SeriesKey&)>& want) const;
 
   const std::vector<Series>& series() const { return series_; }
   const std::vector<Pool>& pools() const { return pools_; }
+  const std::vector<Site>& sites() const { return sites_; }
   const AddressMap<LiveAllocation>& live() const { return live_; }
   const std::unordered_map<uint64_t, PhysicalHandle>& handles() const { return handles_; }
   const std::map<uint64_t, Mapping>& mappings() const { return mappings_; }
@@ -183,8 +218,14 @@ class Replay : public EventVisitor {
  private:
   uint16_t series_index(int32_t device, format::MemoryType memory);
   uint16_t pool_index(uint64_t handle, int32_t device);
-  void became_live(Series& s, uint64_t bytes, const format::Event& ev);
-  void became_free(Series& s, uint64_t bytes, const format::Event& ev);
+  uint32_t site_index(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind);
+  void became_live(uint32_t site, uint64_t bytes, const format::Event& ev);
+  void became_free(uint32_t site, uint64_t bytes, const format::Event& ev);
+  void site_changed(uint32_t site, int64_t bytes, int64_t count);
+  void failed(uint16_t series, const format::Event& ev, uint32_t stack);
+  void take_peak_sites(uint16_t series);
+  std::vector<SiteGroup> groups_of(uint16_t series, const std::vector<int64_t>* undo_bytes,
+                                   const std::vector<int64_t>* undo_count) const;
   void unmatched(const format::Event& ev, uint64_t address, uint32_t stack, uint64_t& counter);
 
   void alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
@@ -205,6 +246,16 @@ class Replay : public EventVisitor {
   static constexpr int32_t kDirectDevices = 127;
   std::array<uint16_t, (kDirectDevices + 1) * 4> series_by_key_{};
   std::vector<Pool> pools_;
+  std::vector<Site> sites_;
+  AddressMap<uint32_t> site_by_key_;  // (stack, series, api, kind) packed -> site index
+  // The last site each (thread file, stack id) allocated at: its key and index. A stack nearly
+  // always allocates through one api on one device, so this spares the hash lookup.
+  struct SiteCache {
+    uint64_t key = 0;
+    uint32_t site = 0;
+  };
+  std::vector<std::vector<SiteCache>> site_cache_;
+  SiteCache* cache_slot_ = nullptr;  // of the event being applied
   AddressMap<LiveAllocation> live_;
   std::unordered_map<uint64_t, PhysicalHandle> handles_;
   std::map<uint64_t, Mapping> mappings_;
@@ -222,6 +273,16 @@ class Replay : public EventVisitor {
   bool stop_after_last_ = false;
   uint64_t time_checkpoint_ns_ = UINT64_MAX;
   std::function<void()> on_time_checkpoint_;
+
+  // Site capture: per series, the site changes since its latest peak, undone to recover what
+  // each site held at the peak (bounded: taken, and the log dropped, once it grows too long).
+  struct Change {
+    uint32_t site;
+    int64_t bytes, count;
+  };
+  bool capture_ = false;
+  std::vector<std::vector<Change>> since_peak_;  // by series index
+  std::vector<bool> peak_pending_;               // by series index
 };
 
 }  // namespace gmemhook::analysis

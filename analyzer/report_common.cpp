@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -110,6 +111,20 @@ void write_warnings(JsonWriter& json, const ReadFacts& facts, const StackResolve
 bool wanted_series(const ReportOptions& options, const SeriesKey& key) {
   if (!options.device) return true;
   return key.memory != format::MemoryType::HostPinned && key.device == *options.device;
+}
+
+std::vector<const Series*> ordered_series(const Replay& replay) {
+  std::vector<const Series*> out;
+  for (const Series& s : replay.series()) out.push_back(&s);
+  auto rank = [](format::MemoryType m) {
+    return m == format::MemoryType::Device ? 0 : m == format::MemoryType::Managed ? 1 : 2;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const Series* a, const Series* b) {
+    if (rank(a->key.memory) != rank(b->key.memory))
+      return rank(a->key.memory) < rank(b->key.memory);
+    return a->key.device < b->key.device;
+  });
+  return out;
 }
 
 const char* memory_name(format::MemoryType memory) { return format::to_string(memory); }

@@ -66,6 +66,9 @@ void write_warnings(JsonWriter& json, const ReadFacts& facts, const StackResolve
 
 // Whether a series passes --device (pinned host memory is on no device, so never does).
 bool wanted_series(const ReportOptions& options, const SeriesKey& key);
+// The series in report order: device memory by device, then managed memory, then pinned host
+// memory (a log lists them in the order they were first used).
+std::vector<const Series*> ordered_series(const Replay& replay);
 // "device", "host-pinned", "managed".
 const char* memory_name(format::MemoryType memory);
 // Writes "device" (null for none) and "memory".

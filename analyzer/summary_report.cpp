@@ -13,8 +13,8 @@ namespace gmemhook::analysis {
 
 namespace {
 
-constexpr size_t kTextDepth = 3;  // frames per failed allocation: a summary stays one screen
-constexpr size_t kFailuresShown = 3;
+constexpr size_t kTextDepth = 3;      // frames per failed allocation: a summary stays one screen
+constexpr size_t kFailuresShown = 1;  // the first; `gmemhook peak` shows what held the memory
 constexpr size_t kSparkWidth = 48;
 
 // "cudaMalloc 12, cudaMallocAsync 3".
@@ -95,7 +95,8 @@ class SummaryReport : public Report {
         for (const TimelinePoint& p : s.timeline.points())
           axis_start = std::min(axis_start, p.time_ns);
     bool any = false;
-    for (const Series& s : replay.series()) {
+    for (const Series* series : ordered_series(replay)) {
+      const Series& s = *series;
       if (!wanted_series(options_, s.key)) continue;
       any = true;
       text += fmt::format("  {}\n", series_label(s.key));
@@ -134,7 +135,8 @@ class SummaryReport : public Report {
           append_frames(text, frames_of(stacks, replay, f.stack), depth, "        ");
         }
         if (s.failed > kFailuresShown)
-          text += fmt::format("      ... and {} more\n", s.failed - kFailuresShown);
+          text += fmt::format("      ... and {} more (--json lists the first {})\n",
+                              s.failed - kFailuresShown, Series::kKeptFailures);
       }
       const auto points = s.timeline.points();
       if (!points.empty())
@@ -196,7 +198,8 @@ class SummaryReport : public Report {
     json.field("threads", static_cast<uint64_t>(reader.thread_count()));
     json.key("devices");
     json.begin_array();
-    for (const Series& s : replay.series()) {
+    for (const Series* series : ordered_series(replay)) {
+      const Series& s = *series;
       if (!wanted_series(options_, s.key)) continue;
       json.begin_object();
       write_series_fields(json, s.key);

@@ -329,7 +329,8 @@ int main(int argc, char** argv) {
     gmemhook::analysis::ReportOptions o;
     o.run = run;
     o.run_arg = run.string();
-    const unsigned passes = kind == ReportKind::Peak || kind == ReportKind::Fragmentation ? 2 : 1;
+    // fragmentation's second pass stops at the last moment it needs (here: the peak).
+    const unsigned passes = kind == ReportKind::Fragmentation ? 2 : 1;
     report(name, passes, [&] {
       if (gmemhook::analysis::run_report(kind, o, null, warnings) != 0) {
         std::fprintf(stderr, "%s failed\n", name);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <unordered_map>
 
@@ -366,6 +367,77 @@ TEST(Replay, APassCanStopAfterItsLastCheckpoint) {
   reader.read_events(again);
   again.finish();
   EXPECT_EQ(again.series()[0].live_bytes, 60u);
+}
+
+// The one-pass capture of who held the memory at each peak and first failure must agree with
+// stopping a second pass right there. Long stretches after each peak make the capture log
+// overflow its bound and take the groups early, so both of its paths run.
+TEST(Replay, SitesCapturedInOnePassMatchASecondPass) {
+  Scenario s(10);
+  std::mt19937_64 rng(11);
+  std::vector<uint32_t> stacks;
+  for (uint64_t i = 0; i < 40; ++i) stacks.push_back(s.stack(11, {0x401000 + i * 16}));
+  std::vector<std::pair<uint64_t, int32_t>> live;
+  uint64_t next = 0x10000000;
+  for (int i = 0; i < 60000; ++i) {
+    const bool grow = i % 20000 < 3000;  // three ramps, each followed by a long churn
+    if (live.empty() || rng() % 100 < (grow ? 80u : 48u)) {
+      const int32_t device = static_cast<int32_t>(rng() % 2);
+      const uint32_t result = rng() % 500 == 0 ? 2 : 0;
+      s.alloc(11, rng() % 4 ? ApiId::cudaMalloc : ApiId::cuMemAlloc_v2, next, 512 + rng() % 4096,
+              device, stacks[rng() % stacks.size()], result);
+      if (!result) live.push_back({next, device});
+      next += 8192;
+    } else {
+      const size_t k = rng() % live.size();
+      s.free(11, ApiId::cudaFree, live[k].first);
+      live[k] = live.back();
+      live.pop_back();
+    }
+  }
+  const ProcessLogs logs = s.build(true);
+  auto reader = read_in_memory(logs);
+  Replay one;
+  one.capture_sites(true);
+  reader.read_events(one);
+  one.finish();
+
+  Replay two;
+  std::vector<uint64_t> seqs;
+  for (const Series& x : one.series()) {
+    seqs.push_back(x.peak_seq);
+    if (!x.failures.empty()) seqs.push_back(x.failures[0].seq);
+  }
+  std::map<std::pair<size_t, uint64_t>, std::vector<analysis::SiteGroup>> seen;
+  two.set_checkpoints(seqs, [&](uint64_t seq) {
+    for (size_t i = 0; i < two.series().size(); ++i) {
+      const analysis::SeriesKey key = two.series()[i].key;
+      seen[{i, seq}] = two.sites_now([&](const analysis::SeriesKey& k) { return k == key; });
+    }
+  });
+  reader.read_events(two);
+  two.finish();
+
+  auto same = [](const std::vector<analysis::SiteGroup>& a,
+                 const std::vector<analysis::SiteGroup>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].stack != b[i].stack || a[i].bytes != b[i].bytes || a[i].count != b[i].count ||
+          a[i].api != b[i].api || !(a[i].series == b[i].series))
+        return false;
+    return true;
+  };
+  ASSERT_EQ(one.series().size(), 2u);
+  for (size_t i = 0; i < one.series().size(); ++i) {
+    const Series& x = one.series()[i];
+    ASSERT_FALSE(x.sites_at_peak.empty());
+    uint64_t total = 0;
+    for (const auto& g : x.sites_at_peak) total += g.bytes;
+    EXPECT_EQ(total, x.peak_bytes);
+    EXPECT_TRUE(same(x.sites_at_peak, seen[{i, x.peak_seq}])) << "series " << i;
+    ASSERT_FALSE(x.failures.empty());
+    EXPECT_TRUE(same(x.sites_at_first_failure, seen[{i, x.failures[0].seq}])) << "series " << i;
+  }
 }
 
 TEST(Timeline, StaysBoundedAndKeepsThePeak) {

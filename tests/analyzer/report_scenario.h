@@ -59,7 +59,7 @@ class Scenario {
     std::vector<std::pair<std::vector<uint64_t>, std::vector<analysis::PyFrameRef>>> stacks;
   };
   std::map<uint64_t, ThreadRecords> threads_;
-  std::deque<std::pair<uint64_t, format::Event>> events_;          // (tid, event), in seq order
+  std::deque<std::pair<uint64_t, format::Event>> events_;  // (tid, event), in seq order
   uint64_t seq_ = 0;
   uint64_t time_ms_ = 0;
 };
