@@ -6,6 +6,7 @@
 
 #include "analyzer/dump_command.h"
 #include "analyzer/report.h"
+#include "gmemhook/api_table.h"
 #include "analyzer/run_command.h"
 #include "gmemhook/format.h"
 
@@ -42,6 +43,16 @@ void add_report_options(CLI::App& app, ReportCommand& c) {
       ->check(CLI::NonNegativeNumber);
   s->add_option("--depth", o.depth, "Frames shown per stack; 0 = all")
       ->check(CLI::NonNegativeNumber);
+  s->add_option("--api", o.apis,
+                "Only events of these entry points, comma-separated (e.g. cudaMallocAsync,cudaFreeAsync)")
+      ->delimiter(',')
+      ->check([](const std::string& name) {
+        for (const auto& a : gmemhook::format::kApis)
+          if (name == a.name) return std::string();
+        return "unknown entry point '" + name + "' (see include/gmemhook/api_table.h)";
+      });
+  s->add_option("--memory", o.memory, "Only this memory: device, host-pinned or managed")
+      ->check(CLI::IsMember({"device", "host-pinned", "managed"}));
   if (c.takes_moment) {
     auto* at = s->add_option("--at", o.at_seconds,
                              "The live set at this many seconds after the process started")

@@ -54,6 +54,7 @@ class LeaksReport : public Report {
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
     Replay replay;
+    replay.keep_only_apis(options_.apis);
     Moment m;
     bool captured = false;
     auto capture = [&](std::optional<uint64_t> time_ns) {

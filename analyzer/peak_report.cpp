@@ -47,6 +47,7 @@ class PeakReport : public Report {
                     JsonWriter* json) override {
     // One pass: the replay keeps what each site held at each series' peak and first failure.
     Replay replay;
+    replay.keep_only_apis(options_.apis);
     replay.capture_sites(true);
     reader.read_events(replay);
     replay.finish();

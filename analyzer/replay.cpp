@@ -20,6 +20,15 @@ void sort_groups(std::vector<SiteGroup>& groups) {
   });
 }
 
+void Replay::keep_only_apis(const std::vector<std::string>& names) {
+  api_ignored_.fill(false);
+  if (names.empty()) return;
+  api_ignored_.fill(true);
+  for (const format::ApiInfo& a : format::kApis)
+    for (const std::string& n : names)
+      if (n == a.name) api_ignored_[static_cast<uint8_t>(a.id)] = false;
+}
+
 Replay::Replay() {
   for (const format::ApiInfo& a : format::kApis) apis_[static_cast<uint8_t>(a.id)] = &a;
 }
@@ -101,6 +110,10 @@ void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
   last_seq_ = ev.seq;
   last_time_ns_ = ev.time_ns;
   const format::ApiInfo* api = apis_[ev.api];
+  if (api_ignored_[ev.api]) {
+    ++skipped_by_filter_;
+    return;
+  }
   if (!api) {
     ++anomalies_.unknown_api_events;
     ++anomalies_.unknown_api_ids[ev.api];

@@ -176,6 +176,9 @@ class Replay : public EventVisitor {
  public:
   Replay();
 
+  // Skip every event whose entry point is not in `names` (empty: keep all). Call before a pass.
+  void keep_only_apis(const std::vector<std::string>& names);
+  uint64_t skipped_by_api_filter() const { return skipped_by_filter_; }
   void on_event(const format::Event& ev, const ThreadLog& thread) override;
   void on_stack(uint32_t id, std::span<const uint64_t> frames, const ThreadLog& thread) override;
   void on_py_code(const PyCode& code, const ThreadLog& thread) override;
@@ -239,6 +242,8 @@ class Replay : public EventVisitor {
   void drop_physical(uint64_t handle, const format::Event& ev);
 
   std::array<const format::ApiInfo*, 256> apis_{};
+  std::array<bool, 256> api_ignored_{};  // --api: events of other entry points are skipped
+  uint64_t skipped_by_filter_ = 0;
   StackInterner stacks_;
 
   std::vector<Series> series_;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gmemhook::analysis {
 
@@ -22,6 +23,10 @@ struct ReportOptions {
   std::optional<size_t> depth;       // frames shown per stack; 0 = all (default: text 8, JSON all)
   std::optional<double> at_seconds;  // leaks, fragmentation: the live set at this moment
   std::optional<uint64_t> at_seq;    // ... or after the event with this sequence number
+  // Only events of these entry points (e.g. torch's allocator API, to compare with torch's own
+  // counters while cuBLAS's workspaces are left out); empty = all.
+  std::vector<std::string> apis;
+  std::optional<std::string> memory;  // only this memory: "device", "host-pinned", "managed"
 };
 
 // Exit statuses of every report (and of `gmemhook dump`).

@@ -109,6 +109,7 @@ void write_warnings(JsonWriter& json, const ReadFacts& facts, const StackResolve
 }
 
 bool wanted_series(const ReportOptions& options, const SeriesKey& key) {
+  if (options.memory && *options.memory != format::to_string(key.memory)) return false;
   if (!options.device) return true;
   return key.memory != format::MemoryType::HostPinned && key.device == *options.device;
 }

@@ -44,6 +44,7 @@ class SummaryReport : public Report {
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
     Replay replay;
+    replay.keep_only_apis(options_.apis);
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader);

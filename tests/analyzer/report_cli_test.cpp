@@ -271,6 +271,21 @@ TEST_F(ReportCli, PeakShowsSitesWithTheirShareAndTheFirstFailure) {
       << r.out;
 }
 
+// --api keeps only the named entry points (e.g. torch's allocator, to compare with its own
+// counters); --memory keeps one kind of memory.
+TEST_F(ReportCli, FiltersByApiAndMemory) {
+  json j = parse(run_cli("leaks --json --pid 100 --memory device " + quote(run_)));
+  EXPECT_EQ(j["processes"][0]["total_bytes"], 36 * kMiB);
+  j = parse(run_cli("leaks --json --pid 100 --api cudaMallocHost,cudaFreeHost " + quote(run_)));
+  EXPECT_EQ(j["processes"][0]["total_bytes"], kMiB);
+  j = parse(run_cli("summary --json --pid 100 --api cudaMallocHost " + quote(run_)));
+  ASSERT_EQ(j["processes"][0]["devices"].size(), 1u);
+  EXPECT_EQ(j["processes"][0]["devices"][0]["memory"], "host-pinned");
+  const CliResult bad = run_cli("leaks --api cudaMallocc " + quote(run_));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("unknown entry point 'cudaMallocc'"), std::string::npos) << bad.err;
+}
+
 TEST_F(ReportCli, FiltersTopAndDepth) {
   json j = parse(run_cli("summary --json --pid 200 " + quote(run_)));
   ASSERT_EQ(j["processes"].size(), 1u);
