@@ -8,6 +8,7 @@
 
 #include "analyzer/event_info.h"
 #include "analyzer/report_common.h"
+#include "analyzer/stack_export.h"
 #include "analyzer/text_format.h"
 
 namespace gmemhook::analysis {
@@ -49,7 +50,10 @@ struct Moment {
 
 class LeaksReport : public Report {
  public:
-  explicit LeaksReport(const ReportOptions& options) : options_(options) {}
+  explicit LeaksReport(const ReportOptions& options)
+      : options_(options),
+        export_(make_stack_export(options.format, options.depth.value_or(0),
+                                  "gmemhook leaks " + options.run_arg)) {}
 
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
@@ -84,7 +88,9 @@ class LeaksReport : public Report {
         t.bytes += g.bytes;
         t.count += g.count;
       }
-    if (json)
+    if (export_)
+      export_leaks(reader, replay, stacks, m);
+    else if (json)
       write_json(reader, replay, stacks, facts, end, m, *json);
     else
       write_text(reader, replay, stacks, end, m, text);
@@ -92,6 +98,10 @@ class LeaksReport : public Report {
   }
 
   void finish(std::string& text) override {
+    if (export_) {
+      text += export_->finish();
+      return;
+    }
     text += "\n";
     const std::string run = shell_word(options_.run_arg);
     if (totals_[0].bytes || totals_[1].bytes || totals_[2].bytes)
@@ -104,6 +114,24 @@ class LeaksReport : public Report {
   struct Total {
     uint64_t bytes = 0, count = 0;
   };
+
+  // --format folded / speedscope: memory only (address space holds none), a profile per series.
+  void export_leaks(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
+                    const Moment& m) {
+    const size_t top = options_.top.value_or(0);
+    for (const Series* s : ordered_series(replay)) {
+      if (!wanted_series(options_, s->key)) continue;
+      size_t shown = 0;
+      for (const SiteGroup& g : m.groups) {
+        if (!is_memory(g) || !(g.series == s->key) || (top && shown >= top)) continue;
+        if (shown++ == 0)
+          export_->begin_profile(fmt::format(
+              "{}: {} live at {}", process_title(reader), series_label(s->key),
+              std::string_view(m.at) == "end" ? "end" : "seq " + std::to_string(m.seq)));
+        export_->add(frames_of(stacks, replay, g.stack), g.bytes);
+      }
+    }
+  }
 
   void write_text(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
                   const ProcessEnd& end, const Moment& m, std::string& text) const {
@@ -252,6 +280,7 @@ class LeaksReport : public Report {
   }
 
   const ReportOptions& options_;
+  std::unique_ptr<StackExport> export_;  // --format folded / speedscope, else null
   std::array<Total, 4> totals_{};
 };
 

@@ -5,6 +5,7 @@
 
 #include "analyzer/event_info.h"
 #include "analyzer/report_common.h"
+#include "analyzer/stack_export.h"
 #include "analyzer/text_format.h"
 
 namespace gmemhook::analysis {
@@ -41,7 +42,10 @@ Held held(uint64_t seq, const std::vector<SiteGroup>& sites) {
 
 class PeakReport : public Report {
  public:
-  explicit PeakReport(const ReportOptions& options) : options_(options) {}
+  explicit PeakReport(const ReportOptions& options)
+      : options_(options),
+        export_(make_stack_export(options.format, options.depth.value_or(0),
+                                  "gmemhook peak " + options.run_arg)) {}
 
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
@@ -68,7 +72,9 @@ class PeakReport : public Report {
       peaks.push_back(std::move(p));
     }
 
-    if (json)
+    if (export_)
+      export_peaks(reader, replay, stacks, peaks);
+    else if (json)
       write_json(reader, replay, stacks, facts, end, peaks, *json);
     else
       write_text(reader, replay, stacks, end, peaks, text);
@@ -76,6 +82,10 @@ class PeakReport : public Report {
   }
 
   void finish(std::string& text) override {
+    if (export_) {
+      text += export_->finish();
+      return;
+    }
     text += "\n";
     const std::string run = shell_word(options_.run_arg);
     if (any_failure_)
@@ -86,6 +96,19 @@ class PeakReport : public Report {
   }
 
  private:
+  // --format folded / speedscope: the sites at each peak (the first failure is text and JSON's).
+  void export_peaks(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
+                    const std::vector<SeriesPeak>& peaks) {
+    const size_t top = options_.top.value_or(0);
+    for (const SeriesPeak& p : peaks) {
+      if (!p.peak_seq) continue;
+      export_->begin_profile(
+          fmt::format("{}: {} peak", process_title(reader), series_label(p.key)));
+      for (size_t i = 0; i < p.at_peak.sites.size() && (top == 0 || i < top); ++i)
+        export_->add(frames_of(stacks, replay, p.at_peak.sites[i].stack), p.at_peak.sites[i].bytes);
+    }
+  }
+
   void append_sites(std::string& text, const Replay& replay, StackResolver& stacks, const Held& h,
                     uint64_t whole) const {
     const size_t top = top_limit(options_, kTextTop);
@@ -196,6 +219,7 @@ class PeakReport : public Report {
   }
 
   const ReportOptions& options_;
+  std::unique_ptr<StackExport> export_;  // --format folded / speedscope, else null
   bool any_failure_ = false;
 };
 

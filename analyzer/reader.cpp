@@ -66,9 +66,13 @@ void ProcessReader::read_events(EventVisitor& v) {
   }
 
   const ThreadLog* previous = nullptr;
-  while (!heads.empty()) {
-    ThreadLog& t = *threads_[heads.top().second];
-    heads.pop();
+  ThreadLog* next = nullptr;  // a file whose next event precedes every queued one
+  while (next || !heads.empty()) {
+    ThreadLog& t = next ? *next : *threads_[heads.top().second];
+    if (next)
+      next = nullptr;
+    else
+      heads.pop();
     const format::Event& ev = t.current();
     // Sequence numbers are handed out process-wide, so two files can never share one.
     if (previous && ev.seq == last_seq_)
@@ -80,10 +84,12 @@ void ProcessReader::read_events(EventVisitor& v) {
     ++events_read_;
     last_seq_ = ev.seq;
     previous = &t;
-    if (t.advance())
-      heads.push({t.current().seq, t.index()});
-    else
+    if (!t.advance())
       finish(t);
+    else if (heads.empty() || t.current().seq < heads.top().first)
+      next = &t;  // most programs allocate from one thread: skip the heap while it leads
+    else
+      heads.push({t.current().seq, t.index()});
   }
 }
 

@@ -13,10 +13,15 @@ namespace gmemhook::analysis {
 
 enum class ReportKind { Summary, Leaks, Peak, Fragmentation };
 
+// --format. Folded stacks and speedscope profiles exist for the reports that group memory by
+// stack (peak, leaks, diff); see folded_stacks.h and speedscope_profile.h.
+enum class OutputFormat { Text, Json, Folded, Speedscope };
+
 struct ReportOptions {
   std::filesystem::path run;  // a run directory or one process directory
   std::string run_arg;        // `run` as the user typed it, for the hint lines
-  bool json = false;
+  bool json = false;  // format == Json (kept as a flag: every report asks it)
+  OutputFormat format = OutputFormat::Text;
   std::optional<uint64_t> pid;       // only this process
   std::optional<int32_t> device;     // only this device (pinned host memory is on none)
   std::optional<size_t> top;         // groups shown per list; 0 = all (default: text 20, JSON all)

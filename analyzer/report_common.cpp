@@ -260,7 +260,7 @@ int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, st
       if (options.pid && reader.info().pid != *options.pid) continue;
       StackResolver stacks(reader);
       std::string text;
-      if (!options.json && reported > 0) text += "\n";
+      if (options.format == OutputFormat::Text && reported > 0) text += "\n";
       const ReadFacts facts = report->process(reader, stacks, text, options.json ? &json : nullptr);
       ++reported;
       std::fwrite(text.data(), 1, text.size(), out);

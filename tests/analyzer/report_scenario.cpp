@@ -113,7 +113,7 @@ ProcessLogs Scenario::build(bool with_end, int64_t status) const {
   info.library_version = "0.1.0";
   info.chunk_size_hint = 4096;
   p.info(info);
-  p.snapshot(0, {{"/nonexistent/" + exe_name_, "", kModuleBias, {{0, 0x100000, 5}}}});
+  p.snapshot(0, {{"/nonexistent/" + exe_name_, "", module_bias_, {{0, 0x100000, 5}}}});
   const uint64_t end_ms = seq_ + 1;
   if (with_end) p.end(format::EndHow::Exit, status, seq_, end_ms * 1000000, true);
   logs.process = p.file.bytes();

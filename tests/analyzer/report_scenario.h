@@ -31,6 +31,8 @@ class Scenario {
   // the process start plus `seq` milliseconds unless `time_ms` is given.
   format::Event& event(uint64_t tid, format::ApiId api, uint32_t stack = 0);
   void set_time_ms(uint64_t ms) { time_ms_ = ms; }
+  // Where the module was loaded (kModuleBias unless set): frames are bias + offset.
+  void set_module_bias(uint64_t bias) { module_bias_ = bias; }
 
   // Common calls. `device` < -1 leaves the device field out (frees never carry one).
   void alloc(uint64_t tid, format::ApiId api, uint64_t address, uint64_t size, int32_t device = 0,
@@ -62,6 +64,7 @@ class Scenario {
   std::deque<std::pair<uint64_t, format::Event>> events_;  // (tid, event), in seq order
   uint64_t seq_ = 0;
   uint64_t time_ms_ = 0;
+  uint64_t module_bias_ = kModuleBias;
 };
 
 // The gmemhook binary run as a user would: exit status, stdout and stderr.
