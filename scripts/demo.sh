@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: builds gmemhook, runs the leak sample under the hook — on the GPU when one is
-# present, else on the simulated device (tests/fakecuda) — and prints what was recorded.
+# present, else on the simulated device (tests/fakecuda) — and prints its summary and leak report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -14,5 +14,7 @@ else
   ENV+=(LD_LIBRARY_PATH="$PWD/$BUILD/lib/fakecuda")
 fi
 env "${ENV[@]}" "$BUILD/bin/samples/leak"
-echo "== gmemhook dump $RUN"
-"$BUILD/bin/gmemhook" dump "$RUN"
+echo "== gmemhook summary $RUN"
+"$BUILD/bin/gmemhook" summary "$RUN"
+echo "== gmemhook leaks $RUN"
+"$BUILD/bin/gmemhook" leaks "$RUN" --depth 3
