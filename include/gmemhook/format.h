@@ -113,6 +113,11 @@ inline size_t put_varint(uint8_t* p, uint64_t v) {
 
 // Reads a varint from [p, end); returns bytes consumed, or 0 when truncated or over 10 bytes.
 inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
+  // Most fields (api, result, stack id, small deltas) fit in one byte: the analyzer's hot path.
+  if (p < end && *p < 0x80) {
+    *out = *p;
+    return 1;
+  }
   uint64_t v = 0;
   for (size_t i = 0; i < 10; ++i) {
     if (p + i >= end) return 0;
