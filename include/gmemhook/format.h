@@ -118,6 +118,18 @@ inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
     *out = *p;
     return 1;
   }
+  if (end - p >= 10) {  // room for the longest varint: no bounds check per byte
+    uint64_t v = 0;
+    for (size_t i = 0; i < 10; ++i) {
+      uint8_t b = p[i];
+      v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+      if (!(b & 0x80)) {
+        *out = v;
+        return i + 1;
+      }
+    }
+    return 0;
+  }
   uint64_t v = 0;
   for (size_t i = 0; i < 10; ++i) {
     if (p + i >= end) return 0;
