@@ -126,7 +126,12 @@ void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
     if (ev.stack_id >= cache.size()) cache.resize(size_t{ev.stack_id} + 1);
     cache_slot_ = &cache[ev.stack_id];
   }
+  if (api->kind == EventKind::Alloc && ev.result == 0) note_graph_allocation(ev);
   switch (api->kind) {
+    case EventKind::CaptureBegin:
+    case EventKind::CaptureEnd:
+    case EventKind::GraphLaunch:
+      return graph_event(ev, api->kind);
     case EventKind::Alloc:
       return alloc(ev, *api, stack);
     case EventKind::Free:
@@ -144,6 +149,29 @@ void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
     case EventKind::AddressFree:
       return address_free(ev, stack);
   }
+}
+
+void Replay::graph_event(const format::Event& ev, EventKind kind) {
+  if (ev.result != 0) return;
+  auto it = std::find(capturing_streams_.begin(), capturing_streams_.end(), ev.f.stream);
+  if (kind == EventKind::CaptureBegin) {
+    ++graphs_.captures;
+    if (it == capturing_streams_.end()) capturing_streams_.push_back(ev.f.stream);
+  } else if (kind == EventKind::CaptureEnd) {
+    if (it != capturing_streams_.end()) capturing_streams_.erase(it);
+  } else {
+    ++graphs_.launches;
+  }
+}
+
+void Replay::note_graph_allocation(const format::Event& ev) {
+  if (graphs_.launches) ++graphs_.allocations_between_launches;
+  if (capturing_streams_.empty() || !ev.f.has(format::kHasStream)) return;
+  if (std::find(capturing_streams_.begin(), capturing_streams_.end(), ev.f.stream) ==
+      capturing_streams_.end())
+    return;
+  ++graphs_.capture_allocations;
+  graphs_.capture_bytes += ev.f.size;
 }
 
 uint16_t Replay::series_index(int32_t device, MemoryType memory) {

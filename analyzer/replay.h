@@ -155,6 +155,18 @@ struct Unmatched {
   uint8_t api = 0;
 };
 
+// What CUDA graphs did: allocations made on a stream while it was being captured belong to the
+// graph (they are counted once, like any allocation), and launches replay the graph without
+// allocating again.
+struct GraphActivity {
+  uint64_t captures = 0;              // cudaStreamBeginCapture calls that succeeded
+  uint64_t capture_allocations = 0;   // successful allocations on a capturing stream
+  uint64_t capture_bytes = 0;
+  uint64_t launches = 0;              // cudaGraphLaunch calls that succeeded
+  uint64_t allocations_between_launches = 0;  // allocations after the first launch, any stream
+  bool any() const { return captures || launches; }
+};
+
 struct Anomalies {
   static constexpr size_t kKeptExamples = 8;
 
@@ -212,6 +224,7 @@ class Replay : public EventVisitor {
   const std::map<uint64_t, Mapping>& mappings() const { return mappings_; }
   const std::map<uint64_t, Reservation>& reservations() const { return reservations_; }
   const Anomalies& anomalies() const { return anomalies_; }
+  const GraphActivity& graphs() const { return graphs_; }
   const StackInterner& stacks() const { return stacks_; }
 
   uint64_t events() const { return events_; }
@@ -236,12 +249,16 @@ class Replay : public EventVisitor {
   void create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void release(const format::Event& ev, uint32_t stack);
   void map(const format::Event& ev, uint32_t stack);
+  void graph_event(const format::Event& ev, format::EventKind kind);
+  void note_graph_allocation(const format::Event& ev);
   void unmap(const format::Event& ev, uint32_t stack);
   void reserve(const format::Event& ev, uint32_t stack);
   void address_free(const format::Event& ev, uint32_t stack);
   void drop_physical(uint64_t handle, const format::Event& ev);
 
   std::array<const format::ApiInfo*, 256> apis_{};
+  GraphActivity graphs_;
+  std::vector<uint64_t> capturing_streams_;  // few at a time: a vector beats a set
   std::array<bool, 256> api_ignored_{};  // --api: events of other entry points are skipped
   uint64_t skipped_by_filter_ = 0;
   StackInterner stacks_;

@@ -157,7 +157,20 @@ class SummaryReport : public Report {
                           human_size(p.live_bytes), human_size(p.high_water_bytes),
                           plural(p.allocations, "allocation", "allocations"));
     }
+    append_graphs(replay, text);
     append_anomalies(replay, text);
+  }
+
+  // What CUDA graphs did, so graph memory is neither missed nor counted once per replay.
+  static void append_graphs(const Replay& replay, std::string& text) {
+    const GraphActivity& g = replay.graphs();
+    if (!g.any()) return;
+    text += fmt::format(
+        "  cuda graphs   {} captured: {} of {} made while capturing, counted once as the "
+        "graph's memory; {} replayed, {} allocation(s) after the first launch\n",
+        plural(g.captures, "stream", "streams"),
+        plural(g.capture_allocations, "allocation", "allocations"), size_and_bytes(g.capture_bytes),
+        plural(g.launches, "launch", "launches"), g.allocations_between_launches);
   }
 
   static void append_anomalies(const Replay& replay, std::string& text) {
@@ -197,6 +210,15 @@ class SummaryReport : public Report {
     write_process_fields(json, reader, end);
     json.field("events", replay.events());
     json.field("threads", static_cast<uint64_t>(reader.thread_count()));
+    const GraphActivity& g = replay.graphs();
+    json.key("cuda_graphs");
+    json.begin_object();
+    json.field("captures", g.captures);
+    json.field("capture_allocations", g.capture_allocations);
+    json.field("capture_bytes", g.capture_bytes);
+    json.field("launches", g.launches);
+    json.field("allocations_after_first_launch", g.allocations_between_launches);
+    json.end_object();
     json.key("devices");
     json.begin_array();
     for (const Series* series : ordered_series(replay)) {

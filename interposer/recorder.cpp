@@ -148,6 +148,11 @@ void fill_device(fmt::EventFields& f) {
   }
 }
 
+// Graph capture/launch events mark moments; they own no memory, need no device and no stack.
+bool is_graph_kind(EventKind k) {
+  return k == EventKind::CaptureBegin || k == EventKind::CaptureEnd || k == EventKind::GraphLaunch;
+}
+
 bool is_release_kind(EventKind k) {
   return k == EventKind::Free || k == EventKind::Release || k == EventKind::AddressFree ||
          k == EventKind::Unmap;
@@ -200,10 +205,12 @@ void record_event(fmt::ApiId api, EventKind kind, fmt::MemoryType memory, uint32
   if (!log || !log->file.alive()) return;
 
   bool releases = is_release_kind(kind);
-  if (!releases) fill_device(f);
+  bool graph = is_graph_kind(kind);
+  if (!releases && !graph) fill_device(f);
   (void)memory;  // implied by the api id; only overrides (cuMemCreate on host) are stored
   uint32_t stack_id = 0;
-  if (g_config.depth > 0 && (!releases || g_config.free_stacks)) stack_id = capture_and_intern(log);
+  if (g_config.depth > 0 && kind != EventKind::GraphLaunch && (!releases || g_config.free_stacks))
+    stack_id = capture_and_intern(log);
 
   if (clock.seq == 0) clock = {next_seq(), monotonic_ns()};
   fmt::Event ev;
@@ -217,7 +224,7 @@ void record_event(fmt::ApiId api, EventKind kind, fmt::MemoryType memory, uint32
   size_t n = fmt::encode_event(buf, ev, log->deltas);
   log->file.append(fmt::RecordType::Event, buf, n);
 
-  if (result != 0 && !releases) log->failed.fetch_add(1, std::memory_order_relaxed);
+  if (result != 0 && !releases && !graph) log->failed.fetch_add(1, std::memory_order_relaxed);
   else if (kind == EventKind::Alloc || kind == EventKind::Create)
     log->allocations.fetch_add(1, std::memory_order_relaxed);
   else if (kind == EventKind::Free || kind == EventKind::Release)

@@ -377,15 +377,26 @@ def check_jax_peak(c):
 
 
 def check_cuda_graph(c, py):
-    """Replays of a captured graph allocate nothing new: 10 and 100 replays record the same."""
+    """The report says what graphs did: allocations made while capturing (once each) and the
+    launches; replays add launches but no allocations."""
     script = os.path.join(os.path.dirname(__file__), "..", "samples", "cuda_graph.py")
-    counts = []
+    seen = {}
     for replays in (10, 100):
         out, run = c.traced("graph-%d" % replays, [py, script, "--replays", str(replays)])
-        counts.append(sum(c.counts(run).values()))
-        c.report("summary", run)
-    c.row("cuda_graph: events with 10 vs 100 replays", counts[0], counts[1], counts[0] == counts[1],
-          "replays reuse the graph's memory: no event per replay")
+        memory_events = sum(v for k, v in c.counts(run).items()
+                            if not k.startswith(("cudaGraphLaunch", "cudaStream")))
+        summary = c.report("summary", run)
+        g = summary["processes"][0].get("cuda_graphs", {})
+        seen[replays] = (memory_events, g)
+    (m10, g10), (m100, g100) = seen[10], seen[100]
+    c.row("cuda_graph: memory events with 10 vs 100 replays", m10, m100, m10 == m100,
+          "replays reuse the graph's memory: no allocation per replay")
+    c.row("cuda_graph: allocations made while capturing (report)", ">0",
+          g100.get("capture_allocations"), (g100.get("capture_allocations") or 0) > 0,
+          "%s bytes, counted once" % g100.get("capture_bytes"))
+    got = (g100.get("launches") or 0) - (g10.get("launches") or 0)
+    c.row("cuda_graph: launches reported, 100 minus 10 replays", 90, got, got == 90,
+          "cudaGraphLaunch per replay")
 
 
 def check_ddp(c, py):

@@ -57,6 +57,13 @@
     (ptr, size, flags), e.set_address(ok ? (uintptr_t)*ptr : 0); e.set_size(size);)                \
   X(14, cudaFreeHost, Runtime, Free, HostPinned, (void* ptr), (ptr),                               \
     e.set_address((uintptr_t)ptr);)                                                                \
+  /* CUDA graphs: capture marks the allocations a graph owns; launches are replays */              \
+  X(15, cudaStreamBeginCapture, Runtime, CaptureBegin, None,                                       \
+    (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode), e.set_stream((uintptr_t)s);)          \
+  X(16, cudaStreamEndCapture, Runtime, CaptureEnd, None, (cudaStream_t s, cudaGraph_t* g), (s, g),  \
+    e.set_stream((uintptr_t)s); if (ok && g) e.set_handle((uintptr_t)*g);)                         \
+  X(17, cudaGraphLaunch, Runtime, GraphLaunch, None, (cudaGraphExec_t exec, cudaStream_t s),       \
+    (exec, s), e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);)                         \
   /* driver API */                                                                                 \
   X(32, cuMemAlloc_v2, Driver, Alloc, Device, (CUdeviceptr * ptr, size_t size), (ptr, size),       \
     e.set_address(ok ? *ptr : 0); e.set_size(size);)                                               \

@@ -235,6 +235,11 @@ enum class EventKind : uint8_t {
   AddressFree = 6,  // cuMemAddressFree
   Map = 7,          // cuMemMap: handle mapped at address
   Unmap = 8,        // cuMemUnmap
+  // CUDA graphs: not memory themselves, but they say which allocations a graph owns (made while
+  // its stream was being captured) and that replays allocate nothing new.
+  CaptureBegin = 9,   // cudaStreamBeginCapture: allocations on this stream now belong to a graph
+  CaptureEnd = 10,    // cudaStreamEndCapture
+  GraphLaunch = 11,   // cudaGraphLaunch: a replay
 };
 
 enum class Layer : uint8_t { Runtime = 1, Driver = 2 };
@@ -249,6 +254,9 @@ inline const char* to_string(EventKind k) {
     case EventKind::AddressFree: return "address-free";
     case EventKind::Map: return "map";
     case EventKind::Unmap: return "unmap";
+    case EventKind::CaptureBegin: return "capture-begin";
+    case EventKind::CaptureEnd: return "capture-end";
+    case EventKind::GraphLaunch: return "graph-launch";
   }
   return "?";
 }

@@ -170,6 +170,39 @@ TEST(Replay, StreamOrderedFreesCountWhenIssuedAndPoolsKeepHighWaterMarks) {
   EXPECT_EQ(own.allocations, 2u);
 }
 
+// Allocations on a stream while it is captured belong to the graph and are counted once; launches
+// replay it. An allocation on another stream during the capture is not the graph's.
+TEST(Replay, GraphCaptureOwnsItsAllocationsAndLaunchesAllocateNothing) {
+  Scenario s(10);
+  auto on_stream = [&](ApiId api, uint64_t stream) -> format::Event& {
+    format::Event& ev = s.event(11, api);
+    ev.f.set_stream(stream);
+    return ev;
+  };
+  auto async = [&](uint64_t address, uint64_t size, uint64_t stream) {
+    format::Event& ev = on_stream(ApiId::cudaMallocAsync, stream);
+    ev.f.set_address(address);
+    ev.f.set_size(size);
+    ev.f.set_device(0);
+  };
+  on_stream(ApiId::cudaStreamBeginCapture, 0x77);
+  async(0x1000, 4096, 0x77);
+  async(0x3000, 1024, 0x88);  // another stream: not captured
+  async(0x2000, 512, 0x77);
+  on_stream(ApiId::cudaStreamEndCapture, 0x77).f.set_handle(0x900);
+  async(0x4000, 256, 0x77);  // after the capture ended
+  for (int i = 0; i < 5; ++i) on_stream(ApiId::cudaGraphLaunch, 0x77).f.set_handle(0x901);
+  const Replay r = replay(s);
+  const analysis::GraphActivity& g = r.graphs();
+  EXPECT_EQ(g.captures, 1u);
+  EXPECT_EQ(g.capture_allocations, 2u);
+  EXPECT_EQ(g.capture_bytes, 4608u);
+  EXPECT_EQ(g.launches, 5u);
+  EXPECT_EQ(g.allocations_between_launches, 0u);
+  EXPECT_EQ(series(r, 0)->live_bytes, 4096u + 1024 + 512 + 256) << "each allocation once";
+  EXPECT_EQ(series(r, 0)->allocations, 4u);
+}
+
 TEST(Replay, VmmReleaseWhileMappedFreesAtTheLastUnmap) {
   Scenario s(10);
   s.reserve(11, 0x10000000, 8 * kMiB);  // seq 1

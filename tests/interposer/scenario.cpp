@@ -266,6 +266,22 @@ void exercise_runtime(const RuntimeApi& r) {
   say("cudaFreeHost", u(p), 0); CHECK_RT(r.free_host(p));
   CHECK_RT(r.host_alloc(&p, 4096, 0)); say("cudaHostAlloc", u(p), 0);
   say("cudaFreeHost", u(p), 0); CHECK_RT(r.free_host(p));
+  // A CUDA graph: allocations while a stream is captured belong to the graph; launches replay.
+  cudaStream_t cs;
+  CHECK_RT(cudaStreamCreate(&cs));
+  say("cudaStreamBeginCapture", 0, 0); CHECK_RT(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal));
+  CHECK_RT(r.malloc_async(&p, 4096, cs)); say("cudaMallocAsync", u(p), 0);
+  say("cudaFreeAsync", u(p), 0); CHECK_RT(r.free_async(p, cs));
+  cudaGraph_t graph;
+  say("cudaStreamEndCapture", 0, 0); CHECK_RT(cudaStreamEndCapture(cs, &graph));
+  cudaGraphExec_t exec;
+  CHECK_RT(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 2; ++i) {
+    say("cudaGraphLaunch", 0, 0); CHECK_RT(cudaGraphLaunch(exec, cs));
+  }
+  CHECK_RT(cudaGraphExecDestroy(exec));
+  CHECK_RT(cudaGraphDestroy(graph));
+  CHECK_RT(cudaStreamDestroy(cs));
   cudaError_t e = r.malloc_(&p, size_t{1} << 50);
   if (e == cudaSuccess) die("huge cudaMalloc succeeded", 0);
   say("cudaMalloc", 0, e);
