@@ -200,7 +200,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--only", default="torch,samples,cupy,jax,peaks,leaks,python,gpt2,graph,pybench")
+    ap.add_argument("--only",
+                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,graph,pybench")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -214,6 +215,7 @@ def main():
                      ("gpt2", lambda: check_gpt2(c, a.python)),
                      ("graph", lambda: check_cuda_graph(c, a.python)),
                      ("ddp", lambda: check_ddp(c, a.python)),
+                     ("ctests", lambda: check_gpu_ctests(c)),
                      ("pybench", lambda: check_python_bench(c, a.python))):
         if name in only:
             try:
@@ -397,6 +399,24 @@ def check_cuda_graph(c, py):
     got = (g100.get("launches") or 0) - (g10.get("launches") or 0)
     c.row("cuda_graph: launches reported, 100 minus 10 replays", 90, got, got == 90,
           "cudaGraphLaunch per replay")
+
+
+def check_gpu_ctests(c):
+    """The gpu-labelled ctests (tests/interposer: gpu_recorder_entry_points), from the build or
+    the dist the check runs on: every entry point through every path, against the real CUDA."""
+    exe = os.path.join(c.build, "bin", "recorder_tests")
+    e = dict(os.environ, GMEMHOOK_TEST_CUDA_LIB_DIR="system",
+             GMEMHOOK_TEST_SCENARIO=os.path.join(c.build, "bin", "gmemhook_scenario"),
+             GMEMHOOK_TEST_HOOK=c.hook)
+    p = subprocess.run([exe, "--gtest_filter=AllPaths*:EntryPointCoverage*"], env=e,
+                       capture_output=True, text=True, timeout=300)
+    with open(os.path.join(c.out, "gpu-ctests.txt"), "w") as f:
+        f.write(p.stdout + p.stderr)
+    passed = re.search(r"\[  PASSED  \] (\d+) test", p.stdout)
+    failed = re.search(r"\[  FAILED  \] (\d+) test", p.stdout)
+    got = "%s passed, %s failed" % (passed.group(1) if passed else 0, failed.group(1) if failed else 0)
+    c.row("gpu-labelled ctests: recorder entry points on real CUDA", "8 passed, 0 failed", got,
+          p.returncode == 0 and got == "8 passed, 0 failed", "tests/interposer/recorder_test.cpp")
 
 
 def check_ddp(c, py):

@@ -10,6 +10,8 @@ mkdir -p "$DIST/bin/samples" "$DIST/lib"
 cp "$BUILD/lib/libgmemhook.so" "$DIST/lib/"
 cp "$BUILD/bin/gmemhook" "$DIST/bin/"
 [ -f "$BUILD/bin/hook_bench" ] && cp "$BUILD/bin/hook_bench" "$DIST/bin/"
+# The gpu-labelled tests: the recorder's entry-point tests, run against the real libraries.
+cp "$BUILD/bin/recorder_tests" "$BUILD/bin/gmemhook_scenario" "$DIST/bin/"
 cp "$BUILD"/bin/samples/* "$DIST/bin/samples/"
 mkdir -p "$DIST/lib/fakecuda" && cp -P "$BUILD"/lib/fakecuda/*.so* "$DIST/lib/fakecuda/"  # python bench
 strip --strip-debug "$DIST/bin/gmemhook"

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -20,8 +21,19 @@ namespace gmemhook::test {
 
 namespace fs = std::filesystem;
 
-std::string scenario_path() { return GMEMHOOK_TEST_SCENARIO; }
-std::string hook_path() { return GMEMHOOK_TEST_HOOK; }
+namespace {
+// The gpu-labelled run of these tests (and scripts/gpu-check.sh, which carries the binaries to a
+// GPU machine) points them elsewhere: GMEMHOOK_TEST_CUDA_LIB_DIR=system means the real CUDA
+// libraries the dynamic loader finds, instead of the simulated device.
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = getenv(name);
+  return v && *v ? v : fallback;
+}
+}  // namespace
+
+std::string scenario_path() { return env_or("GMEMHOOK_TEST_SCENARIO", GMEMHOOK_TEST_SCENARIO); }
+std::string hook_path() { return env_or("GMEMHOOK_TEST_HOOK", GMEMHOOK_TEST_HOOK); }
+bool on_real_gpu() { return env_or("GMEMHOOK_TEST_CUDA_LIB_DIR", "") == "system"; }
 
 fs::path temp_dir(const std::string& name) {
   static int counter = 0;
@@ -33,9 +45,11 @@ fs::path temp_dir(const std::string& name) {
 }
 
 std::map<std::string, std::string> traced_env(const fs::path& out_dir) {
-  return {{"LD_PRELOAD", hook_path()},
-          {"LD_LIBRARY_PATH", GMEMHOOK_TEST_FAKECUDA_DIR},
-          {"GMEMHOOK_OUT", out_dir.string()}};
+  std::string libs = env_or("GMEMHOOK_TEST_CUDA_LIB_DIR", GMEMHOOK_TEST_FAKECUDA_DIR);
+  std::map<std::string, std::string> env{{"LD_PRELOAD", hook_path()},
+                                         {"GMEMHOOK_OUT", out_dir.string()}};
+  if (libs != "system") env["LD_LIBRARY_PATH"] = libs;
+  return env;
 }
 
 TracedProcess::TracedProcess(const std::vector<std::string>& argv,

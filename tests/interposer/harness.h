@@ -52,6 +52,8 @@ RunResult run(const std::vector<std::string>& argv, const std::map<std::string, 
 
 std::string scenario_path();
 std::string hook_path();
+// True when the tests run against the real CUDA libraries (GMEMHOOK_TEST_CUDA_LIB_DIR=system).
+bool on_real_gpu();
 
 // A fresh empty directory under the test temp dir.
 std::filesystem::path temp_dir(const std::string& name);

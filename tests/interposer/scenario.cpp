@@ -178,7 +178,11 @@ void exercise_driver(const DriverApi& d) {
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 1;  // not the current device: the recorded device must come from here
+  int devices = 0;
+  CHECK_DRV(cuDeviceGetCount(&devices));
+  // Not the current device when there is another: the recorded device must come from here.
+  prop.location.id = devices > 1 ? 1 : 0;
+  say("vmm_device", static_cast<uint64_t>(prop.location.id), 0);
   size_t gran = 0;
   CHECK_DRV(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   CUmemGenericAllocationHandle handle;
