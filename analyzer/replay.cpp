@@ -307,15 +307,29 @@ void Replay::unmatched(const format::Event& ev, uint64_t address, uint32_t stack
     anomalies_.examples.push_back({ev.seq, address, stack, ev.api});
 }
 
-void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
+// The series an allocation or cuMemCreate belongs to, counted; -1 when the call failed (then it
+// is recorded as a failure and never becomes live).
+int32_t Replay::count_allocation(const format::Event& ev, const format::ApiInfo& api,
+                                 uint32_t stack) {
   const MemoryType memory = ev.f.has(format::kHasMemory) ? ev.f.memory : api.memory;
   const uint16_t index = series_index(ev.f.device, memory);
+  if (ev.result != 0) {
+    failed(index, ev, stack);
+    return -1;
+  }
   Series& s = series_[index];
-  const uint64_t size = ev.f.size;
-  if (ev.result != 0) return failed(index, ev, stack);
   ++s.allocations;
   ++s.allocations_by_api[ev.api];
-  s.allocated_bytes += size;
+  s.allocated_bytes += ev.f.size;
+  return index;
+}
+
+void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
+  const int32_t counted = count_allocation(ev, api, stack);
+  if (counted < 0) return;
+  const uint16_t index = static_cast<uint16_t>(counted);
+  Series& s = series_[index];
+  const uint64_t size = ev.f.size;
   const uint64_t address = ev.f.address;
   if (address == 0) return;  // a zero-byte request: CUDA returns a null pointer, nothing is live
 
@@ -383,14 +397,11 @@ void Replay::free(const format::Event& ev, uint32_t stack) {
 }
 
 void Replay::create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
-  const MemoryType memory = ev.f.has(format::kHasMemory) ? ev.f.memory : api.memory;
-  const uint16_t index = series_index(ev.f.device, memory);
+  const int32_t counted = count_allocation(ev, api, stack);
+  if (counted < 0) return;
+  const uint16_t index = static_cast<uint16_t>(counted);
   Series& s = series_[index];
   const uint64_t size = ev.f.size;
-  if (ev.result != 0) return failed(index, ev, stack);
-  ++s.allocations;
-  ++s.allocations_by_api[ev.api];
-  s.allocated_bytes += size;
   const uint64_t handle = ev.f.handle;
   if (handles_.count(handle)) {
     // The same handle value again while the old one still held memory: its release was missed.

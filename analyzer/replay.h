@@ -249,6 +249,7 @@ class Replay : public EventVisitor {
   void create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void release(const format::Event& ev, uint32_t stack);
   void map(const format::Event& ev, uint32_t stack);
+  int32_t count_allocation(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void graph_event(const format::Event& ev, format::EventKind kind);
   void note_graph_allocation(const format::Event& ev);
   void unmap(const format::Event& ev, uint32_t stack);

@@ -66,7 +66,6 @@ using gmemhook::g_hook_slots;
     [[maybe_unused]] bool ok = result == 0;                                                     \
     READ                                                                                        \
     gmemhook::record_event(gmemhook::format::ApiId::NAME, gmemhook::format::EventKind::KIND,    \
-                           gmemhook::format::MemoryType::MEMORY,                                \
                            static_cast<uint32_t>(result), e, clock);                            \
     return result;                                                                              \
   }

@@ -63,6 +63,8 @@ void* search(const char* prefix, const char* name) {
 }
 }  // namespace
 
+void* glibc_dlsym_address() { return reinterpret_cast<void*>(glibc_dlsym()); }
+
 void* real_dlsym(void* handle, const char* name) {
   DlsymFn f = glibc_dlsym();
   return f ? f(handle, name) : nullptr;

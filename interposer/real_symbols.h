@@ -7,6 +7,8 @@ namespace gmemhook {
 
 // glibc's dlsym, never ours.
 void* real_dlsym(void* handle, const char* name);
+// Its address, for the dlsym trampoline's RTLD_NEXT path (resolvers.cpp).
+void* glibc_dlsym_address();
 
 // The definition of `name` in a loaded library other than libgmemhook.so, or nullptr.
 // Also finds libraries loaded with RTLD_LOCAL (torch loads libcudart that way), which

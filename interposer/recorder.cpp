@@ -198,8 +198,8 @@ EventClock clock_before_call(EventKind kind) {
   return {next_seq(), monotonic_ns()};
 }
 
-void record_event(fmt::ApiId api, EventKind kind, fmt::MemoryType memory, uint32_t result,
-                  fmt::EventFields& f, EventClock clock) {
+void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
+                  EventClock clock) {
   g_cuda_used.store(true, std::memory_order_relaxed);
   ThreadLog* log = thread_log();
   if (!log || !log->file.alive()) return;
@@ -207,7 +207,6 @@ void record_event(fmt::ApiId api, EventKind kind, fmt::MemoryType memory, uint32
   bool releases = is_release_kind(kind);
   bool graph = is_graph_kind(kind);
   if (!releases && !graph) fill_device(f);
-  (void)memory;  // implied by the api id; only overrides (cuMemCreate on host) are stored
   uint32_t stack_id = 0;
   if (g_config.depth > 0 && kind != EventKind::GraphLaunch && (!releases || g_config.free_stacks))
     stack_id = capture_and_intern(log);

@@ -44,8 +44,9 @@ struct EventClock {
 };
 EventClock clock_before_call(format::EventKind kind);
 
-void record_event(format::ApiId api, format::EventKind kind, format::MemoryType memory,
-                  uint32_t result, format::EventFields& fields, EventClock clock);
+// The memory type is not passed: it follows from the api id (overrides travel in `fields`).
+void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
+                  format::EventFields& fields, EventClock clock);
 
 // Totals over every thread of this process, for the exit summary.
 struct Totals {

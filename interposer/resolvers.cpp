@@ -85,12 +85,7 @@ extern "C" {
 __attribute__((used, visibility("hidden"))) void* gmemhook_glibc_dlsym = nullptr;
 }
 
-void init_resolvers() {
-  // Versioned lookup: plain dlsym would find the trampoline itself.
-  void* f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-  if (!f) f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-  gmemhook_glibc_dlsym = f;
-}
+void init_resolvers() { gmemhook_glibc_dlsym = glibc_dlsym_address(); }
 
 }  // namespace gmemhook
 
