@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/diff_report.h"
-#include "analyzer/dump_command.h"
-#include "analyzer/report.h"
-#include "analyzer/run_command.h"
+#include "analyzer/reports/diff_report.h"
+#include "analyzer/reports/dump_command.h"
+#include "analyzer/reports/report.h"
+#include "analyzer/run/run_command.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/format.h"
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/reader.h"
-#include "analyzer/report.h"
+#include "analyzer/log/reader.h"
+#include "analyzer/reports/report.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
 #include "gmemhook/format.h"

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
-#include "analyzer/event_info.h"
-#include "analyzer/python_stack.h"
-#include "analyzer/reader.h"
+#include "analyzer/log/event_info.h"
+#include "analyzer/symbols/python_stack.h"
+#include "analyzer/log/reader.h"
 
 namespace {
 

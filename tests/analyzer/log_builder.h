@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzer/records.h"
+#include "analyzer/log/records.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
 #include "gmemhook/format.h"

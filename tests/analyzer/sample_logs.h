@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/reader.h"
+#include "analyzer/log/reader.h"
 #include "log_builder.h"
 
 namespace gmemhook::test_logs {

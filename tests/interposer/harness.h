@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/reader.h"
+#include "analyzer/log/reader.h"
 #include "gmemhook/api_table.h"
 
 namespace gmemhook::test {

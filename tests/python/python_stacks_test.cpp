@@ -10,9 +10,9 @@
 #include <set>
 #include <sstream>
 
-#include "analyzer/event_info.h"
-#include "analyzer/python_stack.h"
-#include "analyzer/reader.h"
+#include "analyzer/log/event_info.h"
+#include "analyzer/symbols/python_stack.h"
+#include "analyzer/log/reader.h"
 #include "harness.h"
 
 namespace gmemhook::test {

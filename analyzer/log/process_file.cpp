@@ -1,0 +1,88 @@
+// Decodes process.gmh record by record, enforcing which records may appear where.
+#include "analyzer/log/process_file.h"
+
+namespace gmemhook::analysis {
+
+using format::RecordType;
+
+namespace {
+
+void check_previous_snapshot_complete(const ProcessFile& p, const LogBytes& file, const Record& r) {
+  if (p.snapshots.empty() || p.snapshots.back().complete()) return;
+  const ModuleSnapshot& s = p.snapshots.back();
+  throw ReadError(file.name(), r.offset,
+                  "expected module record " + std::to_string(s.modules.size() + 1) + " of " +
+                      std::to_string(s.declared) + " (announced at offset " +
+                      std::to_string(s.offset) + "), found " + a_record(r.type));
+}
+
+}  // namespace
+
+ProcessFile read_process_file(const LogBytes& file, std::vector<ReadWarning>& warnings) {
+  ProcessFile p;
+  auto header = read_file_header(file, format::FileKind::Process);
+  if (!header)
+    throw ReadError(file.name(), 0,
+                    "expected a file header, the file holds no data (the process was probably "
+                    "killed while starting)");
+  p.header = *header;
+
+  RecordCursor cursor(file, p.header.chunk_size);
+  Record r;
+  if (!cursor.next(&r))
+    throw ReadError(file.name(), cursor.offset(),
+                    "expected a process-info record, found no committed data");
+  if (r.type != static_cast<uint8_t>(RecordType::ProcessInfo))
+    throw ReadError(file.name(), r.offset,
+                    "expected a process-info record first, found " + a_record(r.type));
+  p.info = decode_process_info(r, file.name());
+
+  while (cursor.next(&r)) {
+    switch (static_cast<RecordType>(r.type)) {
+      case RecordType::ModulesBegin: {
+        check_previous_snapshot_complete(p, file, r);
+        ModulesBegin b = decode_modules_begin(r, file.name());
+        p.snapshots.push_back(ModuleSnapshot{b.seq, r.offset, b.count, {}});
+        break;
+      }
+      case RecordType::Module: {
+        if (p.snapshots.empty() || p.snapshots.back().complete())
+          throw ReadError(file.name(), r.offset,
+                          "expected a modules-begin record before this module record");
+        p.snapshots.back().modules.push_back(decode_module(r, file.name()));
+        break;
+      }
+      case RecordType::Note:
+        check_previous_snapshot_complete(p, file, r);
+        p.notes.push_back(decode_note(r, file.name()));
+        break;
+      case RecordType::End:
+        check_previous_snapshot_complete(p, file, r);
+        // Several End records can only come from a writer bug; the last one is the latest state.
+        p.end = decode_end(r, file.name());
+        p.end_offset = r.offset;
+        break;
+      default:
+        throw ReadError(
+            file.name(), r.offset,
+            "expected a process-file record (modules, note, end), found " + a_record(r.type));
+    }
+  }
+  p.stream_end = cursor.end();
+  p.data_end = cursor.offset();
+
+  if (p.stream_end == StreamEnd::TruncatedTail)
+    warnings.push_back(
+        {file.name(), p.data_end,
+         "file ends inside a record (truncated tail); the records before it are used"});
+  if (!p.snapshots.empty() && !p.snapshots.back().complete()) {
+    const ModuleSnapshot& s = p.snapshots.back();
+    warnings.push_back({file.name(), s.offset,
+                        "module snapshot announced " + std::to_string(s.declared) +
+                            " modules, only " + std::to_string(s.modules.size()) +
+                            " were committed"});
+  }
+  return p;
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,122 @@
+// ProcessReader: opening a process's logs and merging its thread files by sequence number.
+#include "analyzer/log/reader.h"
+
+#include <cstddef>
+#include <queue>
+
+namespace gmemhook::analysis {
+
+ProcessReader ProcessReader::open(const std::filesystem::path& dir) {
+  std::filesystem::path process_path = dir / format::kProcessFileName;
+  std::vector<LogBytes> threads;
+  for (const auto& path : find_thread_files(dir))
+    threads.push_back(LogBytes::map(path, path.string()));
+  return from_logs(LogBytes::map(process_path, process_path.string()), std::move(threads));
+}
+
+ProcessReader ProcessReader::from_logs(LogBytes process, std::vector<LogBytes> threads) {
+  ProcessReader r;
+  r.process_name_ = process.name();
+  r.process_ = read_process_file(process, r.open_warnings_);
+  for (LogBytes& t : threads) r.add_thread(std::move(t));
+  return r;
+}
+
+void ProcessReader::add_thread(LogBytes file) {
+  auto header = read_file_header(file, format::FileKind::Thread);
+  if (!header) {
+    // The thread was killed between creating its file and storing the header.
+    open_warnings_.push_back({file.name(), 0, "thread file holds no data; skipped"});
+    return;
+  }
+  if (header->pid != process_.header.pid)
+    open_warnings_.push_back({file.name(), offsetof(format::FileHeader, pid),
+                              "thread file says pid " + std::to_string(header->pid) +
+                                  ", the process file says " +
+                                  std::to_string(process_.header.pid)});
+  threads_.push_back(std::make_unique<ThreadLog>(std::move(file), *header, threads_.size()));
+}
+
+std::span<const uint64_t> ProcessReader::stack(size_t thread_index, uint32_t stack_id) const {
+  if (thread_index >= threads_.size()) return {};
+  return threads_[thread_index]->stack(stack_id);
+}
+
+void ProcessReader::read_events(EventVisitor& v) {
+  events_read_ = 0;
+  last_seq_ = 0;
+  pass_warnings_.clear();
+
+  // Min-heap of (current seq, thread index): each file contributes its next unread event.
+  using Head = std::pair<uint64_t, size_t>;
+  std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+  auto finish = [&](ThreadLog& t) {
+    t.deliver_pending(v);  // stacks and notes after the file's last event
+    if (t.stream_end() == StreamEnd::TruncatedTail)
+      pass_warnings_.push_back({t.name(), t.data_end(),
+                                "file ends inside a record (truncated tail); the events before "
+                                "it are used"});
+  };
+  for (auto& t : threads_) {
+    t->rewind();
+    if (t->advance())
+      heads.push({t->current().seq, t->index()});
+    else
+      finish(*t);
+  }
+
+  const ThreadLog* previous = nullptr;
+  ThreadLog* next = nullptr;  // a file whose next event precedes every queued one
+  while (next || !heads.empty()) {
+    ThreadLog& t = next ? *next : *threads_[heads.top().second];
+    if (next)
+      next = nullptr;
+    else
+      heads.pop();
+    const format::Event& ev = t.current();
+    // Sequence numbers are handed out process-wide, so two files can never share one.
+    if (previous && ev.seq == last_seq_)
+      throw ReadError(t.name(), t.current_offset(),
+                      "event record: expected a sequence number no other thread file uses, seq " +
+                          std::to_string(ev.seq) + " also appears in " + previous->name());
+    t.deliver_pending(v);
+    v.on_event(ev, t);
+    ++events_read_;
+    last_seq_ = ev.seq;
+    previous = &t;
+    if (!t.advance())
+      finish(t);
+    else if (heads.empty() || t.current().seq < heads.top().first)
+      next = &t;  // most programs allocate from one thread: skip the heap while it leads
+    else
+      heads.push({t.current().seq, t.index()});
+  }
+}
+
+void ProcessReader::for_each_event(
+    const std::function<void(const format::Event&, const ThreadLog&)>& fn) {
+  struct Adapter : EventVisitor {
+    const std::function<void(const format::Event&, const ThreadLog&)>& fn;
+    explicit Adapter(const std::function<void(const format::Event&, const ThreadLog&)>& f)
+        : fn(f) {}
+    void on_event(const format::Event& ev, const ThreadLog& t) override { fn(ev, t); }
+  } adapter(fn);
+  read_events(adapter);
+}
+
+std::vector<ReadWarning> ProcessReader::warnings() const {
+  std::vector<ReadWarning> all = open_warnings_;
+  all.insert(all.end(), pass_warnings_.begin(), pass_warnings_.end());
+  return all;
+}
+
+std::optional<std::string> abrupt_end_message(const ProcessReader& r) {
+  if (r.end()) return std::nullopt;
+  std::string pid = std::to_string(r.info().pid);
+  if (r.events_read() == 0)
+    return "process " + pid + " ended abruptly before recording any event (killed or crashed)";
+  return "process " + pid + " ended abruptly after record " + std::to_string(r.last_seq()) +
+         " (killed or crashed)";
+}
+
+}  // namespace gmemhook::analysis

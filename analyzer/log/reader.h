@@ -1,0 +1,80 @@
+// Reads one traced process: process.gmh up front, then its thread files' events merged into one
+// stream in sequence order. This is the entry point every report builds on.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "analyzer/log/event_visitor.h"
+#include "analyzer/log/log_bytes.h"
+#include "analyzer/log/process_file.h"
+#include "analyzer/log/read_error.h"
+#include "analyzer/log/records.h"
+#include "analyzer/log/run_dir.h"
+#include "analyzer/log/thread_log.h"
+#include "gmemhook/codec.h"
+
+namespace gmemhook::analysis {
+
+class ProcessReader {
+ public:
+  // Opens <dir>/process.gmh and every <dir>/thread.<tid>.gmh. Throws ReadError.
+  static ProcessReader open(const std::filesystem::path& dir);
+  // The same from bytes already in memory (tests, the fuzzer); threads in the order given.
+  static ProcessReader from_logs(LogBytes process, std::vector<LogBytes> threads);
+
+  ProcessReader(ProcessReader&&) = default;
+  ProcessReader& operator=(ProcessReader&&) = default;
+
+  const ProcessFile& process() const { return process_; }
+  const ProcessInfo& info() const { return process_.info; }
+  const std::vector<ModuleSnapshot>& module_snapshots() const { return process_.snapshots; }
+  const std::vector<Note>& notes() const { return process_.notes; }
+  const std::optional<EndRecord>& end() const { return process_.end; }
+  // CLOCK_MONOTONIC when the process file was created: the zero of a report's time axis.
+  uint64_t start_ns() const { return process_.header.start_monotonic_ns; }
+  const std::string& process_file_name() const { return process_name_; }
+
+  size_t thread_count() const { return threads_.size(); }
+  const ThreadLog& thread(size_t index) const { return *threads_[index]; }
+  // Frames of stack `stack_id` in thread file `thread_index` (read during a pass).
+  std::span<const uint64_t> stack(size_t thread_index, uint32_t stack_id) const;
+
+  // One pass over all events of all thread files in increasing seq order (a k-way merge; each
+  // file is read incrementally). Can be repeated. Throws ReadError on damage, including the same
+  // seq in two files.
+  void read_events(EventVisitor& v);
+  void for_each_event(const std::function<void(const format::Event&, const ThreadLog&)>& fn);
+
+  // After a pass: events delivered and the highest seq seen (0 when none).
+  uint64_t events_read() const { return events_read_; }
+  uint64_t last_seq() const { return last_seq_; }
+
+  // What was cut short but still used: truncated tails, unfinished snapshots, empty thread
+  // files. Pass-time warnings are refreshed by each pass.
+  std::vector<ReadWarning> warnings() const;
+
+ private:
+  ProcessReader() = default;
+  void add_thread(LogBytes file);
+
+  std::string process_name_;
+  ProcessFile process_;
+  std::vector<std::unique_ptr<ThreadLog>> threads_;
+  std::vector<ReadWarning> open_warnings_;
+  std::vector<ReadWarning> pass_warnings_;
+  uint64_t events_read_ = 0;
+  uint64_t last_seq_ = 0;
+};
+
+// "process 48213 ended abruptly after record 17 (killed or crashed)" when the process file has
+// no End record; nullopt when it has one. Meaningful after a pass.
+std::optional<std::string> abrupt_end_message(const ProcessReader& r);
+
+}  // namespace gmemhook::analysis

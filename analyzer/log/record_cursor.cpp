@@ -1,0 +1,209 @@
+// Record framing and file-header checks for one log file.
+#include "analyzer/log/record_cursor.h"
+
+#include <bit>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "analyzer/log/read_error.h"
+
+namespace gmemhook::analysis {
+
+using format::RecordType;
+
+// The format is little-endian and the reader copies integers straight out of the file.
+static_assert(std::endian::native == std::endian::little);
+
+namespace {
+
+bool is_known_type(uint8_t t) {
+  switch (static_cast<RecordType>(t)) {
+    case RecordType::Event:
+    case RecordType::End:
+    case RecordType::ModulesBegin:
+    case RecordType::ChunkEnd:
+    case RecordType::Stack:
+    case RecordType::PyCode:
+    case RecordType::ProcessInfo:
+    case RecordType::Module:
+    case RecordType::Note:
+      return true;
+  }
+  return false;
+}
+
+const char* kind_name(uint16_t kind) {
+  switch (static_cast<format::FileKind>(kind)) {
+    case format::FileKind::Process:
+      return "process file";
+    case format::FileKind::Thread:
+      return "thread file";
+  }
+  return "unknown kind";
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+std::string record_type_name(uint8_t type) {
+  switch (static_cast<RecordType>(type)) {
+    case RecordType::Event:
+      return "event";
+    case RecordType::End:
+      return "end";
+    case RecordType::ModulesBegin:
+      return "modules-begin";
+    case RecordType::ChunkEnd:
+      return "chunk-end";
+    case RecordType::Stack:
+      return "stack";
+    case RecordType::PyCode:
+      return "py-code";
+    case RecordType::ProcessInfo:
+      return "process-info";
+    case RecordType::Module:
+      return "module";
+    case RecordType::Note:
+      return "note";
+  }
+  return "type " + hex(type);
+}
+
+std::string a_record(uint8_t type) {
+  std::string name = record_type_name(type);
+  bool vowel = std::string_view("aeiou").find(name[0]) != std::string_view::npos;
+  return (vowel ? "an " : "a ") + name + " record";
+}
+
+std::optional<format::FileHeader> read_file_header(const LogBytes& file,
+                                                   format::FileKind expected) {
+  auto bytes = file.bytes();
+  if (bytes.empty()) return std::nullopt;
+  format::FileHeader h;
+  if (bytes.size() < sizeof h) {
+    bool all_zero = true;
+    for (uint8_t b : bytes) all_zero = all_zero && b == 0;
+    if (all_zero) return std::nullopt;
+    throw ReadError(file.name(), 0,
+                    "expected a " + std::to_string(sizeof h) + "-byte file header, the file has " +
+                        std::to_string(bytes.size()) + " bytes");
+  }
+  std::memcpy(&h, bytes.data(), sizeof h);
+  static constexpr uint8_t kZero[sizeof h] = {};
+  if (std::memcmp(&h, kZero, sizeof h) == 0) return std::nullopt;
+
+  if (std::memcmp(h.magic, format::kMagic, sizeof h.magic) != 0)
+    throw ReadError(file.name(), 0, "expected magic \"GMEMHOOK\": not a gmemhook log");
+  if (h.version != format::kFormatVersion)
+    throw ReadError(file.name(), offsetof(format::FileHeader, version),
+                    "was written by format version " + std::to_string(h.version) +
+                        "; this gmemhook reads version " + std::to_string(format::kFormatVersion));
+  if (h.kind != static_cast<uint16_t>(expected))
+    throw ReadError(file.name(), offsetof(format::FileHeader, kind),
+                    std::string("expected a ") + kind_name(static_cast<uint16_t>(expected)) +
+                        ", the header says " + kind_name(h.kind) + " (" + std::to_string(h.kind) +
+                        ")");
+  if (h.chunk_size < format::kMinChunkSize || h.chunk_size > format::kMaxChunkSize ||
+      !std::has_single_bit(h.chunk_size))
+    throw ReadError(file.name(), offsetof(format::FileHeader, chunk_size),
+                    "expected a chunk size that is a power of two in [" +
+                        std::to_string(format::kMinChunkSize) + ", " +
+                        std::to_string(format::kMaxChunkSize) + "], got " +
+                        std::to_string(h.chunk_size));
+  return h;
+}
+
+RecordCursor::RecordCursor(const LogBytes& file, uint32_t chunk_size)
+    : file_(&file), chunk_size_(chunk_size), pos_(sizeof(format::FileHeader)) {}
+
+void RecordCursor::rewind() {
+  pos_ = sizeof(format::FileHeader);
+  end_ = StreamEnd::NotYet;
+}
+
+void RecordCursor::damage(uint64_t offset, const std::string& expected) const {
+  throw ReadError(file_->name(), offset, expected);
+}
+
+bool RecordCursor::next(Record* out) {
+  if (end_ != StreamEnd::NotYet) return false;
+  const uint8_t* data = file_->bytes().data();
+  const uint64_t size = file_->size();
+  for (;;) {
+    if (pos_ >= size) {
+      end_ = StreamEnd::EndOfFile;
+      return false;
+    }
+    const uint64_t chunk_end = (pos_ / chunk_size_ + 1) * chunk_size_;
+    // A record that ends one byte before a boundary leaves no room for even a ChunkEnd header;
+    // the writer then simply continues in the next chunk.
+    if (chunk_end - pos_ < format::kSmallHeaderSize) {
+      pos_ = chunk_end;
+      continue;
+    }
+    const uint64_t avail = size - pos_;
+    if (avail < format::kSmallHeaderSize) {
+      end_ = data[pos_] == 0 ? StreamEnd::NoMoreData : StreamEnd::TruncatedTail;
+      return false;
+    }
+    uint16_t h;
+    std::memcpy(&h, data + pos_, sizeof h);
+    if (h == 0) {
+      end_ = StreamEnd::NoMoreData;
+      return false;
+    }
+    const uint8_t type = static_cast<uint8_t>(h & 0xff);
+    const uint8_t small_len = static_cast<uint8_t>(h >> 8);
+    if (type == static_cast<uint8_t>(RecordType::ChunkEnd)) {
+      pos_ = chunk_end;
+      continue;
+    }
+    if (!is_known_type(type))
+      damage(pos_, "expected a record header, found unknown record type " + hex(type));
+
+    uint64_t header_size = format::kSmallHeaderSize;
+    uint64_t payload_size = small_len;
+    if (format::is_big(type)) {
+      if (small_len != 0)
+        damage(pos_, record_type_name(type) +
+                         " record: expected 0 in the header's length byte, got " +
+                         std::to_string(small_len));
+      header_size = format::kBigHeaderSize;
+      if (chunk_end - pos_ < header_size)
+        damage(pos_, record_type_name(type) + " record: header crosses the chunk boundary at " +
+                         std::to_string(chunk_end));
+      if (avail < header_size) {
+        end_ = StreamEnd::TruncatedTail;
+        return false;
+      }
+      uint32_t n;
+      std::memcpy(&n, data + pos_ + format::kSmallHeaderSize, sizeof n);
+      if (n > format::kMaxBigRecord)
+        damage(pos_, record_type_name(type) + " record: expected a payload of at most " +
+                         std::to_string(format::kMaxBigRecord) + " bytes, the header says " +
+                         std::to_string(n));
+      payload_size = n;
+    }
+    const uint64_t record_end = pos_ + header_size + payload_size;
+    if (record_end > chunk_end)
+      damage(pos_, record_type_name(type) + " record: expected to end by the chunk boundary at " +
+                       std::to_string(chunk_end) + ", its " + std::to_string(payload_size) +
+                       "-byte payload ends at " + std::to_string(record_end));
+    if (record_end > size) {
+      end_ = StreamEnd::TruncatedTail;
+      return false;
+    }
+    *out = Record{type, pos_, {data + pos_ + header_size, static_cast<size_t>(payload_size)}};
+    pos_ = record_end;
+    return true;
+  }
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,65 @@
+// Walks the record framing of one log file (format.h, "Record framing"): file header, small and
+// big records, ChunkEnd, and the zero header that marks the end of committed data. It knows
+// nothing about what records mean; process_file and thread_log decode them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "analyzer/log/log_bytes.h"
+#include "gmemhook/format.h"
+
+namespace gmemhook::analysis {
+
+// One framed record; payload points into the file's bytes.
+struct Record {
+  uint8_t type = 0;
+  uint64_t offset = 0;  // of the record header, for messages
+  std::span<const uint8_t> payload;
+};
+
+// Why a file's stream of records stopped.
+enum class StreamEnd {
+  NotYet,         // next() has not returned false yet
+  NoMoreData,     // a zero header: the writer had not committed anything further
+  EndOfFile,      // the file ended exactly between records
+  TruncatedTail,  // the file ends inside a record: the copy or the disk lost its tail
+};
+
+// Reads and checks the 64-byte header. Returns nullopt when the file holds nothing at all (empty,
+// or an all-zero header: created but killed before the header was stored). Throws ReadError on a
+// wrong magic, version, kind or chunk size.
+std::optional<format::FileHeader> read_file_header(const LogBytes& file, format::FileKind expected);
+
+// Human name of a record type for messages ("event", "stack", ...).
+std::string record_type_name(uint8_t type);
+// The same with its article, for "found ..." messages: "an event record", "a stack record".
+std::string a_record(uint8_t type);
+
+class RecordCursor {
+ public:
+  // `chunk_size` must come from a header that read_file_header accepted.
+  RecordCursor(const LogBytes& file, uint32_t chunk_size);
+
+  // The next committed record, or false when the stream ended (see end()). Throws ReadError on
+  // damage: unknown types, bad big-record lengths, records crossing a chunk boundary.
+  bool next(Record* out);
+
+  StreamEnd end() const { return end_; }
+  // Where the next record would start; after the end, where the committed data stops.
+  uint64_t offset() const { return pos_; }
+  const LogBytes& file() const { return *file_; }
+  void rewind();
+
+ private:
+  [[noreturn]] void damage(uint64_t offset, const std::string& expected) const;
+
+  const LogBytes* file_;
+  uint64_t chunk_size_;
+  uint64_t pos_;
+  StreamEnd end_ = StreamEnd::NotYet;
+};
+
+}  // namespace gmemhook::analysis

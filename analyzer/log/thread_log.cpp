@@ -1,0 +1,126 @@
+// Incremental decoding of one thread file: events, interned stacks, Python code objects and notes.
+#include "analyzer/log/thread_log.h"
+
+#include "analyzer/log/records.h"
+
+namespace gmemhook::analysis {
+
+using format::RecordType;
+
+ThreadLog::ThreadLog(LogBytes file, const format::FileHeader& header, size_t index)
+    : file_(std::move(file)), header_(header), index_(index), cursor_(file_, header.chunk_size) {
+  rewind();
+}
+
+void ThreadLog::rewind() {
+  file_.restart();
+  cursor_.rewind();
+  deltas_ = format::EventDeltas{0, header_.start_monotonic_ns, 0};
+  current_ = format::Event{};
+  current_offset_ = 0;
+  events_read_ = 0;
+  stacks_.clear();
+  py_codes_.clear();
+  notes_.clear();
+  pending_.clear();
+}
+
+void ThreadLog::damage(uint64_t offset, const std::string& expected) const {
+  throw ReadError(file_.name(), offset, expected);
+}
+
+bool ThreadLog::advance() {
+  Record r;
+  while (cursor_.next(&r)) {
+    switch (static_cast<RecordType>(r.type)) {
+      case RecordType::Event:
+        read_event(r);
+        file_.release_before(r.offset);
+        return true;
+      case RecordType::Stack:
+        read_stack(r);
+        break;
+      case RecordType::PyCode:
+        read_py_code(r);
+        break;
+      case RecordType::Note:
+        notes_.push_back(decode_note(r, file_.name()));
+        pending_.push_back({Pending::Note, static_cast<uint32_t>(notes_.size() - 1)});
+        break;
+      default:
+        damage(r.offset, "expected a thread-file record (event, stack, py-code, note), found " +
+                             a_record(r.type));
+    }
+  }
+  return false;
+}
+
+void ThreadLog::read_event(const Record& r) {
+  // The smallest event is api, four one-byte varints and the field mask.
+  constexpr size_t kMinEventPayload = 6;
+  const size_t n = r.payload.size();
+  if (n < kMinEventPayload || n > format::kMaxEventPayload)
+    damage(r.offset,
+           "event record: payload malformed (expected " + std::to_string(kMinEventPayload) + ".." +
+               std::to_string(format::kMaxEventPayload) + " bytes, got " + std::to_string(n) + ")");
+  const uint64_t previous_seq = deltas_.last_seq;
+  format::Event ev;
+  if (!format::decode_event(r.payload.data(), n, &ev, deltas_))
+    damage(r.offset, "event record: payload malformed (" + std::to_string(n) +
+                         " bytes do not decode as an event)");
+  // decode_event rejects a zero delta; a delta that wraps around 2^64 is the remaining way for
+  // seq to go backwards.
+  if (ev.seq <= previous_seq)
+    damage(r.offset, "event record: expected seq > " + std::to_string(previous_seq) + ", got " +
+                         std::to_string(ev.seq));
+  if (ev.stack_id != 0 && !stacks_.contains(ev.stack_id))
+    damage(r.offset, "event record: expected a stack id recorded earlier in this file (1.." +
+                         std::to_string(stacks_.size()) + " or 0), got " +
+                         std::to_string(ev.stack_id));
+  current_ = ev;
+  current_offset_ = r.offset;
+  ++events_read_;
+}
+
+void ThreadLog::read_stack(const Record& r) {
+  uint32_t id = decode_stack(r, file_.name(), frame_scratch_, py_frame_scratch_);
+  if (id != stacks_.next_id())
+    damage(r.offset, "stack record: expected id " + std::to_string(stacks_.next_id()) +
+                         " (ids count up from 1 in order of first use), got " + std::to_string(id));
+  for (const PyFrameRef& f : py_frame_scratch_)
+    if (!py_code(f.code_id))
+      damage(r.offset,
+             "stack record: expected python frame code ids recorded earlier in this file (1.." +
+                 std::to_string(py_codes_.size()) + "), got " + std::to_string(f.code_id));
+  stacks_.add(frame_scratch_, py_frame_scratch_);
+  pending_.push_back({Pending::Stack, id});
+}
+
+void ThreadLog::read_py_code(const Record& r) {
+  PyCode code = decode_py_code(r, file_.name());
+  if (code.id != py_codes_.size() + 1)
+    damage(r.offset, "py-code record: expected id " + std::to_string(py_codes_.size() + 1) +
+                         " (ids count up from 1 in order of first use), got " +
+                         std::to_string(code.id));
+  py_codes_.push_back(std::move(code));
+  pending_.push_back({Pending::PyCode, static_cast<uint32_t>(py_codes_.size())});
+}
+
+void ThreadLog::deliver_pending(EventVisitor& v) {
+  for (const Pending& p : pending_) {
+    switch (p.kind) {
+      case Pending::Stack:
+        v.on_stack(p.index, stacks_.frames(p.index), *this);
+        break;
+      case Pending::PyCode:
+        v.on_py_code(py_codes_[p.index - 1], *this);
+        break;
+      case Pending::Note:
+        v.on_note(notes_[p.index], *this);
+        break;
+    }
+  }
+  pending_.clear();
+}
+
+}  // namespace gmemhook::analysis

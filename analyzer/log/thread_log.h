@@ -1,0 +1,93 @@
+// One thread file (thread.<tid>.gmh) read incrementally: the merge in ProcessReader pulls one
+// event at a time, so memory grows with the file's stacks, never with its event count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "analyzer/log/event_visitor.h"
+#include "analyzer/log/log_bytes.h"
+#include "analyzer/log/read_error.h"
+#include "analyzer/log/record_cursor.h"
+#include "analyzer/log/records.h"
+#include "analyzer/log/stack_table.h"
+#include "gmemhook/codec.h"
+
+namespace gmemhook::analysis {
+
+class ThreadLog {
+ public:
+  // Checks the header; the log is positioned before its first record. Throws ReadError.
+  ThreadLog(LogBytes file, const format::FileHeader& header, size_t index);
+  ThreadLog(const ThreadLog&) = delete;
+  ThreadLog& operator=(const ThreadLog&) = delete;
+
+  const std::string& name() const { return file_.name(); }
+  const format::FileHeader& header() const { return header_; }
+  uint64_t tid() const { return header_.tid; }
+  // Position among the process's thread files (sorted by tid): a stable key for analyses that
+  // remember (thread, stack id) pairs.
+  size_t index() const { return index_; }
+
+  // Stacks, code objects and notes read so far. After a full pass these are all of the file's.
+  const StackTable& stacks() const { return stacks_; }
+  std::span<const uint64_t> stack(uint32_t id) const { return stacks_.frames(id); }
+  // Python frames of stack `stack_id`, innermost first; their code ids resolve with py_code().
+  std::span<const PyFrameRef> python_frames(uint32_t stack_id) const {
+    return stacks_.python_frames(stack_id);
+  }
+  // The PyCode record `code_id` of this file, or nullptr when there is none (yet).
+  const PyCode* py_code(uint32_t code_id) const {
+    return code_id >= 1 && code_id <= py_codes_.size() ? &py_codes_[code_id - 1] : nullptr;
+  }
+  size_t py_code_count() const { return py_codes_.size(); }
+  const std::vector<Note>& notes() const { return notes_; }
+
+  uint64_t events_read() const { return events_read_; }
+  uint64_t last_seq() const { return deltas_.last_seq; }
+  // How the stream ended, once advance() returned false.
+  StreamEnd stream_end() const { return cursor_.end(); }
+  uint64_t data_end() const { return cursor_.offset(); }
+
+  // Driving a pass (ProcessReader does this): rewind(), then advance() until it returns false.
+  void rewind();
+  // Reads up to and including the next event; false at the end of committed data. Stacks, code
+  // objects and notes met on the way are stored and queued for deliver_pending(). Throws
+  // ReadError on damage.
+  bool advance();
+  const format::Event& current() const { return current_; }
+  uint64_t current_offset() const { return current_offset_; }
+  // Hands the stacks, code objects and notes queued since the last call to `v`, in file order.
+  void deliver_pending(EventVisitor& v);
+
+ private:
+  struct Pending {
+    enum Kind : uint8_t { Stack, PyCode, Note } kind;
+    uint32_t index;  // stack id, code id, or index into notes_
+  };
+  [[noreturn]] void damage(uint64_t offset, const std::string& expected) const;
+  void read_event(const Record& r);
+  void read_stack(const Record& r);
+  void read_py_code(const Record& r);
+
+  LogBytes file_;
+  format::FileHeader header_;
+  size_t index_;
+  RecordCursor cursor_;
+  format::EventDeltas deltas_;
+  format::Event current_;
+  uint64_t current_offset_ = 0;
+  uint64_t events_read_ = 0;
+  StackTable stacks_;
+  std::vector<PyCode> py_codes_;  // id i at [i - 1]
+  std::vector<Note> notes_;
+  std::vector<Pending> pending_;
+  std::vector<uint64_t> frame_scratch_;
+  std::vector<PyFrameRef> py_frame_scratch_;
+};
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,311 @@
+// Replays one process's events, in sequence order, into what was live at each moment: the live
+// set by address, the virtual-memory handles, mappings and reservations, and per device and kind
+// of memory (a Series) the counts, the peak and a timeline. Every report is built on it.
+//
+// The model (issue 3):
+// - Device, pinned host and managed memory are separate series; pinned host memory belongs to no
+//   device. A series' live bytes are the requested bytes of its live allocations plus the
+//   physical bytes of its live cuMemCreate handles; its peak is the maximum of that.
+// - Frees, unmaps and releases carry no device: they act on the series of what they free.
+// - Failed calls (result != 0) change nothing; failed allocations are kept as failures.
+// - Stream-ordered frees count when issued (the log has no completion events).
+// - CUDA frees a handle's physical memory only once it is released *and* unmapped everywhere.
+// - A free of an address not live is counted and kept as an example, never fatal. Events of api
+//   ids this build does not know are counted and skipped.
+//
+// Live memory is also kept per call site (stack, api, series): what each site holds now costs
+// nothing to group, and with capture_sites() the replay keeps, in the same single pass, what
+// each site held at each series' peak and first failure (see PeakCapture in replay.cpp).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/model/address_map.h"
+#include "analyzer/log/event_visitor.h"
+#include "analyzer/model/stack_interner.h"
+#include "analyzer/model/timeline.h"
+#include "gmemhook/api_table.h"
+
+namespace gmemhook::analysis {
+
+// The device of memory that lives on none (pinned host memory) or whose device is unknown.
+inline constexpr int32_t kNoDevice = -1;
+
+struct SeriesKey {
+  int32_t device = kNoDevice;
+  format::MemoryType memory = format::MemoryType::Device;
+  bool operator==(const SeriesKey&) const = default;
+};
+
+// What a group of live things is: memory (an allocation or a physical handle) or address space
+// (a VMM mapping or reservation, which holds no memory of its own).
+enum class LiveKind : uint8_t { Allocation, Physical, Mapping, Reservation };
+
+// Live things with the same series, api, kind and stack.
+struct SiteGroup {
+  SeriesKey series;
+  uint8_t api = 0;
+  LiveKind kind = LiveKind::Allocation;
+  uint32_t stack = 0;  // StackInterner id
+  uint64_t bytes = 0, count = 0;
+};
+
+// Largest bytes first; ties by count, then by stack id (the order stacks were first met), so the
+// order is the same from run to run.
+void sort_groups(std::vector<SiteGroup>& groups);
+
+// One failed allocation (or cuMemCreate), as recorded.
+struct Failure {
+  uint64_t seq = 0;
+  uint64_t time_ns = 0;
+  uint64_t bytes = 0;
+  uint32_t result = 0;
+  uint32_t stack = 0;  // StackInterner id
+  uint8_t api = 0;
+};
+
+// Counts per api id, indexed by the id byte.
+using ApiCounts = std::array<uint64_t, 256>;
+
+struct Series {
+  static constexpr size_t kKeptFailures = 16;
+
+  SeriesKey key;
+  uint64_t allocations = 0, frees = 0;  // successful calls (cuMemCreate / cuMemRelease included)
+  ApiCounts allocations_by_api{}, frees_by_api{};
+  uint64_t allocated_bytes = 0, freed_bytes = 0;
+  uint64_t live_bytes = 0, live_count = 0;
+  uint64_t peak_bytes = 0, peak_seq = 0, peak_time_ns = 0;  // peak_seq 0: nothing was ever live
+  uint64_t failed = 0;
+  std::vector<Failure> failures;  // the first kKeptFailures
+  // Virtual memory: physical bytes of live handles (part of live_bytes), bytes mapped and
+  // address space reserved, now and at most.
+  uint64_t physical_bytes = 0, mapped_bytes = 0, reserved_bytes = 0;
+  uint64_t max_physical_bytes = 0, max_mapped_bytes = 0, max_reserved_bytes = 0;
+  Timeline timeline;
+  // With Replay::capture_sites(), after finish(): the live memory grouped by call site at the
+  // peak, and at the first failed allocation (empty when none), largest first.
+  std::vector<SiteGroup> sites_at_peak, sites_at_first_failure;
+};
+
+// A call site of live memory (allocations or physical handles) and what it holds now.
+struct Site {
+  uint32_t stack = 0;
+  uint16_t series = 0;
+  uint8_t api = 0;
+  LiveKind kind = LiveKind::Allocation;
+  uint64_t bytes = 0, count = 0;
+};
+
+// A live allocation (cudaMalloc family, pinned host, managed, stream-ordered). Small on purpose:
+// the live set is probed once per event, and its misses are the replay's main cost.
+struct LiveAllocation {
+  uint64_t size = 0;
+  uint32_t site = 0;  // index into Replay::sites()
+  uint16_t pool = 0;  // 1 + index into Replay::pools() for stream-ordered memory, else 0
+};
+
+// A cuMemCreate handle whose physical memory is not freed yet.
+struct PhysicalHandle {
+  uint64_t size = 0;
+  uint32_t site = 0;
+  bool released = false;  // cuMemRelease was called; freed when the last mapping goes
+  uint32_t mappings = 0;
+};
+
+struct Mapping {
+  uint64_t size = 0;
+  uint64_t handle = 0;
+  uint64_t seq = 0;
+  uint32_t stack = 0;
+  uint16_t series = 0;
+  uint8_t api = 0;
+};
+
+struct Reservation {
+  uint64_t size = 0;
+  uint64_t seq = 0;
+  uint32_t stack = 0;
+  uint16_t series = 0;
+  uint8_t api = 0;
+};
+
+// A stream-ordered memory pool: an explicit pool (cudaMallocFromPoolAsync) or a device's default
+// pool (cudaMallocAsync). Pools keep freed memory for reuse, so what a pool holds is at least its
+// high-water mark of live bytes until it is trimmed.
+struct Pool {
+  uint64_t handle = 0;  // 0: the default pool of `device`
+  int32_t device = kNoDevice;
+  uint64_t live_bytes = 0, live_count = 0;
+  uint64_t high_water_bytes = 0, high_water_seq = 0;
+  uint64_t allocations = 0;
+};
+
+// Something the replay could not match, kept as an example for the report.
+struct Unmatched {
+  uint64_t seq = 0;
+  uint64_t address = 0;  // or the handle, for cuMemRelease
+  uint32_t stack = 0;
+  uint8_t api = 0;
+};
+
+// What CUDA graphs did: allocations made on a stream while it was being captured belong to the
+// graph (they are counted once, like any allocation), and launches replay the graph without
+// allocating again.
+struct GraphActivity {
+  uint64_t captures = 0;              // cudaStreamBeginCapture calls that succeeded
+  uint64_t capture_allocations = 0;   // successful allocations on a capturing stream
+  uint64_t capture_bytes = 0;
+  uint64_t launches = 0;              // cudaGraphLaunch calls that succeeded
+  uint64_t allocations_between_launches = 0;  // allocations after the first launch, any stream
+  bool any() const { return captures || launches; }
+};
+
+struct Anomalies {
+  static constexpr size_t kKeptExamples = 8;
+
+  uint64_t unknown_frees = 0;     // free of an address that was not live
+  uint64_t unknown_unmaps = 0;    // cuMemUnmap where nothing was mapped
+  uint64_t unknown_releases = 0;  // cuMemRelease of a handle never created (or already gone)
+  uint64_t unknown_address_frees = 0;
+  uint64_t unknown_handle_maps = 0;  // cuMemMap of a handle never created
+  uint64_t failed_frees = 0;         // free-like calls that returned an error
+  uint64_t null_frees = 0;           // free(0): allowed and a no-op
+  uint64_t reused_addresses = 0;     // allocation at a live address: its free was not recorded
+  uint64_t failed_other = 0;         // failed map/reserve calls
+  uint64_t unknown_api_events = 0;
+  ApiCounts unknown_api_ids{};
+  std::vector<Unmatched> examples;  // the first kKeptExamples unmatched frees/unmaps/releases
+};
+
+class Replay : public EventVisitor {
+ public:
+  Replay();
+
+  // Skip every event whose entry point is not in `names` (empty: keep all). Call before a pass.
+  void keep_only_apis(const std::vector<std::string>& names);
+  uint64_t skipped_by_api_filter() const { return skipped_by_filter_; }
+  void on_event(const format::Event& ev, const ThreadLog& thread) override;
+  void on_stack(uint32_t id, std::span<const uint64_t> frames, const ThreadLog& thread) override;
+  void on_py_code(const PyCode& code, const ThreadLog& thread) override;
+
+  // Starts a new pass: the state is cleared, the stack ids stay valid.
+  void reset();
+
+  // Calls `fn(seq)` with the state after every event up to `seq` was applied, for each of these
+  // seqs (fired before the first later event, or by finish()). Set before a pass. With
+  // `stop_after_last`, the pass is cut short once the last one fired: on_event throws Stop,
+  // which the caller of ProcessReader::read_events catches (the reader rewinds on its next pass).
+  struct Stop {};
+  void set_checkpoints(std::vector<uint64_t> seqs, std::function<void(uint64_t seq)> fn,
+                       bool stop_after_last = false);
+  // Calls `fn` once, with the state right before the first event later than `time_ns`
+  // (absolute), or from finish() when there is none.
+  void set_time_checkpoint(uint64_t time_ns, std::function<void()> fn);
+  // Ends a pass: fires the checkpoints not reached, completes the site captures.
+  void finish();
+  // Keep Series::sites_at_peak and sites_at_first_failure during the pass. Set before it.
+  void capture_sites(bool on) { capture_ = on; }
+
+  // Live memory grouped by call site right now, for the series `want` accepts, largest first.
+  std::vector<SiteGroup> sites_now(const std::function<bool(const SeriesKey&)>& want) const;
+
+  const std::vector<Series>& series() const { return series_; }
+  const std::vector<Pool>& pools() const { return pools_; }
+  const std::vector<Site>& sites() const { return sites_; }
+  const AddressMap<LiveAllocation>& live() const { return live_; }
+  const std::unordered_map<uint64_t, PhysicalHandle>& handles() const { return handles_; }
+  const std::map<uint64_t, Mapping>& mappings() const { return mappings_; }
+  const std::map<uint64_t, Reservation>& reservations() const { return reservations_; }
+  const Anomalies& anomalies() const { return anomalies_; }
+  const GraphActivity& graphs() const { return graphs_; }
+  const StackInterner& stacks() const { return stacks_; }
+
+  uint64_t events() const { return events_; }
+  uint64_t last_seq() const { return last_seq_; }
+  uint64_t last_time_ns() const { return last_time_ns_; }
+
+ private:
+  uint16_t series_index(int32_t device, format::MemoryType memory);
+  uint16_t pool_index(uint64_t handle, int32_t device);
+  uint32_t site_index(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind);
+  void became_live(uint32_t site, uint64_t bytes, const format::Event& ev);
+  void became_free(uint32_t site, uint64_t bytes, const format::Event& ev);
+  void site_changed(uint32_t site, int64_t bytes, int64_t count);
+  void failed(uint16_t series, const format::Event& ev, uint32_t stack);
+  void take_peak_sites(uint16_t series);
+  std::vector<SiteGroup> groups_of(uint16_t series, const std::vector<int64_t>* undo_bytes,
+                                   const std::vector<int64_t>* undo_count) const;
+  void unmatched(const format::Event& ev, uint64_t address, uint32_t stack, uint64_t& counter);
+
+  void alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
+  void free(const format::Event& ev, uint32_t stack);
+  void create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
+  void release(const format::Event& ev, uint32_t stack);
+  void map(const format::Event& ev, uint32_t stack);
+  int32_t count_allocation(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
+  void graph_event(const format::Event& ev, format::EventKind kind);
+  void note_graph_allocation(const format::Event& ev);
+  void unmap(const format::Event& ev, uint32_t stack);
+  void reserve(const format::Event& ev, uint32_t stack);
+  void address_free(const format::Event& ev, uint32_t stack);
+  void drop_physical(uint64_t handle, const format::Event& ev);
+
+  std::array<const format::ApiInfo*, 256> apis_{};
+  GraphActivity graphs_;
+  std::vector<uint64_t> capturing_streams_;  // few at a time: a vector beats a set
+  std::array<bool, 256> api_ignored_{};  // --api: events of other entry points are skipped
+  uint64_t skipped_by_filter_ = 0;
+  StackInterner stacks_;
+
+  std::vector<Series> series_;
+  // Series index + 1 by (device + 1) * 4 + memory for devices below kDirectDevices.
+  static constexpr int32_t kDirectDevices = 127;
+  std::array<uint16_t, (kDirectDevices + 1) * 4> series_by_key_{};
+  std::vector<Pool> pools_;
+  std::vector<Site> sites_;
+  AddressMap<uint32_t> site_by_key_;  // (stack, series, api, kind) packed -> site index
+  // The last site each (thread file, stack id) allocated at: its key and index. A stack nearly
+  // always allocates through one api on one device, so this spares the hash lookup.
+  struct SiteCache {
+    uint64_t key = 0;
+    uint32_t site = 0;
+  };
+  std::vector<std::vector<SiteCache>> site_cache_;
+  SiteCache* cache_slot_ = nullptr;  // of the event being applied
+  AddressMap<LiveAllocation> live_;
+  std::unordered_map<uint64_t, PhysicalHandle> handles_;
+  std::map<uint64_t, Mapping> mappings_;
+  std::map<uint64_t, Reservation> reservations_;
+  Anomalies anomalies_;
+
+  uint64_t events_ = 0;
+  uint64_t last_seq_ = 0;
+  uint64_t last_time_ns_ = 0;
+
+  std::vector<uint64_t> checkpoints_;  // sorted
+  size_t next_checkpoint_ = 0;
+  uint64_t next_checkpoint_seq_ = UINT64_MAX;  // checked on every event: one compare
+  std::function<void(uint64_t)> on_checkpoint_;
+  bool stop_after_last_ = false;
+  uint64_t time_checkpoint_ns_ = UINT64_MAX;
+  std::function<void()> on_time_checkpoint_;
+
+  // Site capture: per series, the site changes since its latest peak, undone to recover what
+  // each site held at the peak (bounded: taken, and the log dropped, once it grows too long).
+  struct Change {
+    uint32_t site;
+    int64_t bytes, count;
+  };
+  bool capture_ = false;
+  std::vector<std::vector<Change>> since_peak_;  // by series index
+  std::vector<bool> peak_pending_;               // by series index
+};
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,64 @@
+// The distinct call stacks of one process. Thread files intern their stacks (and Python code
+// objects) separately, ids 1, 2, 3 ... per file, so the same stack recorded by two threads has
+// two ids; reports group by identical stack, so every (thread file, id) pair is mapped here to
+// one process-wide id. A stack's identity is its native return addresses plus its Python frames
+// (code object by content, instruction offset).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/log/records.h"
+
+namespace gmemhook::analysis {
+
+class StackInterner {
+ public:
+  // Where a process-wide stack was first met: a thread file (by index) and its id there. Its
+  // Python frames are read back from that file (ThreadLog::python_frames).
+  struct Origin {
+    size_t thread_index = 0;
+    uint32_t id = 0;
+  };
+
+  // Process-wide id of stack `id` of thread file `thread_index`, or 0 for "no stack".
+  uint32_t id(size_t thread_index, uint32_t id) const {
+    if (id == 0 || thread_index >= by_thread_.size()) return 0;
+    const std::vector<uint32_t>& ids = by_thread_[thread_index];
+    return id < ids.size() ? ids[id] : 0;
+  }
+
+  // Records a PyCode record of a thread file (before the stacks that refer to it).
+  void add_code(size_t thread_index, const PyCode& code);
+  // Records that stack `id` of thread file `thread_index` has these frames (innermost first).
+  // Repeating a pass repeats the calls; the ids stay the same.
+  void add(size_t thread_index, uint32_t id, std::span<const uint64_t> frames,
+           std::span<const PyFrameRef> python = {});
+
+  // Native frames of a process-wide id (1..size()); empty for 0.
+  std::span<const uint64_t> frames(uint32_t id) const;
+  Origin origin(uint32_t id) const { return id && id <= size() ? origins_[id - 1] : Origin{}; }
+  uint32_t size() const { return static_cast<uint32_t>(origins_.size()); }
+
+ private:
+  uint32_t intern(std::span<const uint64_t> key, size_t native_count, Origin origin);
+  uint32_t code_id(size_t thread_index, uint32_t code_id) const;
+
+  std::vector<std::vector<uint32_t>> by_thread_;  // [thread][per-file id] -> process-wide id
+  // Identity keys: native frames, then one word per Python frame. Id i's key is
+  // keys_[starts_[i-1] .. starts_[i]), its first native_[i-1] words the native frames.
+  std::vector<uint64_t> keys_;
+  std::vector<size_t> starts_{0};
+  std::vector<uint32_t> native_;
+  std::vector<Origin> origins_;
+  std::unordered_multimap<uint64_t, uint32_t> by_hash_;
+  std::vector<uint64_t> scratch_;
+  // Python code objects by content, and each file's code ids mapped to them.
+  std::unordered_map<std::string, uint32_t> codes_;
+  std::vector<std::vector<uint32_t>> codes_by_thread_;
+};
+
+}  // namespace gmemhook::analysis

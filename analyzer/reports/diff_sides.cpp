@@ -1,0 +1,75 @@
+// Reading one side of a diff (see diff_sides.h).
+#include "analyzer/reports/diff_sides.h"
+
+#include <fmt/format.h>
+
+#include "analyzer/model/live_view.h"
+#include "analyzer/reports/report_common.h"
+#include "analyzer/log/run_dir.h"
+
+namespace gmemhook::analysis {
+
+namespace {
+
+bool device_memory(const SeriesKey& key, const SideOptions& options) {
+  if (key.memory != format::MemoryType::Device) return false;
+  return !options.device || key.device == *options.device;
+}
+
+bool is_memory(const SiteGroup& g) {
+  return g.kind == LiveKind::Allocation || g.kind == LiveKind::Physical;
+}
+
+DeviceSites device_sites(int32_t device, uint64_t total, const std::vector<SiteGroup>& groups,
+                         const Replay& replay, StackResolver& stacks) {
+  DeviceSites d;
+  d.device = device;
+  d.total_bytes = total;
+  for (const SiteGroup& g : groups) {
+    if (!is_memory(g) || g.series.device != device) continue;
+    d.sites.push_back(SiteFrames{frames_of(stacks, replay, g.stack), g.bytes, g.count});
+  }
+  return d;
+}
+
+}  // namespace
+
+std::vector<ProcessSites> read_side(const std::filesystem::path& run, const SideOptions& options,
+                                    std::FILE* err) {
+  std::vector<ProcessSites> out;
+  for (const auto& dir : find_process_dirs(run)) {
+    ProcessReader reader = ProcessReader::open(dir);
+    StackResolver stacks(reader);
+    Replay replay;
+    replay.keep_only_apis(options.apis);
+    replay.capture_sites(!options.leaks);
+    reader.read_events(replay);
+    replay.finish();
+
+    ProcessSites p;
+    p.pid = reader.info().pid;
+    p.exe = reader.info().exe;
+    p.rank = reader.info().rank;
+    p.title = process_title(reader);
+    std::vector<SiteGroup> live;
+    if (options.leaks)
+      live = group_live(
+          replay, [&](const SeriesKey& k) { return device_memory(k, options); }, false);
+    for (const Series* s : ordered_series(replay)) {
+      if (!device_memory(s->key, options)) continue;
+      if (options.leaks) {
+        p.devices.push_back(device_sites(s->key.device, s->live_bytes, live, replay, stacks));
+      } else {
+        p.devices.push_back(
+            device_sites(s->key.device, s->peak_bytes, s->sites_at_peak, replay, stacks));
+      }
+    }
+    for (const ReadWarning& w : reader.warnings())
+      fmt::print(err, "gmemhook: warning: {}\n", w.to_string());
+    for (const std::string& w : stacks.warnings()) fmt::print(err, "gmemhook: warning: {}\n", w);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,46 @@
+// One side of `gmemhook diff`: every process of a run with, per device, the device memory live
+// at its peak (or at the end, for --leaks) grouped by call site, stacks already resolved, so the
+// logs can be closed before the two sides are compared.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/symbols/frame.h"
+
+namespace gmemhook::analysis {
+
+struct SiteFrames {
+  std::vector<Frame> frames;  // innermost first
+  uint64_t bytes = 0, count = 0;
+};
+
+struct DeviceSites {
+  int32_t device = -1;
+  uint64_t total_bytes = 0;  // the peak, or what was live at the end
+  std::vector<SiteFrames> sites;
+};
+
+struct ProcessSites {
+  uint64_t pid = 0;
+  std::string exe, rank;
+  std::string title;                 // process_title(): "process 48213 python (rank 3 of 8)"
+  std::vector<DeviceSites> devices;  // by device
+};
+
+struct SideOptions {
+  bool leaks = false;             // the live set at the end instead of at the peak
+  std::optional<int32_t> device;  // only this device
+  std::vector<std::string> apis;  // only these entry points (empty: all)
+};
+
+// Reads every process of `run` (a run directory or one process directory), in pid order.
+// Warnings go to `err`; throws ReadError on an unreadable log.
+std::vector<ProcessSites> read_side(const std::filesystem::path& run, const SideOptions& options,
+                                    std::FILE* err);
+
+}  // namespace gmemhook::analysis

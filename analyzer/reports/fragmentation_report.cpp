@@ -1,0 +1,345 @@
+// `gmemhook fragmentation`: how each device's live memory lay in the address space at its peak,
+// at its first failed allocation, at the end (and at --at / --at-seq): requested vs granted
+// bytes, span, gaps, largest gap, a size histogram, VMM and pool figures, each explained in one
+// line, then remedies where one applies. Two passes: the first finds the peaks and failures (and
+// gives the end), the second stops at each moment to lay out the live addresses, and stops for
+// good after the last one.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "analyzer/log/event_info.h"
+#include "analyzer/reports/report_common.h"
+#include "analyzer/output/text_format.h"
+
+namespace gmemhook::analysis {
+
+namespace {
+
+struct Snapshot {
+  std::string at;  // "peak", "first-failure", "time", "seq", "end"
+  uint64_t seq = 0, time_ns = 0;
+  Fragmentation f;
+};
+
+struct DeviceFrames {
+  int32_t device = kNoDevice;
+  uint64_t peak_seq = 0;
+  std::optional<Failure> first_failure;
+  std::vector<Snapshot> snapshots;  // in the order above
+};
+
+bool uses_pytorch(const ProcessReader& reader) {
+  const auto& snaps = reader.module_snapshots();
+  if (snaps.empty()) return false;
+  for (const Module& m : snaps.back().modules) {
+    const std::string name = base_name(m.path);
+    if (name.starts_with("libc10_cuda") || name.starts_with("libtorch_cuda")) return true;
+  }
+  return false;
+}
+
+std::string device_name(int32_t device) {
+  return device == kNoDevice ? "device ?" : "device " + std::to_string(device);
+}
+
+class FragmentationReport : public Report {
+ public:
+  explicit FragmentationReport(const ReportOptions& options) : options_(options) {}
+
+  ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
+                    JsonWriter* json) override {
+    Replay replay;
+    replay.keep_only_apis(options_.apis);
+    reader.read_events(replay);
+    replay.finish();
+    const ReadFacts facts = read_facts(reader);
+    const ProcessEnd end = process_end(reader, facts, replay);
+
+    std::vector<DeviceFrames> devices;
+    std::vector<uint64_t> seqs;
+    for (const Series& s : replay.series()) {
+      if (s.key.memory != format::MemoryType::Device || !wanted_series(options_, s.key)) continue;
+      DeviceFrames d;
+      d.device = s.key.device;
+      d.peak_seq = s.peak_seq;
+      if (s.peak_seq) seqs.push_back(s.peak_seq);
+      if (!s.failures.empty()) {
+        d.first_failure = s.failures.front();
+        seqs.push_back(s.failures.front().seq);
+      }
+      devices.push_back(std::move(d));
+    }
+    std::sort(devices.begin(), devices.end(),
+              [](const DeviceFrames& a, const DeviceFrames& b) { return a.device < b.device; });
+
+    auto take = [&](DeviceFrames& d, const char* at) {
+      d.snapshots.push_back(
+          {at, replay.last_seq(), replay.last_time_ns(), measure_fragmentation(replay, d.device)});
+    };
+    // The end comes from this first pass; the second one stops after the last moment wanted.
+    std::vector<Snapshot> at_end;
+    for (DeviceFrames& d : devices) {
+      take(d, "end");
+      at_end.push_back(std::move(d.snapshots.back()));
+      d.snapshots.clear();
+    }
+    if (options_.at_seq) seqs.push_back(*options_.at_seq);
+    if (!seqs.empty() || options_.at_seconds) {
+      replay.reset();
+      replay.set_checkpoints(
+          seqs,
+          [&](uint64_t seq) {
+            for (DeviceFrames& d : devices) {
+              if (d.peak_seq == seq) take(d, "peak");
+              if (d.first_failure && d.first_failure->seq == seq) take(d, "first-failure");
+              if (options_.at_seq && *options_.at_seq == seq) take(d, "seq");
+            }
+          },
+          !options_.at_seconds);
+      if (options_.at_seconds && !options_.at_seq)
+        replay.set_time_checkpoint(at_time_ns(reader, *options_.at_seconds), [&] {
+          for (DeviceFrames& d : devices) take(d, "time");
+        });
+      try {
+        reader.read_events(replay);
+        replay.finish();
+      } catch (const Replay::Stop&) {
+        // Every moment wanted was taken: the rest of the log cannot change them.
+      }
+    }
+    for (size_t i = 0; i < devices.size(); ++i)
+      devices[i].snapshots.push_back(std::move(at_end[i]));
+
+    const std::vector<std::string> remedies = find_remedies(reader, devices);
+    if (json)
+      write_json(reader, stacks, facts, end, devices, remedies, *json);
+    else
+      write_text(reader, end, devices, remedies, text);
+    return facts;
+  }
+
+  void finish(std::string& text) override {
+    text += "\n";
+    const std::string run = shell_word(options_.run_arg);
+    text += hint_line("gmemhook peak " + run, "which call sites held the memory at the peak");
+  }
+
+ private:
+  std::vector<std::string> find_remedies(const ProcessReader& reader,
+                                         const std::vector<DeviceFrames>& devices) const {
+    std::vector<std::string> out;
+    const bool pytorch = uses_pytorch(reader);
+    for (const DeviceFrames& d : devices) {
+      const std::string dev = device_name(d.device);
+      bool scattered = false;
+      for (const Snapshot& s : d.snapshots) {
+        const Fragmentation& f = s.f;
+        if (s.at == "first-failure" && d.first_failure) {
+          const uint64_t want = d.first_failure->bytes;
+          if (want > f.largest_gap_bytes && want <= f.gap_bytes)
+            out.push_back(fmt::format(
+                "{}: the failed {} request would have fit in the gaps together ({}) but in "
+                "none of them (largest {}): fragmentation, not capacity.",
+                dev, human_size(want), human_size(f.gap_bytes), human_size(f.largest_gap_bytes)));
+        }
+        if (s.at != "end" && f.gap_count >= 2 && f.fragmentation >= 0.5 &&
+            f.gap_bytes * 10 >= f.span_bytes)
+          scattered = true;
+      }
+      if (scattered)
+        out.push_back(
+            pytorch ? fmt::format("{}: free space is scattered in small holes between live blocks. "
+                                  "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so PyTorch "
+                                  "grows mapped segments instead of leaving holes.",
+                                  dev)
+                    : fmt::format(
+                          "{}: free space is scattered in small holes between live blocks. "
+                          "Allocate long-lived buffers first (or from one arena) so short-lived "
+                          "ones don't leave holes between them; with PyTorch, set "
+                          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+                          dev));
+      const Snapshot& last = d.snapshots.back();
+      for (const PoolView& p : last.f.pools) {
+        const uint64_t idle = p.high_water_bytes - std::min(p.high_water_bytes, p.live_bytes);
+        if (idle >= (64u << 20) && idle >= p.live_bytes)
+          out.push_back(fmt::format(
+              "{}: {} may keep up to {} it no longer hands out (high-water mark {}, {} live): "
+              "cudaMemPoolTrimTo or a lower cudaMemPoolAttrReleaseThreshold gives it back.",
+              dev, p.handle ? fmt::format("pool {:#x}", p.handle) : std::string("the default pool"),
+              human_size(idle), human_size(p.high_water_bytes), human_size(p.live_bytes)));
+      }
+      for (const Snapshot& s : d.snapshots) {
+        if (s.at != "peak") continue;
+        const uint64_t lost = s.f.granted_bytes - s.f.live_bytes;
+        if (lost >= (1u << 20) && lost * 10 >= s.f.granted_bytes)
+          out.push_back(
+              fmt::format("{}: rounding small requests up to the granularity costs {} at the peak; "
+                          "suballocate small buffers from one larger allocation.",
+                          dev, human_size(lost)));
+      }
+    }
+    return out;
+  }
+
+  static std::string moment_text(const ProcessReader& reader, const DeviceFrames& d,
+                                 const Snapshot& s, const ProcessEnd& end) {
+    const std::string when =
+        fmt::format("{} (seq {})", human_duration(since_start(reader, s.time_ns)), s.seq);
+    if (s.at == "peak") return "at the peak, " + when;
+    if (s.at == "first-failure")
+      return fmt::format("at the first failed allocation ({} of {}), {}",
+                         api_name(d.first_failure->api), human_size(d.first_failure->bytes), when);
+    if (s.at == "end")
+      return end.kind == "exited" ? "at exit, " + when
+                                  : "at the end of the log (" + end.text + "), " + when;
+    return "at " + when;
+  }
+
+  void write_text(const ProcessReader& reader, const ProcessEnd& end,
+                  const std::vector<DeviceFrames>& devices,
+                  const std::vector<std::string>& remedies, std::string& text) const {
+    text += fmt::format("{}: {}\n", process_title(reader), end.text);
+    if (devices.empty()) text += "  no device memory recorded\n";
+    auto line = [&](const char* label, const std::string& value, const char* why) {
+      text += fmt::format("  {:<15}{:<30} {}\n", label, value, why);
+    };
+    for (const DeviceFrames& d : devices) {
+      for (const Snapshot& s : d.snapshots) {
+        const Fragmentation& f = s.f;
+        text += fmt::format("\n{} {}:\n", device_name(d.device), moment_text(reader, d, s, end));
+        if (f.live_count == 0 && f.reserved_bytes == 0 && f.pools.empty()) {
+          text += "  nothing live\n";
+          continue;
+        }
+        line("live", fmt::format("{} in {}", human_size(f.live_bytes), f.live_count),
+             "requested bytes (count) of live allocations and VMM handles");
+        line("granted", human_size(f.granted_bytes),
+             "the same rounded up: to 512 B (cudaMalloc, pools), 2 MiB (VMM)");
+        line("span",
+             fmt::format("{} in {}", human_size(f.span_bytes), plural(f.ranges, "range", "ranges")),
+             "lowest live address to the end of the highest live range");
+        line("gaps",
+             fmt::format("{} in {}", human_size(f.gap_bytes), plural(f.gap_count, "gap", "gaps")),
+             "the part of that span no live range covers");
+        line("largest gap", human_size(f.largest_gap_bytes),
+             "the largest request that fits between live ranges");
+        line("fragmentation", fmt::format("{:.2f}", f.fragmentation),
+             "1 - largest gap / gaps: 0 = one hole, near 1 = many small ones");
+        if (f.reserved_bytes || f.mapped_bytes || f.physical_bytes) {
+          line("reserved", human_size(f.reserved_bytes),
+               "VMM address space reserved (cuMemAddressReserve): no memory");
+          line("mapped", human_size(f.mapped_bytes), "of it mapped to physical handles (cuMemMap)");
+          line("physical", human_size(f.physical_bytes),
+               "VMM memory created (cuMemCreate), part of live; counts at the peak");
+        }
+        for (const PoolView& p : f.pools)
+          line(p.handle ? "pool" : "default pool",
+               fmt::format("{} of {}", human_size(p.live_bytes), human_size(p.high_water_bytes)),
+               p.handle ? "live of its high-water mark: a pool keeps freed memory until trimmed"
+                        : "live of its high-water mark: cudaMallocAsync's cache, until trimmed");
+        if (!f.histogram.empty()) {
+          text += "  sizes          requested bytes in power-of-two buckets:\n";
+          for (const SizeBucket& b : f.histogram) {
+            const std::string range =
+                fmt::format("{} .. {}", human_size(b.min_bytes),
+                            b.max_bytes == UINT64_MAX ? "" : human_size(b.max_bytes));
+            text += fmt::format("    {:<24}{:>8}  {}\n", range, b.count, human_size(b.bytes));
+          }
+        }
+      }
+    }
+    if (!remedies.empty()) {
+      text += "\n";
+      for (const std::string& r : remedies) text += "remedy: " + r + "\n";
+    }
+  }
+
+  void write_json(const ProcessReader& reader, const StackResolver& stacks, const ReadFacts& facts,
+                  const ProcessEnd& end, const std::vector<DeviceFrames>& devices,
+                  const std::vector<std::string>& remedies, JsonWriter& json) const {
+    json.begin_object();
+    write_process_fields(json, reader, end);
+    json.key("devices");
+    json.begin_array();
+    for (const DeviceFrames& d : devices) {
+      for (const Snapshot& s : d.snapshots) {
+        const Fragmentation& f = s.f;
+        json.begin_object();
+        write_series_fields(json, {d.device, format::MemoryType::Device});
+        json.field("at", s.at);
+        json.field("seq", s.seq);
+        json.field("time_ns", since_start(reader, s.time_ns));
+        if (s.at == "first-failure") {
+          json.key("failed_request");
+          json.begin_object();
+          json.field("api", api_name(d.first_failure->api));
+          json.field("bytes", d.first_failure->bytes);
+          json.end_object();
+        }
+        json.field("live_bytes", f.live_bytes);
+        json.field("live_count", f.live_count);
+        json.field("requested_bytes", f.live_bytes);
+        json.field("granted_bytes", f.granted_bytes);
+        json.field("ranges", f.ranges);
+        json.field("lowest_address", f.lowest_address);
+        json.field("span_bytes", f.span_bytes);
+        json.field("gap_bytes", f.gap_bytes);
+        json.field("gap_count", f.gap_count);
+        json.field("largest_gap_bytes", f.largest_gap_bytes);
+        json.field("fragmentation", f.fragmentation);
+        json.key("histogram");
+        json.begin_array();
+        for (const SizeBucket& b : f.histogram) {
+          json.begin_object();
+          json.field("min_bytes", b.min_bytes);
+          json.field("max_bytes", b.max_bytes);
+          json.field("count", b.count);
+          json.field("bytes", b.bytes);
+          json.end_object();
+        }
+        json.end_array();
+        json.key("virtual_memory");
+        json.begin_object();
+        json.field("reserved_bytes", f.reserved_bytes);
+        json.field("mapped_bytes", f.mapped_bytes);
+        json.field("physical_bytes", f.physical_bytes);
+        json.end_object();
+        json.key("pools");
+        json.begin_array();
+        for (const PoolView& p : f.pools) {
+          json.begin_object();
+          json.key("pool");
+          if (p.handle)
+            json.value(p.handle);
+          else
+            json.null();
+          json.field("live_bytes", p.live_bytes);
+          json.field("live_count", p.live_count);
+          json.field("high_water_bytes", p.high_water_bytes);
+          json.field("high_water_seq", p.high_water_seq);
+          json.end_object();
+        }
+        json.end_array();
+        json.end_object();
+      }
+    }
+    json.end_array();
+    json.key("remedies");
+    json.begin_array();
+    for (const std::string& r : remedies) json.value(r);
+    json.end_array();
+    write_warnings(json, facts, stacks);
+    json.end_object();
+  }
+
+  const ReportOptions& options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Report> make_fragmentation_report(const ReportOptions& options) {
+  return std::make_unique<FragmentationReport>(options);
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,293 @@
+// `gmemhook leaks`: what was live at the end (never freed, or live when the process died), or at
+// the moment --at / --at-seq names, grouped by identical stack, largest first — in the shape of
+// LeakSanitizer's report. One pass over the events.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "analyzer/log/event_info.h"
+#include "analyzer/reports/report_common.h"
+#include "analyzer/output/stack_export.h"
+#include "analyzer/output/text_format.h"
+
+namespace gmemhook::analysis {
+
+namespace {
+
+constexpr size_t kTextTop = 20;
+constexpr size_t kTextDepth = 8;
+
+bool is_memory(const SiteGroup& g) {
+  return g.kind == LiveKind::Allocation || g.kind == LiveKind::Physical;
+}
+
+const char* kind_name(LiveKind k) {
+  switch (k) {
+    case LiveKind::Allocation:
+      return "allocation";
+    case LiveKind::Physical:
+      return "physical";
+    case LiveKind::Mapping:
+      return "mapping";
+    case LiveKind::Reservation:
+      return "reservation";
+  }
+  return "?";
+}
+
+// "(cudaMalloc, device 0)", "(cudaMallocHost, pinned host memory)".
+std::string where(const SiteGroup& g) {
+  return fmt::format("({}, {})", api_name(g.api), series_label(g.series));
+}
+
+// What the live set stands for at the chosen moment.
+struct Moment {
+  const char* at = "end";  // "end", "time", "seq"
+  uint64_t seq = 0, time_ns = 0;
+  std::vector<SiteGroup> groups;
+};
+
+class LeaksReport : public Report {
+ public:
+  explicit LeaksReport(const ReportOptions& options)
+      : options_(options),
+        export_(make_stack_export(options.format, options.depth.value_or(0),
+                                  "gmemhook leaks " + options.run_arg)) {}
+
+  ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
+                    JsonWriter* json) override {
+    Replay replay;
+    replay.keep_only_apis(options_.apis);
+    Moment m;
+    bool captured = false;
+    auto capture = [&](std::optional<uint64_t> time_ns) {
+      m.groups = group_live(
+          replay, [&](const SeriesKey& k) { return wanted_series(options_, k); }, true);
+      m.seq = replay.last_seq();
+      m.time_ns = time_ns.value_or(replay.last_time_ns());
+      captured = true;
+    };
+    if (options_.at_seq) {
+      m.at = "seq";
+      replay.set_checkpoints({*options_.at_seq}, [&](uint64_t) { capture(std::nullopt); });
+    } else if (options_.at_seconds) {
+      m.at = "time";
+      const uint64_t at = at_time_ns(reader, *options_.at_seconds);
+      replay.set_time_checkpoint(at, [&, at] { capture(at); });
+    }
+    reader.read_events(replay);
+    replay.finish();
+    if (!captured) capture(std::nullopt);
+    const ReadFacts facts = read_facts(reader);
+    const ProcessEnd end = process_end(reader, facts, replay);
+
+    for (const SiteGroup& g : m.groups)
+      if (is_memory(g)) {
+        auto& t = totals_[static_cast<size_t>(g.series.memory)];
+        t.bytes += g.bytes;
+        t.count += g.count;
+      }
+    if (export_)
+      export_leaks(reader, replay, stacks, m);
+    else if (json)
+      write_json(reader, replay, stacks, facts, end, m, *json);
+    else
+      write_text(reader, replay, stacks, end, m, text);
+    return facts;
+  }
+
+  void finish(std::string& text) override {
+    if (export_) {
+      text += export_->finish();
+      return;
+    }
+    text += "\n";
+    const std::string run = shell_word(options_.run_arg);
+    if (totals_[0].bytes || totals_[1].bytes || totals_[2].bytes)
+      text += hint_line("gmemhook peak " + run, "who held the memory at the peak");
+    else
+      text += hint_line("gmemhook summary " + run, "allocations, peaks and failures per device");
+  }
+
+ private:
+  struct Total {
+    uint64_t bytes = 0, count = 0;
+  };
+
+  // --format folded / speedscope: memory only (address space holds none), a profile per series.
+  void export_leaks(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
+                    const Moment& m) {
+    const size_t top = options_.top.value_or(0);
+    for (const Series* s : ordered_series(replay)) {
+      if (!wanted_series(options_, s->key)) continue;
+      size_t shown = 0;
+      for (const SiteGroup& g : m.groups) {
+        if (!is_memory(g) || !(g.series == s->key) || (top && shown >= top)) continue;
+        if (shown++ == 0)
+          export_->begin_profile(fmt::format(
+              "{}: {} live at {}", process_title(reader), series_label(s->key),
+              std::string_view(m.at) == "end" ? "end" : "seq " + std::to_string(m.seq)));
+        export_->add(frames_of(stacks, replay, g.stack), g.bytes);
+      }
+    }
+  }
+
+  void write_text(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
+                  const ProcessEnd& end, const Moment& m, std::string& text) const {
+    const bool at_end = std::string_view(m.at) == "end";
+    std::string heading, verb;
+    if (!at_end) {
+      heading = fmt::format("live at {} (after seq {})",
+                            human_duration(since_start(reader, m.time_ns)), m.seq);
+      verb = fmt::format("Live at {}:", human_duration(since_start(reader, m.time_ns)));
+    } else if (end.kind == "exited") {
+      heading = "never freed (leaked at exit)";
+      verb = "Leaked";
+    } else if (end.still_running) {
+      heading = "live so far";
+      verb = "Live so far:";
+    } else {
+      heading = "live at the moment it died";
+      verb = "Live when it died:";
+    }
+    text += fmt::format("{}: {}; {}\n", process_title(reader), end.text, heading);
+
+    const size_t top = top_limit(options_, kTextTop);
+    const size_t depth = depth_limit(options_, kTextDepth);
+    size_t shown = 0;
+    Total omitted;
+    std::array<Total, 4> by_memory{};
+    for (const SiteGroup& g : m.groups) {
+      if (!is_memory(g)) continue;
+      by_memory[static_cast<size_t>(g.series.memory)].bytes += g.bytes;
+      by_memory[static_cast<size_t>(g.series.memory)].count += g.count;
+      if (top && shown >= top) {
+        omitted.bytes += g.bytes;
+        omitted.count += g.count;
+        continue;
+      }
+      ++shown;
+      text += fmt::format(
+          "\n{} {} in {} {} {}:\n", verb, size_and_bytes(g.bytes), g.count,
+          g.kind == LiveKind::Physical ? "physical allocation(s)" : "allocation(s)",
+          where(g) + (g.kind == LiveKind::Physical ? " created from" : " allocated from"));
+      append_frames(text, frames_of(stacks, replay, g.stack), depth, "    ");
+    }
+    if (omitted.count)
+      text += fmt::format("\n... and {} more in {} (--top 0 shows all)\n",
+                          size_and_bytes(omitted.bytes),
+                          plural(omitted.count, "allocation", "allocations"));
+
+    // Address space still mapped or reserved holds no memory of its own, but a program that
+    // never unmaps or frees its ranges usually forgot the handles too.
+    std::vector<const SiteGroup*> ranges;
+    for (const SiteGroup& g : m.groups)
+      if (!is_memory(g)) ranges.push_back(&g);
+    // Mappings first: they sit on the memory listed above, reservations under the mappings.
+    std::stable_sort(ranges.begin(), ranges.end(), [](const SiteGroup* a, const SiteGroup* b) {
+      return a->kind == LiveKind::Mapping && b->kind != LiveKind::Mapping;
+    });
+    size_t shown_ranges = 0;
+    for (const SiteGroup* range : ranges) {
+      const SiteGroup& g = *range;
+      if (top && shown_ranges >= top) continue;
+      ++shown_ranges;
+      if (g.kind == LiveKind::Mapping)
+        text += fmt::format(
+            "\nStill mapped: {} in {} mapping(s) {}, address space over the memory above, "
+            "mapped from:\n",
+            size_and_bytes(g.bytes), g.count, where(g));
+      else
+        text += fmt::format(
+            "\nStill reserved: {} of address space in {} range(s) ({}, {}) reserved from:\n",
+            size_and_bytes(g.bytes), g.count, api_name(g.api), series_label(g.series));
+      append_frames(text, frames_of(stacks, replay, g.stack), depth, "    ");
+    }
+
+    std::vector<std::string> parts;
+    static const char* const kMemoryWords[] = {"device memory", "pinned host memory",
+                                               "managed memory"};
+    for (size_t i = 0; i < 3; ++i)
+      if (by_memory[i].count)
+        parts.push_back(fmt::format("{} of {} in {}", size_and_bytes(by_memory[i].bytes),
+                                    kMemoryWords[i],
+                                    plural(by_memory[i].count, "allocation", "allocations")));
+    text += "\nSUMMARY: gmemhook: ";
+    if (parts.empty()) {
+      text += at_end ? (end.kind == "exited" ? "nothing leaked: every allocation was freed.\n"
+                                             : "nothing was live when the log ends.\n")
+                     : "nothing was live at that moment.\n";
+    } else {
+      text += (at_end && end.kind == "exited" ? "leaked " : "live: ");
+      for (size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : "") + parts[i];
+      text += ".\n";
+    }
+  }
+
+  void write_json(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
+                  const ReadFacts& facts, const ProcessEnd& end, const Moment& m,
+                  JsonWriter& json) const {
+    const size_t top = top_limit(options_, kTextTop);
+    const size_t depth = depth_limit(options_, kTextDepth);
+    json.begin_object();
+    write_process_fields(json, reader, end);
+    json.field("at", m.at);
+    json.field("at_seq", m.seq);
+    json.field("at_time_ns", since_start(reader, m.time_ns));
+    Total total;
+    std::array<Total, 4> by_memory{};
+    for (const SiteGroup& g : m.groups)
+      if (is_memory(g)) {
+        total.bytes += g.bytes;
+        total.count += g.count;
+        by_memory[static_cast<size_t>(g.series.memory)].bytes += g.bytes;
+        by_memory[static_cast<size_t>(g.series.memory)].count += g.count;
+      }
+    json.field("total_bytes", total.bytes);
+    json.field("total_count", total.count);
+    json.key("by_memory");
+    json.begin_object();
+    for (size_t i = 0; i < 3; ++i) {
+      json.key(memory_name(static_cast<format::MemoryType>(i)));
+      json.begin_object();
+      json.field("bytes", by_memory[i].bytes);
+      json.field("count", by_memory[i].count);
+      json.end_object();
+    }
+    json.end_object();
+    for (int pass = 0; pass < 2; ++pass) {
+      const bool memory = pass == 0;
+      json.key(memory ? "leaks" : "address_space");
+      json.begin_array();
+      size_t shown = 0;
+      for (const SiteGroup& g : m.groups) {
+        if (is_memory(g) != memory || (top && shown >= top)) continue;
+        ++shown;
+        json.begin_object();
+        write_series_fields(json, g.series);
+        json.field("api", api_name(g.api));
+        json.field("kind", kind_name(g.kind));
+        json.field("bytes", g.bytes);
+        json.field("count", g.count);
+        write_frames(json, frames_of(stacks, replay, g.stack), depth);
+        json.end_object();
+      }
+      json.end_array();
+    }
+    write_warnings(json, facts, stacks);
+    json.end_object();
+  }
+
+  const ReportOptions& options_;
+  std::unique_ptr<StackExport> export_;  // --format folded / speedscope, else null
+  std::array<Total, 4> totals_{};
+};
+
+}  // namespace
+
+std::unique_ptr<Report> make_leaks_report(const ReportOptions& options) {
+  return std::make_unique<LeaksReport>(options);
+}
+
+}  // namespace gmemhook::analysis

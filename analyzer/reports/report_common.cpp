@@ -1,0 +1,292 @@
+// run_report() and the pieces every report shares (see report_common.h).
+#include "analyzer/reports/report_common.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+
+#include "analyzer/log/event_info.h"
+#include "analyzer/output/text_format.h"
+
+namespace gmemhook::analysis {
+
+namespace {
+
+// Whether `pid` is alive here and runs `exe`. Only meaningful on the machine that recorded the
+// run; elsewhere the pid is simply not found (or runs something else).
+bool running_here(uint64_t pid, const std::string& exe) {
+  if (pid == 0 || pid > INT_MAX || exe.empty()) return false;
+  char link[PATH_MAX];
+  const std::string proc = "/proc/" + std::to_string(pid) + "/exe";
+  const ssize_t n = readlink(proc.c_str(), link, sizeof link - 1);
+  if (n <= 0) return false;
+  link[n] = '\0';
+  return exe == link;
+}
+
+// RANK and friends as JSON: a number when numeric, null when unset, else the string.
+void write_rank_field(JsonWriter& json, const char* key, const std::string& value) {
+  json.key(key);
+  if (value.empty()) return json.null();
+  if (value.size() < 10 && value.find_first_not_of("0123456789") == std::string::npos)
+    return json.value(static_cast<uint64_t>(std::stoull(value)));
+  json.value(value);
+}
+
+}  // namespace
+
+ReadFacts read_facts(const ProcessReader& reader) {
+  ReadFacts f;
+  for (const ReadWarning& w : reader.warnings()) f.warnings.push_back(w.to_string());
+  f.abrupt_end = abrupt_end_message(reader);
+  return f;
+}
+
+ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, const Replay& replay) {
+  ProcessEnd e;
+  if (const auto& end = reader.end()) {
+    e.kind = "exited";
+    e.exit_code = end->status;
+    e.duration_ns = end->time_delta_ns;
+    e.text = fmt::format("exited with status {}{} after {}", end->status,
+                         end->how == format::EndHow::UnderscoreExit ? " (_exit)" : "",
+                         human_duration(end->time_delta_ns));
+    return e;
+  }
+  e.kind = "unknown";
+  e.duration_ns = replay.events() ? since_start(reader, replay.last_time_ns()) : 0;
+  e.still_running = running_here(reader.info().pid, reader.info().exe);
+  if (e.still_running) {
+    e.text = fmt::format("still running (pid {} is alive); the log so far covers {}",
+                         reader.info().pid, human_duration(e.duration_ns));
+  } else {
+    // The log alone cannot tell a SIGKILL from a crash; `gmemhook run` will record the signal.
+    e.text = facts.abrupt_end.value_or("ended abruptly (killed or crashed)");
+    const std::string prefix = "process " + std::to_string(reader.info().pid) + " ";
+    if (e.text.starts_with(prefix)) e.text = e.text.substr(prefix.size());
+  }
+  return e;
+}
+
+std::string process_title(const ProcessReader& reader) {
+  const ProcessInfo& p = reader.info();
+  std::string title = fmt::format("process {} {}", p.pid, base_name(p.exe));
+  if (!p.rank.empty())
+    title += fmt::format(" (rank {}{})", p.rank, p.world_size.empty() ? "" : " of " + p.world_size);
+  return title;
+}
+
+void write_process_fields(JsonWriter& json, const ProcessReader& reader, const ProcessEnd& end) {
+  const ProcessInfo& p = reader.info();
+  json.field("pid", p.pid);
+  json.field("ppid", p.ppid);
+  json.field("exe", p.exe);
+  json.key("argv");
+  json.begin_array();
+  for (const std::string& a : p.argv) json.value(a);
+  json.end_array();
+  write_rank_field(json, "rank", p.rank);
+  write_rank_field(json, "local_rank", p.local_rank);
+  write_rank_field(json, "world_size", p.world_size);
+  json.field("end", end.kind);
+  json.field("exit_code", end.exit_code);
+  json.field("still_running", end.still_running);
+  json.field("duration_ns", end.duration_ns);
+}
+
+void write_warnings(JsonWriter& json, const ReadFacts& facts, const StackResolver& stacks) {
+  json.key("warnings");
+  json.begin_array();
+  if (facts.abrupt_end) json.value(*facts.abrupt_end);
+  for (const std::string& w : facts.warnings) json.value(w);
+  for (const std::string& w : stacks.warnings()) json.value(w);
+  json.end_array();
+}
+
+bool wanted_series(const ReportOptions& options, const SeriesKey& key) {
+  if (options.memory && *options.memory != format::to_string(key.memory)) return false;
+  if (!options.device) return true;
+  return key.memory != format::MemoryType::HostPinned && key.device == *options.device;
+}
+
+std::vector<const Series*> ordered_series(const Replay& replay) {
+  std::vector<const Series*> out;
+  for (const Series& s : replay.series()) out.push_back(&s);
+  auto rank = [](format::MemoryType m) {
+    return m == format::MemoryType::Device ? 0 : m == format::MemoryType::Managed ? 1 : 2;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const Series* a, const Series* b) {
+    if (rank(a->key.memory) != rank(b->key.memory))
+      return rank(a->key.memory) < rank(b->key.memory);
+    return a->key.device < b->key.device;
+  });
+  return out;
+}
+
+const char* memory_name(format::MemoryType memory) { return format::to_string(memory); }
+
+void write_series_fields(JsonWriter& json, const SeriesKey& key) {
+  json.key("device");
+  if (key.device == kNoDevice)
+    json.null();
+  else
+    json.value(key.device);
+  json.field("memory", memory_name(key.memory));
+}
+
+size_t depth_limit(const ReportOptions& options, size_t text_default) {
+  if (options.depth) return *options.depth;
+  return options.json ? 0 : text_default;
+}
+
+size_t top_limit(const ReportOptions& options, size_t text_default) {
+  if (options.top) return *options.top;
+  return options.json ? 0 : text_default;
+}
+
+void append_frames(std::string& text, const std::vector<Frame>& frames, size_t depth,
+                   const char* indent) {
+  const size_t shown = depth == 0 ? frames.size() : std::min(depth, frames.size());
+  if (frames.empty()) {
+    text += fmt::format("{}(no stack recorded)\n", indent);
+    return;
+  }
+  for (size_t i = 0; i < shown; ++i) {
+    const Frame& f = frames[i];
+    std::string line = fmt::format("{}#{} ", indent, i);
+    const std::string module = base_name(f.module);
+    if (f.function) {
+      line += *f.function;
+      if (f.file) line += " " + *f.file + (f.line ? ":" + std::to_string(*f.line) : "");
+      if (f.python)
+        line += " [python]";
+      else if (!module.empty())
+        line += " (" + module + ")";
+    } else if (!module.empty()) {
+      line += fmt::format("{}+{:#x}", module, f.module_offset);
+    } else {
+      line += fmt::format("{:#x}", f.address);
+    }
+    if (f.inlined) line += " [inlined]";
+    text += line + "\n";
+  }
+  if (shown < frames.size())
+    text += fmt::format("{}... {} (--depth 0 shows all)\n", indent,
+                        plural(frames.size() - shown, "more frame", "more frames"));
+}
+
+void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth) {
+  const size_t shown = depth == 0 ? frames.size() : std::min(depth, frames.size());
+  json.key("stack");
+  json.begin_array();
+  for (size_t i = 0; i < shown; ++i) {
+    const Frame& f = frames[i];
+    json.begin_object();
+    json.field("function", f.function);
+    json.field("file", f.file);
+    json.field("line", f.line);
+    json.key("module");
+    if (f.module.empty())
+      json.null();
+    else
+      json.value(f.module);
+    json.field("address", f.address);
+    json.field("offset", f.module_offset);
+    json.field("python", f.python);
+    json.field("inlined", f.inlined);
+    json.end_object();
+  }
+  json.end_array();
+}
+
+const std::vector<Frame>& frames_of(StackResolver& stacks, const Replay& replay, uint32_t stack) {
+  return stacks.resolve(replay.stacks(), stack);
+}
+
+uint64_t at_time_ns(const ProcessReader& reader, double seconds) {
+  if (!(seconds > 0)) return reader.start_ns();
+  const double ns = std::floor(seconds * 1e9);
+  if (ns >= 1.8e19) return UINT64_MAX;
+  return reader.start_ns() + static_cast<uint64_t>(ns);
+}
+
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789-_./=:+,@%") == std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string hint_line(const std::string& command, const std::string& why) {
+  return fmt::format("hint: {}   # {}\n", command, why);
+}
+
+int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, std::FILE* err) {
+  std::unique_ptr<Report> report;
+  switch (kind) {
+    case ReportKind::Summary:
+      report = make_summary_report(options);
+      break;
+    case ReportKind::Leaks:
+      report = make_leaks_report(options);
+      break;
+    case ReportKind::Peak:
+      report = make_peak_report(options);
+      break;
+    case ReportKind::Fragmentation:
+      report = make_fragmentation_report(options);
+      break;
+  }
+  std::string json_text;
+  JsonWriter json(json_text);
+  try {
+    const auto dirs = find_process_dirs(options.run);
+    if (options.json) {
+      json.begin_object();
+      json.field("run", options.run.string());
+      json.key("processes");
+      json.begin_array();
+    }
+    size_t reported = 0;
+    for (const auto& dir : dirs) {
+      ProcessReader reader = ProcessReader::open(dir);
+      if (options.pid && reader.info().pid != *options.pid) continue;
+      StackResolver stacks(reader);
+      std::string text;
+      if (options.format == OutputFormat::Text && reported > 0) text += "\n";
+      const ReadFacts facts = report->process(reader, stacks, text, options.json ? &json : nullptr);
+      ++reported;
+      std::fwrite(text.data(), 1, text.size(), out);
+      for (const std::string& w : facts.warnings) fmt::print(err, "gmemhook: warning: {}\n", w);
+      for (const std::string& w : stacks.warnings()) fmt::print(err, "gmemhook: warning: {}\n", w);
+    }
+    if (options.pid && reported == 0) {
+      fmt::print(err, "gmemhook: no process with pid {} in {}\n", *options.pid,
+                 options.run.string());
+      return kExitReportFailure;
+    }
+    if (options.json) {
+      json.end_array();
+      json.end_object();
+      std::fwrite(json_text.data(), 1, json_text.size(), out);
+    } else {
+      std::string text;
+      report->finish(text);
+      std::fwrite(text.data(), 1, text.size(), out);
+    }
+  } catch (const ReadError& e) {
+    std::fflush(out);
+    fmt::print(err, "gmemhook: {}\n", e.what());
+    return kExitUnreadable;
+  }
+  return kExitOk;
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,103 @@
+// What the four reports share: the per-process interface run_report() drives, how a process is
+// named and how it ended, series filters, and stacks written as text or JSON frames.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/symbols/frame.h"
+#include "analyzer/output/json_writer.h"
+#include "analyzer/model/live_view.h"
+#include "analyzer/log/reader.h"
+#include "analyzer/model/replay.h"
+#include "analyzer/reports/report.h"
+#include "analyzer/symbols/stack_resolver.h"
+
+namespace gmemhook::analysis {
+
+// What the reader said about a process after its first pass, which is always complete: a later
+// pass may stop early, and the reader refreshes its pass warnings on every pass.
+struct ReadFacts {
+  std::vector<std::string> warnings;      // torn tails, unfinished module snapshots ...
+  std::optional<std::string> abrupt_end;  // abrupt_end_message(): no End record
+};
+ReadFacts read_facts(const ProcessReader& reader);
+
+// One report. run_report() hands it each process in turn, then asks for the closing text.
+class Report {
+ public:
+  virtual ~Report() = default;
+  // Replays `reader` as the report needs, then appends the process's text to `text`, or, when
+  // `json` is set, writes the process's object (an element of "processes") to it. Returns what
+  // the reader said after the first pass, for run_report() to print as warnings.
+  virtual ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
+                            JsonWriter* json) = 0;
+  // Text after the last process: run-wide totals and the one-line hint of the next command.
+  virtual void finish(std::string& text) = 0;
+};
+
+std::unique_ptr<Report> make_summary_report(const ReportOptions& options);
+std::unique_ptr<Report> make_leaks_report(const ReportOptions& options);
+std::unique_ptr<Report> make_peak_report(const ReportOptions& options);
+std::unique_ptr<Report> make_fragmentation_report(const ReportOptions& options);
+
+// How a process ended, as far as its log tells.
+struct ProcessEnd {
+  // "exited" (an End record: exit() or _exit()), or "unknown" (none: killed, crashed, or still
+  // running). "killed" and "crashed" are reserved for `gmemhook run`, which will see the signal.
+  std::string kind;
+  std::optional<int64_t> exit_code;
+  bool still_running = false;  // no End record and the pid is alive with the same executable
+  uint64_t duration_ns = 0;    // from the process file's start to the End record or last event
+  std::string text;            // "exited with status 0 after 1.06 ms", "ended abruptly ..."
+};
+// After the first pass (the abrupt-end text names the last record read).
+ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, const Replay& replay);
+
+// "process 48213 python (rank 3 of 8)".
+std::string process_title(const ProcessReader& reader);
+// pid, ppid, exe, argv, rank, local_rank, world_size, end, exit_code, still_running.
+void write_process_fields(JsonWriter& json, const ProcessReader& reader, const ProcessEnd& end);
+// "warnings": the reader's (abrupt end, torn tails ...) and the symbolizer's.
+void write_warnings(JsonWriter& json, const ReadFacts& facts, const StackResolver& stacks);
+
+// Whether a series passes --device (pinned host memory is on no device, so never does).
+bool wanted_series(const ReportOptions& options, const SeriesKey& key);
+// The series in report order: device memory by device, then managed memory, then pinned host
+// memory (a log lists them in the order they were first used).
+std::vector<const Series*> ordered_series(const Replay& replay);
+// "device", "host-pinned", "managed".
+const char* memory_name(format::MemoryType memory);
+// Writes "device" (null for none) and "memory".
+void write_series_fields(JsonWriter& json, const SeriesKey& key);
+
+// --depth and --top with their defaults for text and JSON (0 = unlimited).
+size_t depth_limit(const ReportOptions& options, size_t text_default);
+size_t top_limit(const ReportOptions& options, size_t text_default);
+
+// Numbered frames, one per line: "#0 function file:line (module)", "#1 module+0x1a2b".
+void append_frames(std::string& text, const std::vector<Frame>& frames, size_t depth,
+                   const char* indent);
+// "stack": [frame, ...] with the documented frame keys.
+void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth);
+
+// The resolved frames of an interned stack of `replay`.
+const std::vector<Frame>& frames_of(StackResolver& stacks, const Replay& replay, uint32_t stack);
+
+// Times in reports are ns since the process file was created (the process's start).
+inline uint64_t since_start(const ProcessReader& reader, uint64_t time_ns) {
+  return time_ns > reader.start_ns() ? time_ns - reader.start_ns() : 0;
+}
+
+// The absolute time --at SECONDS stands for in this process.
+uint64_t at_time_ns(const ProcessReader& reader, double seconds);
+
+// "the hint line": "hint: <command>  # <why>".
+std::string hint_line(const std::string& command, const std::string& why);
+// The run as typed, quoted for a shell when needed.
+std::string shell_word(const std::string& s);
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,318 @@
+// `gmemhook summary`: one screen per process — per device and kind of memory the allocations
+// and frees by API, the peak and when, what was live at the end, failed allocations, and how
+// the process ended. One pass over the events.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "analyzer/log/event_info.h"
+#include "analyzer/reports/report_common.h"
+#include "analyzer/output/text_format.h"
+
+namespace gmemhook::analysis {
+
+namespace {
+
+constexpr size_t kTextDepth = 3;      // frames per failed allocation: a summary stays one screen
+constexpr size_t kFailuresShown = 1;  // the first; `gmemhook peak` shows what held the memory
+constexpr size_t kSparkWidth = 48;
+
+// "cudaMalloc 12, cudaMallocAsync 3".
+std::string by_api(const ApiCounts& counts) {
+  std::string s;
+  for (size_t api = 0; api < counts.size(); ++api)
+    if (counts[api]) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", api_name(api), counts[api]);
+  return s;
+}
+
+void write_by_api(JsonWriter& json, const char* key, const ApiCounts& counts) {
+  json.key(key);
+  json.begin_object();
+  for (size_t api = 0; api < counts.size(); ++api)
+    if (counts[api]) json.field(api_name(api), counts[api]);
+  json.end_object();
+}
+
+bool has_vmm(const Series& s) {
+  return s.max_physical_bytes || s.max_mapped_bytes || s.max_reserved_bytes;
+}
+
+class SummaryReport : public Report {
+ public:
+  explicit SummaryReport(const ReportOptions& options) : options_(options) {}
+
+  ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
+                    JsonWriter* json) override {
+    Replay replay;
+    replay.keep_only_apis(options_.apis);
+    reader.read_events(replay);
+    replay.finish();
+    const ReadFacts facts = read_facts(reader);
+    const ProcessEnd end = process_end(reader, facts, replay);
+    for (const Series& s : replay.series()) {
+      if (!wanted_series(options_, s.key)) continue;
+      if (s.key.memory == format::MemoryType::Device) {
+        device_live_ += s.live_bytes;
+        device_failed_ += s.failed;
+      }
+      any_live_ |= s.live_bytes > 0;
+    }
+    if (json)
+      write_json(reader, replay, stacks, facts, end, *json);
+    else
+      write_text(reader, replay, stacks, end, text);
+    return facts;
+  }
+
+  void finish(std::string& text) override {
+    const std::string run = shell_word(options_.run_arg);
+    text += "\n";
+    if (device_failed_)
+      text += hint_line("gmemhook peak " + run, "what held the memory when an allocation failed");
+    else if (any_live_)
+      text += hint_line("gmemhook leaks " + run,
+                        device_live_ ? human_size(device_live_) + " of device memory never freed"
+                                     : "memory that was never freed");
+    else
+      text += hint_line("gmemhook peak " + run, "who held the memory at the peak");
+  }
+
+ private:
+  void write_text(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
+                  const ProcessEnd& end, std::string& text) {
+    text += fmt::format("{}: {}\n", process_title(reader), end.text);
+    text += fmt::format("  {}, {}; {}\n", plural(replay.events(), "event", "events"),
+                        plural(reader.thread_count(), "thread", "threads"), reader.info().exe);
+    const char* at_end = end.kind == "exited" ? "leaked at exit"
+                         : end.still_running  ? "live so far"
+                                              : "live at the moment it died";
+    const size_t depth = depth_limit(options_, kTextDepth);
+    // The timelines share one time axis, from the first change of any series to the end (the
+    // time before the first CUDA call is usually start-up, and only flattens the picture).
+    const uint64_t axis_end = reader.start_ns() + end.duration_ns;
+    uint64_t axis_start = axis_end;
+    for (const Series& s : replay.series())
+      if (wanted_series(options_, s.key))
+        for (const TimelinePoint& p : s.timeline.points())
+          axis_start = std::min(axis_start, p.time_ns);
+    bool any = false;
+    for (const Series* series : ordered_series(replay)) {
+      const Series& s = *series;
+      if (!wanted_series(options_, s.key)) continue;
+      any = true;
+      text += fmt::format("  {}\n", series_label(s.key));
+      text += fmt::format("    allocations   {}{}, {} in all\n", s.allocations,
+                          s.allocations ? " (" + by_api(s.allocations_by_api) + ")" : "",
+                          human_size(s.allocated_bytes));
+      text += fmt::format("    frees         {}{}, {}\n", s.frees,
+                          s.frees ? " (" + by_api(s.frees_by_api) + ")" : "",
+                          human_size(s.freed_bytes));
+      if (s.peak_seq)
+        text += fmt::format("    peak          {} at {} (seq {})\n", size_and_bytes(s.peak_bytes),
+                            human_duration(since_start(reader, s.peak_time_ns)), s.peak_seq);
+      else
+        text += "    peak          0 bytes (nothing was ever live)\n";
+      if (s.live_count)
+        text += fmt::format("    live at end   {} in {}: {}\n", size_and_bytes(s.live_bytes),
+                            plural(s.live_count, "allocation", "allocations"), at_end);
+      else
+        text += "    live at end   0 bytes\n";
+      if (has_vmm(s))
+        text += fmt::format(
+            "    virtual mem   at end {} physical, {} mapped, {} reserved; at most {}, {}, {}\n",
+            human_size(s.physical_bytes), human_size(s.mapped_bytes), human_size(s.reserved_bytes),
+            human_size(s.max_physical_bytes), human_size(s.max_mapped_bytes),
+            human_size(s.max_reserved_bytes));
+      if (s.failed == 0) {
+        text += "    failed        none\n";
+      } else {
+        text +=
+            fmt::format("    failed        {}\n", plural(s.failed, "allocation", "allocations"));
+        for (size_t i = 0; i < s.failures.size() && i < kFailuresShown; ++i) {
+          const Failure& f = s.failures[i];
+          text += fmt::format("      {} of {} at {} (seq {}) returned error {}, from:\n",
+                              api_name(f.api), size_and_bytes(f.bytes),
+                              human_duration(since_start(reader, f.time_ns)), f.seq, f.result);
+          append_frames(text, frames_of(stacks, replay, f.stack), depth, "        ");
+        }
+        if (s.failed > kFailuresShown)
+          text += fmt::format("      ... and {} more (--json lists the first {})\n",
+                              s.failed - kFailuresShown, Series::kKeptFailures);
+      }
+      const auto points = s.timeline.points();
+      if (!points.empty())
+        text += fmt::format("    timeline      |{}| {} .. {}, top {}\n",
+                            sparkline(points, axis_start, axis_end, kSparkWidth),
+                            human_duration(since_start(reader, axis_start)),
+                            human_duration(end.duration_ns), human_size(s.peak_bytes));
+    }
+    if (!any)
+      text += options_.device ? fmt::format("  nothing recorded on device {}\n", *options_.device)
+                              : "  no CUDA allocation recorded\n";
+    for (const Pool& p : replay.pools()) {
+      if (options_.device && p.device != *options_.device) continue;
+      text += fmt::format("  {}: {} live now, high-water mark {} ({})\n",
+                          p.handle ? fmt::format("pool {:#x}", p.handle)
+                                   : fmt::format("default pool of device {}", p.device),
+                          human_size(p.live_bytes), human_size(p.high_water_bytes),
+                          plural(p.allocations, "allocation", "allocations"));
+    }
+    append_graphs(replay, text);
+    append_anomalies(replay, text);
+  }
+
+  // What CUDA graphs did, so graph memory is neither missed nor counted once per replay.
+  static void append_graphs(const Replay& replay, std::string& text) {
+    const GraphActivity& g = replay.graphs();
+    if (!g.any()) return;
+    text += fmt::format(
+        "  cuda graphs   {} captured: {} of {} made while capturing, counted once as the "
+        "graph's memory; {} replayed, {} allocation(s) after the first launch\n",
+        plural(g.captures, "stream", "streams"),
+        plural(g.capture_allocations, "allocation", "allocations"), size_and_bytes(g.capture_bytes),
+        plural(g.launches, "launch", "launches"), g.allocations_between_launches);
+  }
+
+  static void append_anomalies(const Replay& replay, std::string& text) {
+    const Anomalies& a = replay.anomalies();
+    auto note = [&](uint64_t n, const char* one, const char* many) {
+      if (n) text += fmt::format("  note: {}\n", plural(n, one, many));
+    };
+    note(a.unknown_frees, "free of an address that was not live (counted, not fatal)",
+         "frees of addresses that were not live (counted, not fatal)");
+    note(a.unknown_unmaps, "cuMemUnmap of a range that was not mapped",
+         "cuMemUnmap calls of ranges that were not mapped");
+    note(a.unknown_releases, "cuMemRelease of an unknown handle",
+         "cuMemRelease calls of unknown handles");
+    note(a.unknown_address_frees, "cuMemAddressFree of a range that was not reserved",
+         "cuMemAddressFree calls of ranges that were not reserved");
+    note(a.unknown_handle_maps, "cuMemMap of a handle never created",
+         "cuMemMap calls of handles never created");
+    note(a.failed_frees, "free-like call that returned an error (nothing freed)",
+         "free-like calls that returned an error (nothing freed)");
+    note(a.reused_addresses, "allocation at an address still live (its free was not recorded)",
+         "allocations at addresses still live (their frees were not recorded)");
+    for (const Unmatched& u : a.examples)
+      text += fmt::format("    e.g. {} of {:#x} at seq {}\n", api_name(u.api), u.address, u.seq);
+    if (a.unknown_api_events) {
+      std::string ids;
+      for (size_t id = 0; id < a.unknown_api_ids.size(); ++id)
+        if (a.unknown_api_ids[id])
+          ids += fmt::format("{}api#{} ({})", ids.empty() ? "" : ", ", id, a.unknown_api_ids[id]);
+      text += fmt::format("  note: {} of entry points this gmemhook does not know, skipped: {}\n",
+                          plural(a.unknown_api_events, "event", "events"), ids);
+    }
+  }
+
+  void write_json(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
+                  const ReadFacts& facts, const ProcessEnd& end, JsonWriter& json) {
+    json.begin_object();
+    write_process_fields(json, reader, end);
+    json.field("events", replay.events());
+    json.field("threads", static_cast<uint64_t>(reader.thread_count()));
+    const GraphActivity& g = replay.graphs();
+    json.key("cuda_graphs");
+    json.begin_object();
+    json.field("captures", g.captures);
+    json.field("capture_allocations", g.capture_allocations);
+    json.field("capture_bytes", g.capture_bytes);
+    json.field("launches", g.launches);
+    json.field("allocations_after_first_launch", g.allocations_between_launches);
+    json.end_object();
+    json.key("devices");
+    json.begin_array();
+    for (const Series* series : ordered_series(replay)) {
+      const Series& s = *series;
+      if (!wanted_series(options_, s.key)) continue;
+      json.begin_object();
+      write_series_fields(json, s.key);
+      json.field("allocations", s.allocations);
+      json.field("frees", s.frees);
+      write_by_api(json, "allocations_by_api", s.allocations_by_api);
+      write_by_api(json, "frees_by_api", s.frees_by_api);
+      json.field("allocated_bytes", s.allocated_bytes);
+      json.field("freed_bytes", s.freed_bytes);
+      json.field("failed_allocations", s.failed);
+      json.key("failures");
+      json.begin_array();
+      for (const Failure& f : s.failures) {
+        json.begin_object();
+        json.field("api", api_name(f.api));
+        json.field("bytes", f.bytes);
+        json.field("result", f.result);
+        json.field("seq", f.seq);
+        json.field("time_ns", since_start(reader, f.time_ns));
+        write_frames(json, frames_of(stacks, replay, f.stack), depth_limit(options_, 0));
+        json.end_object();
+      }
+      json.end_array();
+      json.field("peak_bytes", s.peak_bytes);
+      json.field("peak_time_ns", since_start(reader, s.peak_time_ns));
+      json.field("peak_seq", s.peak_seq);
+      json.field("live_bytes_at_end", s.live_bytes);
+      json.field("live_count_at_end", s.live_count);
+      json.key("virtual_memory");
+      json.begin_object();
+      json.field("physical_bytes", s.physical_bytes);
+      json.field("mapped_bytes", s.mapped_bytes);
+      json.field("reserved_bytes", s.reserved_bytes);
+      json.field("max_physical_bytes", s.max_physical_bytes);
+      json.field("max_mapped_bytes", s.max_mapped_bytes);
+      json.field("max_reserved_bytes", s.max_reserved_bytes);
+      json.end_object();
+      json.key("timeline");
+      json.begin_array();
+      for (const TimelinePoint& p : s.timeline.points())
+        json.inline_array({since_start(reader, p.time_ns), p.bytes});
+      json.end_array();
+      json.end_object();
+    }
+    json.end_array();
+    json.key("pools");
+    json.begin_array();
+    for (const Pool& p : replay.pools()) {
+      if (options_.device && p.device != *options_.device) continue;
+      json.begin_object();
+      json.key("pool");
+      if (p.handle)
+        json.value(p.handle);
+      else
+        json.null();
+      json.field("device", p.device);
+      json.field("allocations", p.allocations);
+      json.field("live_bytes", p.live_bytes);
+      json.field("live_count", p.live_count);
+      json.field("high_water_bytes", p.high_water_bytes);
+      json.field("high_water_seq", p.high_water_seq);
+      json.end_object();
+    }
+    json.end_array();
+    const Anomalies& a = replay.anomalies();
+    json.key("anomalies");
+    json.begin_object();
+    json.field("unknown_frees", a.unknown_frees);
+    json.field("unknown_unmaps", a.unknown_unmaps);
+    json.field("unknown_releases", a.unknown_releases);
+    json.field("unknown_address_frees", a.unknown_address_frees);
+    json.field("unknown_handle_maps", a.unknown_handle_maps);
+    json.field("failed_frees", a.failed_frees);
+    json.field("null_frees", a.null_frees);
+    json.field("reused_addresses", a.reused_addresses);
+    json.field("unknown_api_events", a.unknown_api_events);
+    json.end_object();
+    write_warnings(json, facts, stacks);
+    json.end_object();
+  }
+
+  const ReportOptions& options_;
+  uint64_t device_live_ = 0, device_failed_ = 0;
+  bool any_live_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Report> make_summary_report(const ReportOptions& options) {
+  return std::make_unique<SummaryReport>(options);
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,260 @@
+// Damaged and foreign logs: each must give a ReadError naming the file, the offset and what was
+// expected, before any length or count from the file is trusted.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "analyzer/log/reader.h"
+#include "log_builder.h"
+#include "sample_logs.h"
+
+namespace gmemhook::test_logs {
+namespace {
+
+using analysis::ProcessReader;
+using format::ApiId;
+using format::RecordType;
+
+// The error a full read of `logs` gives, or "" when it reads cleanly.
+std::string read_error(const ProcessLogs& logs) {
+  try {
+    ProcessReader r = read_in_memory(logs);
+    collect_events(r);
+  } catch (const analysis::ReadError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+format::FileHeader& header_of(Bytes& b) { return *reinterpret_cast<format::FileHeader*>(b.data()); }
+
+Bytes varints(std::initializer_list<uint64_t> values) {
+  Bytes out(values.size() * 10);
+  format::PayloadWriter w(out.data());
+  for (uint64_t v : values) w.varint(v);
+  out.resize(w.size());
+  return out;
+}
+
+// A thread file holding `t`'s records so far, replacing the sample's first thread.
+ProcessLogs with_thread(ThreadLogBuilder& t) {
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.threads = {{4243, t.file.bytes()}};
+  return logs;
+}
+
+TEST(Damage, WrongVersionNamesBothVersions) {
+  ProcessLogs logs = small_two_thread_process(true);
+  header_of(logs.process).version = 2;
+  EXPECT_EQ(read_error(logs),
+            "process.gmh: offset 8: was written by format version 2; this gmemhook reads "
+            "version 1");
+  logs = small_two_thread_process(true);
+  header_of(logs.threads[1].second).version = 7;
+  EXPECT_CONTAINS(read_error(logs), "thread.4244.gmh: offset 8: was written by format version 7");
+}
+
+TEST(Damage, HeaderChecks) {
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.process[0] = 'X';
+  EXPECT_CONTAINS(read_error(logs), "process.gmh: offset 0: expected magic");
+
+  logs = small_two_thread_process(true);
+  header_of(logs.threads[0].second).kind = static_cast<uint16_t>(format::FileKind::Process);
+  EXPECT_CONTAINS(read_error(logs), "thread.4243.gmh: offset 10: expected a thread file");
+
+  for (uint32_t bad : {0u, 1024u, 5000u, 128u << 20}) {
+    logs = small_two_thread_process(true);
+    header_of(logs.process).chunk_size = bad;
+    EXPECT_CONTAINS(read_error(logs), "process.gmh: offset 12: expected a chunk size");
+  }
+
+  logs = small_two_thread_process(true);
+  logs.process.resize(30);
+  EXPECT_CONTAINS(read_error(logs), "expected a 64-byte file header, the file has 30 bytes");
+
+  logs = small_two_thread_process(true);
+  logs.process.assign(4096, 0);
+  EXPECT_CONTAINS(read_error(logs), "process.gmh: offset 0: expected a file header");
+
+  logs = small_two_thread_process(true);
+  logs.process.resize(64);
+  EXPECT_CONTAINS(read_error(logs), "process.gmh: offset 64: expected a process-info record");
+}
+
+TEST(Damage, HugeLengthsAndCountsAreRejectedBeforeUse) {
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    t.file.raw_record(static_cast<uint8_t>(RecordType::Note), 0xffffffffu, {});
+    EXPECT_EQ(read_error(with_thread(t)),
+              "thread.4243.gmh: offset 64: note record: expected a payload of at most 16777216 "
+              "bytes, the header says 4294967295");
+  }
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    t.file.record(RecordType::Stack, varints({1, 1ull << 40, 0}));
+    EXPECT_CONTAINS(read_error(with_thread(t)), "stack record: expected frame count <= 1024");
+  }
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    t.file.record(RecordType::Stack, varints({1, 1000, 0, 0}));
+    EXPECT_CONTAINS(read_error(with_thread(t)), "1000 items, 2 bytes left");
+  }
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    t.file.record(RecordType::Note, varints({1ull << 62}));
+    EXPECT_CONTAINS(read_error(with_thread(t)), "note record: expected text (a string of at most");
+  }
+  {
+    ProcessLogs logs = small_two_thread_process(true);
+    ProcessLogBuilder p(4242, kStartNs);
+    Bytes info = varints({1, 1, 0, 1ull << 33});  // pid, ppid, empty exe, argc
+    p.file.record(RecordType::ProcessInfo, info);
+    logs.process = p.file.bytes();
+    EXPECT_CONTAINS(read_error(logs), "process-info record: expected argc <= 4096");
+  }
+  {
+    ProcessLogs logs = small_two_thread_process(true);
+    ProcessLogBuilder p(4242, kStartNs);
+    p.info({});
+    p.modules_begin(0, 1ull << 20);
+    logs.process = p.file.bytes();
+    EXPECT_CONTAINS(read_error(logs), "modules-begin record: expected count <= 65536");
+  }
+  {
+    ProcessLogs logs = small_two_thread_process(true);
+    ProcessLogBuilder p(4242, kStartNs);
+    p.info({});
+    p.modules_begin(0, 1);
+    p.file.record(RecordType::Module, varints({0, 0, 0, 65}));
+    logs.process = p.file.bytes();
+    EXPECT_CONTAINS(read_error(logs), "module record: expected nsegs <= 64");
+  }
+}
+
+TEST(Damage, FramingErrors) {
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    t.file.raw_record(0x42, 0, {});
+    EXPECT_EQ(read_error(with_thread(t)),
+              "thread.4243.gmh: offset 64: expected a record header, found unknown record type "
+              "0x42");
+  }
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    uint8_t bad[] = {static_cast<uint8_t>(RecordType::Stack), 3, 0, 0, 0, 0};
+    t.file.raw(bad);
+    EXPECT_CONTAINS(read_error(with_thread(t)), "stack record: expected 0 in the header's length");
+  }
+  {
+    // A note whose payload runs past the first chunk's end.
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    Bytes payload(5000, 'x');
+    t.file.raw_record(static_cast<uint8_t>(RecordType::Note), 5000, payload);
+    EXPECT_EQ(read_error(with_thread(t)),
+              "thread.4243.gmh: offset 64: note record: expected to end by the chunk boundary at "
+              "4096, its 5000-byte payload ends at 5070");
+  }
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    t.note(std::string(4020, 'x'));
+    ASSERT_EQ(t.file.bytes().size(), 4092u);
+    uint8_t hdr[] = {static_cast<uint8_t>(RecordType::Note), 0, 1, 0};  // 6-byte header at 4092
+    t.file.raw(hdr);
+    EXPECT_CONTAINS(read_error(with_thread(t)),
+                    "offset 4092: note record: header crosses the chunk boundary at 4096");
+  }
+}
+
+TEST(Damage, EventErrors) {
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    uint8_t two[] = {1, 1};
+    t.file.record(RecordType::Event, two);
+    EXPECT_EQ(read_error(with_thread(t)),
+              "thread.4243.gmh: offset 64: event record: payload malformed (expected 6..113 "
+              "bytes, got 2)");
+  }
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    uint8_t bad_memory[] = {1, 1, 0, 0, 0, format::kHasMemory, 9};
+    t.file.record(RecordType::Event, bad_memory);
+    EXPECT_CONTAINS(read_error(with_thread(t)),
+                    "event record: payload malformed (7 bytes do not decode as an event)");
+  }
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    t.event(make_event(ApiId::cudaFree, 1, kStartNs, 5));
+    EXPECT_CONTAINS(read_error(with_thread(t)),
+                    "event record: expected a stack id recorded earlier in this file (1..0 or 0), "
+                    "got 5");
+  }
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    t.file.record(RecordType::Stack, varints({2, 0, 0}));
+    EXPECT_CONTAINS(read_error(with_thread(t)), "stack record: expected id 1");
+  }
+  {
+    // encode_event's unsigned delta wraps when seq goes backwards; the reader must notice.
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    t.event(make_event(ApiId::cudaFree, 10, kStartNs));
+    t.event(make_event(ApiId::cudaFree, 5, kStartNs));
+    EXPECT_CONTAINS(read_error(with_thread(t)),
+                    "offset 72: event record: expected seq > 10, got 5");
+  }
+  {
+    ProcessLogs logs = small_two_thread_process(true);
+    ThreadLogBuilder t(4242, 4245, kStartNs);
+    t.event(make_event(ApiId::cudaFree, 3, kStartNs));
+    logs.threads.push_back({4245, t.file.bytes()});
+    EXPECT_CONTAINS(read_error(logs), "seq 3 also appears in thread.");
+  }
+}
+
+TEST(Damage, RecordsInTheWrongFile) {
+  {
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    t.file.record(RecordType::ProcessInfo, varints({1}));
+    EXPECT_CONTAINS(read_error(with_thread(t)),
+                    "expected a thread-file record (event, stack, py-code, note), found a process-info");
+  }
+  ProcessLogs logs = small_two_thread_process(true);
+  ProcessLogBuilder p(4242, kStartNs);
+  p.note("first");
+  logs.process = p.file.bytes();
+  EXPECT_CONTAINS(read_error(logs), "expected a process-info record first, found a note record");
+
+  ProcessLogBuilder q(4242, kStartNs);
+  q.info({});
+  q.modules_begin(0, 2);
+  q.module({"/a", "", 0, {}});
+  q.note("in the middle");
+  logs.process = q.file.bytes();
+  EXPECT_CONTAINS(read_error(logs), "expected module record 2 of 2 (announced at offset");
+
+  ProcessLogBuilder m(4242, kStartNs);
+  m.info({});
+  m.module({"/a", "", 0, {}});
+  logs.process = m.file.bytes();
+  EXPECT_CONTAINS(read_error(logs), "expected a modules-begin record before this module record");
+
+  ProcessLogBuilder e(4242, kStartNs);
+  e.info({});
+  uint8_t event[] = {1, 1, 0, 0, 0, 0};
+  e.file.record(RecordType::Event, event);
+  logs.process = e.file.bytes();
+  EXPECT_CONTAINS(read_error(logs),
+                  "expected a process-file record (modules, note, end), found an");
+
+  ProcessLogBuilder bad_end(4242, kStartNs);
+  bad_end.info({});
+  bad_end.file.record(RecordType::End, varints({3, 0, 0, 0, 0}));
+  logs.process = bad_end.file.bytes();
+  EXPECT_CONTAINS(read_error(logs), "end record: expected how = 1 (exit) or 2 (_exit), got 3");
+}
+
+}  // namespace
+}  // namespace gmemhook::test_logs

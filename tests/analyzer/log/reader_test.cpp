@@ -1,0 +1,240 @@
+// The reader on well-formed logs: merge order, stacks, module snapshots, End records, chunking
+// and finding processes in a run directory.
+#include "analyzer/log/reader.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "log_builder.h"
+#include "sample_logs.h"
+
+namespace gmemhook::test_logs {
+namespace {
+
+using analysis::ProcessReader;
+using format::ApiId;
+
+TEST(Reader, MergesThreeThreadFilesBySequence) {
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.threads.clear();
+  // Three threads whose events interleave; each file only knows its own seqs.
+  for (uint64_t k = 0; k < 3; ++k) {
+    ThreadLogBuilder t(logs.pid, 100 + k, kStartNs);
+    for (uint64_t i = 0; i < 5; ++i) {
+      auto ev = make_event(ApiId::cudaMalloc, 1 + k + 3 * i, kStartNs + 10 * (1 + k + 3 * i));
+      ev.f.set_address(0x1000 * (1 + k + 3 * i));
+      t.event(ev);
+    }
+    logs.threads.push_back({100 + k, t.file.bytes()});
+  }
+  ProcessReader r = read_in_memory(logs);
+  auto seen = collect_events(r);
+  ASSERT_EQ(seen.size(), 15u);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].seq, i + 1);
+    EXPECT_EQ(seen[i].tid, 100 + i % 3);
+    EXPECT_EQ(seen[i].address, 0x1000 * (i + 1));  // address deltas decoded per file
+  }
+  EXPECT_EQ(r.events_read(), 15u);
+  EXPECT_EQ(r.last_seq(), 15u);
+  // A second pass gives the same stream.
+  EXPECT_EQ(collect_events(r), seen);
+}
+
+TEST(Reader, LooksUpStacksPerFile) {
+  ProcessLogs logs = small_two_thread_process(true);
+  ProcessReader r = read_in_memory(logs);
+  auto seen = collect_events(r);
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen[0].frames, (std::vector<uint64_t>{0x401000, 0x401100, 0x7f0000001000}));
+  EXPECT_EQ(seen[1].frames, (std::vector<uint64_t>{0x501000, 0x501200}));  // same id 1, other file
+  EXPECT_EQ(seen[3].frames, std::vector<uint64_t>{});                      // stack_id 0
+  EXPECT_EQ(seen[4].frames, std::vector<uint64_t>{0x402000});
+  // Stacks stay available after the pass, by (thread index, id).
+  ASSERT_EQ(r.thread_count(), 2u);
+  EXPECT_EQ(r.thread(0).stacks().size(), 2u);
+  EXPECT_EQ(r.stack(1, 1).size(), 2u);
+  EXPECT_TRUE(r.stack(1, 2).empty());
+  EXPECT_TRUE(r.stack(7, 1).empty());
+}
+
+TEST(Reader, DeliversStacksBeforeTheEventsUsingThem) {
+  ProcessLogs logs = small_two_thread_process(true);
+  ProcessReader r = read_in_memory(logs);
+  struct Order : analysis::EventVisitor {
+    std::vector<std::string> log;
+    void on_event(const format::Event& ev, const analysis::ThreadLog& t) override {
+      log.push_back("e" + std::to_string(ev.seq) + "/" + std::to_string(t.tid()));
+    }
+    void on_stack(uint32_t id, std::span<const uint64_t>, const analysis::ThreadLog& t) override {
+      log.push_back("s" + std::to_string(id) + "/" + std::to_string(t.tid()));
+    }
+  } order;
+  r.read_events(order);
+  EXPECT_EQ(order.log,
+            (std::vector<std::string>{"s1/4243", "e1/4243", "s1/4244", "e2/4244", "e3/4243",
+                                      "e4/4244", "s2/4243", "e5/4243", "e6/4244"}));
+}
+
+TEST(Reader, ReadsProcessInfoModulesAndNotes) {
+  ProcessLogs logs = small_two_thread_process(true);
+  ProcessLogBuilder p(logs.pid, kStartNs);
+  analysis::ProcessInfo info;
+  info.pid = 4242;
+  info.exe = "/x";
+  info.argv = {"x", ""};
+  p.info(info);
+  p.snapshot(0, {{"/x", "\x01", 0x1000, {{0, 10, 5}}}});
+  p.note("first");
+  p.snapshot(7, {{"/x", "\x01", 0x1000, {}}, {"/lib/y.so", "", 0x2000, {{0x10, 20, 6}}}});
+  p.modules_begin(9, 3);  // a snapshot cut short by a kill
+  p.module({"/z", "", 0, {}});
+  logs.process = p.file.bytes();
+
+  ProcessReader r = read_in_memory(logs);
+  EXPECT_EQ(r.info().exe, "/x");
+  EXPECT_EQ(r.info().argv, (std::vector<std::string>{"x", ""}));
+  ASSERT_EQ(r.module_snapshots().size(), 3u);
+  const auto& s1 = r.module_snapshots()[1];
+  EXPECT_EQ(s1.seq, 7u);
+  ASSERT_EQ(s1.modules.size(), 2u);
+  EXPECT_EQ(s1.modules[1].path, "/lib/y.so");
+  EXPECT_EQ(s1.modules[1].load_bias, 0x2000u);
+  ASSERT_EQ(s1.modules[1].segments.size(), 1u);
+  EXPECT_EQ(s1.modules[1].segments[0].memsz, 20u);
+  EXPECT_TRUE(s1.complete());
+  EXPECT_FALSE(r.module_snapshots()[2].complete());
+  ASSERT_EQ(r.notes().size(), 1u);
+  EXPECT_EQ(r.notes()[0].text, "first");
+  EXPECT_FALSE(r.end().has_value());
+  auto warnings = r.warnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].message.find("announced 3 modules, only 1"), std::string::npos);
+}
+
+TEST(Reader, EndRecordPresent) {
+  ProcessLogs logs = small_two_thread_process(true);
+  ProcessReader r = read_in_memory(logs);
+  collect_events(r);
+  ASSERT_TRUE(r.end().has_value());
+  EXPECT_EQ(r.end()->how, format::EndHow::Exit);
+  EXPECT_EQ(r.end()->last_seq, 6u);
+  EXPECT_TRUE(r.end()->cuda_used);
+  EXPECT_FALSE(analysis::abrupt_end_message(r).has_value());
+  EXPECT_TRUE(r.warnings().empty());
+}
+
+TEST(Reader, EndRecordAbsentMeansAbruptEnd) {
+  ProcessLogs logs = small_two_thread_process(false);
+  ProcessReader r = read_in_memory(logs);
+  collect_events(r);
+  EXPECT_FALSE(r.end().has_value());
+  EXPECT_EQ(analysis::abrupt_end_message(r),
+            "process 4242 ended abruptly after record 6 (killed or crashed)");
+}
+
+TEST(Reader, FollowsChunkEndAcrossManyChunks) {
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.threads.clear();
+  ThreadLogBuilder t(logs.pid, 7, kStartNs, 4096);
+  uint64_t seq = 0;
+  std::vector<uint64_t> big_frames(200);
+  for (size_t i = 0; i < big_frames.size(); ++i) big_frames[i] = 0x7f0000000000 + i * 0x1234567;
+  for (int i = 0; i < 3000; ++i) {
+    if (i % 500 == 0) t.stack(big_frames);  // ~1 KiB stacks force early chunk ends
+    ++seq;
+    auto ev = make_event(ApiId::cudaMallocAsync, seq, kStartNs + seq * 1000, 1);
+    ev.f.set_address(0x7f0000000000 + (seq * 7919 % 100000) * 256);
+    ev.f.set_size(seq * 64);
+    ev.f.set_stream(0x1234);
+    t.event(ev);
+  }
+  ASSERT_GT(t.file.bytes().size(), 8 * 4096u);
+  t.file.pad_to_chunk();
+  logs.threads.push_back({7, t.file.bytes()});
+  ProcessReader r = read_in_memory(logs);
+  auto seen = collect_events(r);
+  ASSERT_EQ(seen.size(), 3000u);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    ASSERT_EQ(seen[i].seq, i + 1);
+    ASSERT_EQ(seen[i].address, 0x7f0000000000 + ((i + 1) * 7919 % 100000) * 256);
+  }
+  EXPECT_EQ(r.thread(0).stacks().size(), 6u);
+  EXPECT_TRUE(r.warnings().empty());
+}
+
+TEST(Reader, SkipsOneByteChunkTail) {
+  // A record ending one byte before the boundary leaves no room for a ChunkEnd header.
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.threads.clear();
+  ThreadLogBuilder t(logs.pid, 7, kStartNs, 4096);
+  auto& bytes = t.file.bytes();
+  std::vector<uint8_t> note(4096 - 64 - 1 - 6 - 2, 'n');  // 6-byte header, 2-byte length
+  Bytes payload(3 + note.size());
+  format::PayloadWriter w(payload.data());
+  w.string(std::string_view(reinterpret_cast<const char*>(note.data()), note.size()));
+  payload.resize(w.size());
+  t.file.record(format::RecordType::Note, payload);
+  ASSERT_EQ(bytes.size(), 4095u);
+  bytes.push_back(0);
+  t.event(make_event(ApiId::cudaFree, 1, kStartNs));
+  ASSERT_EQ(bytes.size(), 4096u + 2 + 6);
+  logs.threads.push_back({7, bytes});
+  ProcessReader r = read_in_memory(logs);
+  EXPECT_EQ(collect_events(r).size(), 1u);
+}
+
+TEST(Reader, SkipsEmptyThreadFiles) {
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.threads.push_back({9, Bytes{}});
+  logs.threads.push_back({10, Bytes(4096, 0)});
+  ProcessReader r = read_in_memory(logs);
+  EXPECT_EQ(r.thread_count(), 2u);
+  EXPECT_EQ(collect_events(r).size(), 6u);
+  EXPECT_EQ(r.warnings().size(), 2u);
+}
+
+TEST(RunDir, FindsProcessDirectoriesSortedByPid) {
+  auto run = make_temp_dir("rundir");
+  ProcessLogs a = small_two_thread_process(true);
+  ProcessLogs b = a;
+  b.pid = 999;
+  ProcessLogs c = a;
+  c.pid = 10000;
+  c.exe_name = "my.tool";
+  write_process_dir(run, a);
+  write_process_dir(run, b);
+  write_process_dir(run, c);
+  std::filesystem::create_directories(run / "unrelated");
+  auto dirs = analysis::find_process_dirs(run);
+  ASSERT_EQ(dirs.size(), 3u);
+  EXPECT_EQ(dirs[0].filename(), "train.999");
+  EXPECT_EQ(dirs[1].filename(), "train.4242");
+  EXPECT_EQ(dirs[2].filename(), "my.tool.10000");
+  // A process directory is a run of one.
+  EXPECT_EQ(analysis::find_process_dirs(dirs[1]).size(), 1u);
+  EXPECT_EQ(analysis::find_process_dirs(dirs[1] / "process.gmh"), std::vector{dirs[1]});
+
+  auto threads = analysis::find_thread_files(dirs[1]);
+  ASSERT_EQ(threads.size(), 2u);
+  EXPECT_EQ(threads[0].filename(), "thread.4243.gmh");
+  ProcessReader r = ProcessReader::open(dirs[1]);
+  EXPECT_EQ(collect_events(r).size(), 6u);
+  std::filesystem::remove_all(run);
+}
+
+TEST(RunDir, MissingOrEmptyRunIsAnError) {
+  EXPECT_THROW(analysis::find_process_dirs("/nonexistent/gmemhook-run"), analysis::ReadError);
+  auto run = make_temp_dir("empty");
+  try {
+    analysis::find_process_dirs(run);
+    FAIL() << "expected ReadError";
+  } catch (const analysis::ReadError& e) {
+    EXPECT_NE(std::string(e.what()).find("process.gmh"), std::string::npos);
+  }
+  std::filesystem::remove_all(run);
+}
+
+}  // namespace
+}  // namespace gmemhook::test_logs

@@ -1,0 +1,168 @@
+// Logs cut at every byte and logs with random bit flips: the reader must use what was committed
+// or report clear damage, and never crash, hang or allocate beyond what the input justifies.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "analyzer/log/reader.h"
+#include "analyzer/log/record_cursor.h"
+#include "log_builder.h"
+#include "sample_logs.h"
+
+namespace gmemhook::test_logs {
+namespace {
+
+using analysis::ProcessReader;
+using analysis::ReadError;
+
+struct Outcome {
+  bool ok = false;
+  std::string error;
+  std::vector<SeenEvent> events;
+  std::vector<analysis::ReadWarning> warnings;
+  bool has_end = false;
+};
+
+Outcome read_all(const ProcessLogs& logs) {
+  Outcome o;
+  try {
+    ProcessReader r = read_in_memory(logs);
+    o.events = collect_events(r);
+    o.warnings = r.warnings();
+    o.has_end = r.end().has_value();
+    o.ok = true;
+  } catch (const ReadError& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+std::vector<SeenEvent> of_thread(const std::vector<SeenEvent>& all, uint64_t tid) {
+  std::vector<SeenEvent> out;
+  std::copy_if(all.begin(), all.end(), std::back_inserter(out),
+               [&](const SeenEvent& e) { return e.tid == tid; });
+  return out;
+}
+
+TEST(Truncation, ThreadFileCutAtEveryByteReadsAPrefix) {
+  const ProcessLogs full = small_two_thread_process(true);
+  const auto reference = read_all(full).events;
+  ASSERT_EQ(reference.size(), 6u);
+  for (size_t which = 0; which < full.threads.size(); ++which) {
+    const uint64_t tid = full.threads[which].first;
+    const auto expected = of_thread(reference, tid);
+    const auto others_expected = [&] {
+      auto v = reference;
+      std::erase_if(v, [&](const SeenEvent& e) { return e.tid == tid; });
+      return v;
+    }();
+    const size_t size = full.threads[which].second.size();
+    for (size_t n = 0; n <= size; ++n) {
+      SCOPED_TRACE("thread " + std::to_string(tid) + " cut at " + std::to_string(n));
+      ProcessLogs logs = full;
+      logs.threads[which].second.resize(n);
+      Outcome o = read_all(logs);
+      if (n > 0 && n < sizeof(format::FileHeader)) {
+        // Less than a header is not something a writer leaves behind: damage, clearly said.
+        ASSERT_FALSE(o.ok);
+        EXPECT_NE(o.error.find("thread." + std::to_string(tid) +
+                               ".gmh: offset 0: expected a "
+                               "64-byte file header"),
+                  std::string::npos)
+            << o.error;
+        continue;
+      }
+      ASSERT_TRUE(o.ok) << o.error;
+      auto got = of_thread(o.events, tid);
+      ASSERT_LE(got.size(), expected.size());
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), expected.begin()));
+      auto others = o.events;
+      std::erase_if(others, [&](const SeenEvent& e) { return e.tid == tid; });
+      EXPECT_EQ(others, others_expected);
+      if (n == size) {
+        EXPECT_TRUE(o.warnings.empty());
+      }
+    }
+  }
+}
+
+TEST(Truncation, ProcessFileCutAtEveryByte) {
+  const ProcessLogs full = small_two_thread_process(true);
+  const auto reference = read_all(full).events;
+  // Where the ProcessInfo record ends: before that the process is unknown, which is an error.
+  auto bytes = analysis::LogBytes::borrow(full.process, "process.gmh");
+  analysis::RecordCursor cursor(bytes, 4096);
+  analysis::Record first;
+  ASSERT_TRUE(cursor.next(&first));
+  const size_t info_end = cursor.offset();
+
+  for (size_t n = 0; n <= full.process.size(); ++n) {
+    SCOPED_TRACE("process.gmh cut at " + std::to_string(n));
+    ProcessLogs logs = full;
+    logs.process.resize(n);
+    Outcome o = read_all(logs);
+    if (n < info_end) {
+      ASSERT_FALSE(o.ok);
+      EXPECT_EQ(o.error.rfind("process.gmh: offset ", 0), 0u) << o.error;
+      continue;
+    }
+    ASSERT_TRUE(o.ok) << o.error;
+    EXPECT_EQ(o.events, reference);
+    EXPECT_EQ(o.has_end, n == full.process.size());
+  }
+}
+
+// Flips `flips` random bits of one of the files; returns which file.
+size_t flip_bits(ProcessLogs& logs, std::mt19937_64& rng, int flips) {
+  size_t which = rng() % (1 + logs.threads.size());
+  Bytes& b = which == 0 ? logs.process : logs.threads[which - 1].second;
+  for (int i = 0; i < flips; ++i) b[rng() % b.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+  return which;
+}
+
+TEST(Corruption, RandomBitFlipsNeverCrash) {
+  const ProcessLogs full = small_two_thread_process(true);
+  std::mt19937_64 rng(20261129);
+  std::map<std::string, int> kinds;  // how often each outcome happened, for the failure message
+  for (int i = 0; i < 4000; ++i) {
+    ProcessLogs logs = full;
+    flip_bits(logs, rng, 1 + static_cast<int>(rng() % 4));
+    Outcome o = read_all(logs);
+    if (o.ok) {
+      ++kinds["ok"];
+      EXPECT_LE(o.events.size(), 6u);
+    } else {
+      ++kinds["error"];
+      ASSERT_NE(o.error.find(".gmh"), std::string::npos) << o.error;
+      ASSERT_NE(o.error.find(": offset "), std::string::npos) << o.error;
+    }
+  }
+  EXPECT_GT(kinds["ok"], 0);
+  EXPECT_GT(kinds["error"], 0);
+}
+
+TEST(Corruption, RandomRecordBytesNeverCrash) {
+  // Valid headers, random records: this reaches the decoders far more often than bit flips.
+  std::mt19937_64 rng(7);
+  const ProcessLogs full = small_two_thread_process(true);
+  for (int i = 0; i < 3000; ++i) {
+    ProcessLogs logs = full;
+    Bytes& b = logs.threads[i % 2].second;
+    b.resize(sizeof(format::FileHeader));
+    size_t n = rng() % 600;
+    for (size_t k = 0; k < n; ++k) {
+      // Mostly small values, like real varints and record types.
+      uint64_t x = rng();
+      b.push_back(static_cast<uint8_t>(x % 4 == 0 ? x >> 8 : (x >> 8) % 8));
+    }
+    Outcome o = read_all(logs);
+    if (!o.ok) {
+      ASSERT_NE(o.error.find(": offset "), std::string::npos) << o.error;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gmemhook::test_logs

@@ -1,0 +1,523 @@
+// The replay's model on processes whose answers are known by construction: the live set, peaks,
+// memory kinds kept apart, frees without a device, failures, unknown frees and api ids, pools,
+// the VMM create/map/unmap/release orders, checkpoints, and the containers underneath.
+#include "analyzer/model/replay.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <unordered_map>
+
+#include "analyzer/model/address_map.h"
+#include "analyzer/model/live_view.h"
+#include "analyzer/model/timeline.h"
+#include "report_scenario.h"
+
+namespace gmemhook::test_logs {
+namespace {
+
+using analysis::Replay;
+using analysis::Series;
+using format::ApiId;
+using format::MemoryType;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+Replay replay(const Scenario& s, bool with_end = true) {
+  const ProcessLogs logs = s.build(with_end);
+  auto reader = read_in_memory(logs);
+  Replay r;
+  reader.read_events(r);
+  r.finish();
+  return r;
+}
+
+const Series* series(const Replay& r, int32_t device, MemoryType memory = MemoryType::Device) {
+  for (const Series& s : r.series())
+    if (s.key.device == device && s.key.memory == memory) return &s;
+  return nullptr;
+}
+
+TEST(Replay, LiveSetPeakAndEnd) {
+  Scenario s(10);
+  const uint32_t st = s.stack(11, {0x401000});
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 100, 0, st);  // seq 1: 100
+  s.alloc(11, ApiId::cudaMalloc, 0x2000, 300, 0, st);  // seq 2: 400
+  s.free(11, ApiId::cudaFree, 0x1000);                 // seq 3: 300
+  s.alloc(11, ApiId::cudaMalloc, 0x3000, 250, 0, st);  // seq 4: 550, the peak
+  s.free(11, ApiId::cudaFree, 0x2000);                 // seq 5: 250
+  const Replay r = replay(s);
+  const Series* d = series(r, 0);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(r.series().size(), 1u);
+  EXPECT_EQ(d->allocations, 3u);
+  EXPECT_EQ(d->allocations_by_api[uint8_t(ApiId::cudaMalloc)], 3u);
+  EXPECT_EQ(d->frees, 2u);
+  EXPECT_EQ(d->allocated_bytes, 650u);
+  EXPECT_EQ(d->freed_bytes, 400u);
+  EXPECT_EQ(d->peak_bytes, 550u);
+  EXPECT_EQ(d->peak_seq, 4u);
+  EXPECT_EQ(d->peak_time_ns, kStartNs + 4000000);
+  EXPECT_EQ(d->live_bytes, 250u);
+  EXPECT_EQ(d->live_count, 1u);
+  ASSERT_EQ(r.live().size(), 1u);
+  EXPECT_EQ(r.live().find(0x3000)->size, 250u);
+  EXPECT_EQ(r.events(), 5u);
+  EXPECT_EQ(r.last_seq(), 5u);
+}
+
+TEST(Replay, FreesTakeTheDeviceOfTheirAllocation) {
+  Scenario s(10);
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 64, 1);
+  s.alloc(11, ApiId::cuMemAlloc_v2, 0x2000, 32, 3);
+  s.free(11, ApiId::cudaFree, 0x2000);  // no device field: the allocation's device 3
+  const Replay r = replay(s);
+  ASSERT_NE(series(r, 1), nullptr);
+  ASSERT_NE(series(r, 3), nullptr);
+  EXPECT_EQ(series(r, analysis::kNoDevice), nullptr);
+  EXPECT_EQ(series(r, 1)->live_bytes, 64u);
+  EXPECT_EQ(series(r, 3)->live_bytes, 0u);
+  EXPECT_EQ(series(r, 3)->frees, 1u);
+  EXPECT_EQ(series(r, 3)->frees_by_api[uint8_t(ApiId::cudaFree)], 1u);
+}
+
+TEST(Replay, UnknownFreesAreCountedNotFatal) {
+  Scenario s(10);
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 64);
+  s.free(11, ApiId::cudaFree, 0xdead0000);  // never allocated
+  s.free(11, ApiId::cudaFree, 0);           // free(nullptr): allowed
+  s.free(11, ApiId::cudaFree, 0x1000);
+  s.free(11, ApiId::cudaFree, 0x1000);  // twice
+  const Replay r = replay(s);
+  EXPECT_EQ(r.anomalies().unknown_frees, 2u);
+  EXPECT_EQ(r.anomalies().null_frees, 1u);
+  ASSERT_EQ(r.anomalies().examples.size(), 2u);
+  EXPECT_EQ(r.anomalies().examples[0].address, 0xdead0000u);
+  EXPECT_EQ(r.anomalies().examples[0].seq, 2u);
+  EXPECT_EQ(r.anomalies().examples[1].seq, 5u);
+  EXPECT_EQ(series(r, 0)->frees, 1u);
+  EXPECT_EQ(series(r, 0)->live_bytes, 0u);
+}
+
+TEST(Replay, FailedAllocationsNeverEnterTheLiveSet) {
+  Scenario s(10);
+  const uint32_t st = s.stack(11, {0x401234});
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 64);
+  s.alloc(11, ApiId::cudaMalloc, 0, 1 << 30, 0, st, 2);  // out of memory
+  const Replay r = replay(s);
+  const Series* d = series(r, 0);
+  EXPECT_EQ(d->allocations, 1u);
+  EXPECT_EQ(d->failed, 1u);
+  ASSERT_EQ(d->failures.size(), 1u);
+  EXPECT_EQ(d->failures[0].bytes, 1u << 30);
+  EXPECT_EQ(d->failures[0].seq, 2u);
+  EXPECT_EQ(d->failures[0].result, 2u);
+  EXPECT_EQ(d->failures[0].api, uint8_t(ApiId::cudaMalloc));
+  EXPECT_EQ(r.stacks().frames(d->failures[0].stack)[0], 0x401234u);
+  EXPECT_EQ(d->live_bytes, 64u);
+  EXPECT_EQ(d->peak_bytes, 64u);
+  EXPECT_EQ(r.live().size(), 1u);
+}
+
+TEST(Replay, DevicePinnedAndManagedMemoryAreKeptApart) {
+  Scenario s(10);
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 100, 0);
+  s.alloc(11, ApiId::cudaMallocHost, 0x2000, 200, 0);  // recorded with the current device
+  s.alloc(11, ApiId::cudaMallocManaged, 0x3000, 300, 0);
+  s.create(11, 7, 2 * kMiB, 0, 0, /*host=*/true);  // cuMemCreate of host memory
+  const Replay r = replay(s);
+  ASSERT_EQ(r.series().size(), 3u);
+  EXPECT_EQ(series(r, 0)->peak_bytes, 100u);
+  const Series* pinned = series(r, analysis::kNoDevice, MemoryType::HostPinned);
+  ASSERT_NE(pinned, nullptr);
+  EXPECT_EQ(pinned->live_bytes, 200u + 2 * kMiB);
+  EXPECT_EQ(pinned->physical_bytes, 2 * kMiB);
+  EXPECT_EQ(series(r, 0, MemoryType::Managed)->live_bytes, 300u);
+}
+
+TEST(Replay, StreamOrderedFreesCountWhenIssuedAndPoolsKeepHighWaterMarks) {
+  Scenario s(10);
+  auto async = [&](ApiId api, uint64_t address, uint64_t size, uint64_t pool) {
+    format::Event& ev = s.event(11, api);
+    ev.f.set_address(address);
+    ev.f.set_size(size);
+    ev.f.set_stream(0x55);
+    if (pool) ev.f.set_pool(pool);
+    ev.f.set_device(0);
+  };
+  async(ApiId::cudaMallocAsync, 0x1000, 64, 0);
+  async(ApiId::cudaMallocFromPoolAsync, 0x2000, 32, 0xbeef);
+  s.event(11, ApiId::cudaFreeAsync).f.set_address(0x1000);  // counts now, not when it completes
+  async(ApiId::cuMemAllocFromPoolAsync, 0x3000, 16, 0xbeef);
+  s.event(11, ApiId::cuMemFreeAsync).f.set_address(0x2000);
+  const Replay r = replay(s);
+  const Series* d = series(r, 0);
+  EXPECT_EQ(d->peak_bytes, 96u);
+  EXPECT_EQ(d->peak_seq, 2u);
+  EXPECT_EQ(d->live_bytes, 16u);
+  ASSERT_EQ(r.pools().size(), 2u);
+  const analysis::Pool& def = r.pools()[0];
+  EXPECT_EQ(def.handle, 0u);
+  EXPECT_EQ(def.device, 0);
+  EXPECT_EQ(def.live_bytes, 0u);
+  EXPECT_EQ(def.high_water_bytes, 64u);
+  const analysis::Pool& own = r.pools()[1];
+  EXPECT_EQ(own.handle, 0xbeefu);
+  EXPECT_EQ(own.live_bytes, 16u);
+  EXPECT_EQ(own.high_water_bytes, 48u);
+  EXPECT_EQ(own.high_water_seq, 4u);
+  EXPECT_EQ(own.allocations, 2u);
+}
+
+// Allocations on a stream while it is captured belong to the graph and are counted once; launches
+// replay it. An allocation on another stream during the capture is not the graph's.
+TEST(Replay, GraphCaptureOwnsItsAllocationsAndLaunchesAllocateNothing) {
+  Scenario s(10);
+  auto on_stream = [&](ApiId api, uint64_t stream) -> format::Event& {
+    format::Event& ev = s.event(11, api);
+    ev.f.set_stream(stream);
+    return ev;
+  };
+  auto async = [&](uint64_t address, uint64_t size, uint64_t stream) {
+    format::Event& ev = on_stream(ApiId::cudaMallocAsync, stream);
+    ev.f.set_address(address);
+    ev.f.set_size(size);
+    ev.f.set_device(0);
+  };
+  on_stream(ApiId::cudaStreamBeginCapture, 0x77);
+  async(0x1000, 4096, 0x77);
+  async(0x3000, 1024, 0x88);  // another stream: not captured
+  async(0x2000, 512, 0x77);
+  on_stream(ApiId::cudaStreamEndCapture, 0x77).f.set_handle(0x900);
+  async(0x4000, 256, 0x77);  // after the capture ended
+  for (int i = 0; i < 5; ++i) on_stream(ApiId::cudaGraphLaunch, 0x77).f.set_handle(0x901);
+  const Replay r = replay(s);
+  const analysis::GraphActivity& g = r.graphs();
+  EXPECT_EQ(g.captures, 1u);
+  EXPECT_EQ(g.capture_allocations, 2u);
+  EXPECT_EQ(g.capture_bytes, 4608u);
+  EXPECT_EQ(g.launches, 5u);
+  EXPECT_EQ(g.allocations_between_launches, 0u);
+  EXPECT_EQ(series(r, 0)->live_bytes, 4096u + 1024 + 512 + 256) << "each allocation once";
+  EXPECT_EQ(series(r, 0)->allocations, 4u);
+}
+
+TEST(Replay, VmmReleaseWhileMappedFreesAtTheLastUnmap) {
+  Scenario s(10);
+  s.reserve(11, 0x10000000, 8 * kMiB);  // seq 1
+  s.create(11, 1, 2 * kMiB);            // seq 2
+  s.map(11, 0x10000000, 2 * kMiB, 1);   // seq 3
+  s.map(11, 0x10200000, 2 * kMiB, 1);   // seq 4: the same handle twice
+  s.release(11, 1);                     // seq 5: still mapped, still memory
+  s.unmap(11, 0x10000000, 2 * kMiB);    // seq 6: one mapping left
+  const Replay mid = replay(s);
+  EXPECT_EQ(series(mid, 0)->physical_bytes, 2 * kMiB);
+  EXPECT_EQ(series(mid, 0)->live_bytes, 2 * kMiB);
+  EXPECT_EQ(series(mid, 0)->mapped_bytes, 2 * kMiB);
+  EXPECT_EQ(series(mid, 0)->frees, 1u);      // the release is counted when issued
+  s.unmap(11, 0x10200000, 2 * kMiB);         // seq 7: now it is gone
+  s.address_free(11, 0x10000000, 8 * kMiB);  // seq 8
+  const Replay r = replay(s);
+  const Series* d = series(r, 0);
+  EXPECT_EQ(d->physical_bytes, 0u);
+  EXPECT_EQ(d->live_bytes, 0u);
+  EXPECT_EQ(d->live_count, 0u);
+  EXPECT_EQ(d->freed_bytes, 2 * kMiB);
+  EXPECT_EQ(d->mapped_bytes, 0u);
+  EXPECT_EQ(d->reserved_bytes, 0u);
+  EXPECT_EQ(d->max_physical_bytes, 2 * kMiB);
+  EXPECT_EQ(d->max_mapped_bytes, 4 * kMiB);
+  EXPECT_EQ(d->max_reserved_bytes, 8 * kMiB);
+  EXPECT_EQ(d->peak_bytes, 2 * kMiB);  // physical bytes, not mapped or reserved ones
+  EXPECT_TRUE(r.handles().empty());
+  EXPECT_TRUE(r.mappings().empty());
+  EXPECT_TRUE(r.reservations().empty());
+}
+
+TEST(Replay, VmmUnmapThenReleaseFreesAtTheRelease) {
+  Scenario s(10);
+  s.create(11, 1, 4 * kMiB);
+  s.map(11, 0x10000000, 4 * kMiB, 1);
+  s.unmap(11, 0x10000000, 4 * kMiB);
+  const Replay mid = replay(s);
+  EXPECT_EQ(series(mid, 0)->live_bytes, 4 * kMiB);  // unmapped but not released: still memory
+  s.release(11, 1);
+  const Replay r = replay(s);
+  EXPECT_EQ(series(r, 0)->live_bytes, 0u);
+  EXPECT_EQ(series(r, 0)->peak_bytes, 4 * kMiB);
+  EXPECT_EQ(series(r, 0)->peak_seq, 1u);
+}
+
+TEST(Replay, VmmOneUnmapCoversBackToBackMappings) {
+  Scenario s(10);
+  s.create(11, 1, 2 * kMiB, 1);
+  s.create(11, 2, 2 * kMiB, 1);
+  s.map(11, 0x20000000, 2 * kMiB, 1);
+  s.map(11, 0x20200000, 2 * kMiB, 2);
+  s.release(11, 1);
+  s.release(11, 2);
+  s.unmap(11, 0x20000000, 4 * kMiB);  // both mappings at once
+  s.unmap(11, 0x30000000, 2 * kMiB);  // nothing mapped there
+  s.release(11, 99);                  // never created
+  const Replay r = replay(s);
+  const Series* d = series(r, 1);
+  EXPECT_EQ(d->live_bytes, 0u);
+  EXPECT_EQ(d->mapped_bytes, 0u);
+  EXPECT_EQ(d->peak_bytes, 4 * kMiB);
+  EXPECT_EQ(r.anomalies().unknown_unmaps, 1u);
+  EXPECT_EQ(r.anomalies().unknown_releases, 1u);
+}
+
+TEST(Replay, VmmCreateFailureIsAFailedAllocation) {
+  Scenario s(10);
+  s.create(11, 0, 64 * kMiB, 0, 0, false, 2);
+  const Replay r = replay(s);
+  EXPECT_EQ(series(r, 0)->failed, 1u);
+  EXPECT_EQ(series(r, 0)->failures[0].api, uint8_t(ApiId::cuMemCreate));
+  EXPECT_EQ(series(r, 0)->live_bytes, 0u);
+  EXPECT_TRUE(r.handles().empty());
+}
+
+TEST(Replay, UnknownApiIdsAreCountedAndSkipped) {
+  Scenario s(10);
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 64);
+  format::Event& ev = s.event(11, ApiId::cudaMalloc);
+  ev.api = 77;  // a newer recorder's entry point
+  ev.f.set_address(0x2000);
+  ev.f.set_size(1 << 20);
+  const Replay r = replay(s);
+  EXPECT_EQ(r.events(), 2u);
+  EXPECT_EQ(r.anomalies().unknown_api_events, 1u);
+  EXPECT_EQ(r.anomalies().unknown_api_ids[77], 1u);
+  EXPECT_EQ(series(r, 0)->live_bytes, 64u);
+}
+
+TEST(Replay, AnAddressHandedOutAgainMeansAMissedFree) {
+  Scenario s(10);
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 64);
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 32);  // its free was not recorded (e.g. a reset)
+  const Replay r = replay(s);
+  EXPECT_EQ(r.anomalies().reused_addresses, 1u);
+  EXPECT_EQ(series(r, 0)->live_bytes, 32u);
+  EXPECT_EQ(series(r, 0)->live_count, 1u);
+  EXPECT_EQ(series(r, 0)->peak_bytes, 64u);
+}
+
+TEST(Replay, IdenticalStacksOfTwoThreadsAreOneStack) {
+  Scenario s(10);
+  const uint32_t a = s.stack(11, {0x401000, 0x402000});
+  s.stack(12, {0x409999});
+  const uint32_t b = s.stack(12, {0x401000, 0x402000});
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 64, 0, a);
+  s.alloc(12, ApiId::cudaMalloc, 0x2000, 32, 0, b);
+  const Replay r = replay(s);
+  const auto groups = analysis::group_live(
+      r, [](const analysis::SeriesKey&) { return true; }, false);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].count, 2u);
+  EXPECT_EQ(groups[0].bytes, 96u);
+  EXPECT_EQ(r.stacks().frames(groups[0].stack).size(), 2u);
+}
+
+TEST(Replay, PythonFramesArePartOfAStacksIdentity) {
+  // Two threads describe the same code object under different ids; a stack through the same
+  // native frames at another Python line is a different stack.
+  Scenario empty(10);
+  ProcessLogs logs = empty.build(true);
+  analysis::PyCode code;
+  code.py_version = 0x030c;
+  code.filename = "train.py";
+  code.name = code.qualname = "step";
+  code.first_line = 10;
+  code.line_table = "\x01\x02";
+  const std::vector<uint64_t> native = {0x401000, 0x402000};
+  uint32_t next_seq = 1;
+  auto thread = [&](uint64_t tid, uint32_t pad_codes, std::vector<uint32_t> offsets) {
+    ThreadLogBuilder t(logs.pid, tid, kStartNs);
+    analysis::PyCode other = code;
+    other.name = other.qualname = "unrelated";
+    for (uint32_t i = 0; i < pad_codes; ++i) t.py_code(other);
+    const uint32_t id = t.py_code(code);
+    for (uint32_t offset : offsets) {
+      const uint32_t st = t.stack(native, {{id, offset, true}});
+      auto ev = make_event(ApiId::cudaMalloc, next_seq, kStartNs + next_seq * 1000, st);
+      ev.f.set_address(0x100000 * next_seq);
+      ev.f.set_size(64);
+      ev.f.set_device(0);
+      t.event(ev);
+      ++next_seq;
+    }
+    logs.threads.push_back({tid, t.file.bytes()});
+  };
+  thread(11, 0, {20, 40});
+  thread(12, 3, {20});  // the same code object as id 4 here
+  auto reader = read_in_memory(logs);
+  Replay r;
+  reader.read_events(r);
+  r.finish();
+  const auto groups = analysis::group_live(
+      r, [](const analysis::SeriesKey&) { return true; }, false);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].count, 2u);  // offset 20 from both threads
+  EXPECT_EQ(groups[1].count, 1u);  // offset 40
+  EXPECT_EQ(r.stacks().size(), 2u);
+}
+
+TEST(Replay, CheckpointsSeeTheStateAfterTheirEvent) {
+  Scenario s(10);
+  for (uint64_t i = 1; i <= 6; ++i) s.alloc(11, ApiId::cudaMalloc, 0x1000 * i, 10 * i);
+  const ProcessLogs logs = s.build(true);
+  auto reader = read_in_memory(logs);
+  Replay r;
+  std::vector<std::pair<uint64_t, uint64_t>> seen;  // (seq, live bytes)
+  r.set_checkpoints({4, 2, 99}, [&](uint64_t seq) {
+    seen.push_back({seq, r.series()[0].live_bytes});
+  });
+  uint64_t at_time = 0;
+  r.set_time_checkpoint(kStartNs + 2500000, [&] { at_time = r.series()[0].live_bytes; });
+  reader.read_events(r);
+  r.finish();
+  const std::vector<std::pair<uint64_t, uint64_t>> expected = {{2, 30}, {4, 100}, {99, 210}};
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(at_time, 30u);  // after seq 2 (2 ms), before seq 3 (3 ms)
+}
+
+TEST(Replay, APassCanStopAfterItsLastCheckpoint) {
+  Scenario s(10);
+  for (uint64_t i = 1; i <= 6; ++i) s.alloc(11, ApiId::cudaMalloc, 0x1000 * i, 10);
+  const ProcessLogs logs = s.build(true);
+  auto reader = read_in_memory(logs);
+  Replay r;
+  uint64_t live = 0;
+  r.set_checkpoints(
+      {3}, [&](uint64_t) { live = r.series()[0].live_bytes; }, true);
+  EXPECT_THROW(reader.read_events(r), Replay::Stop);
+  EXPECT_EQ(live, 30u);
+  EXPECT_EQ(r.last_seq(), 3u);
+  // The reader starts over on the next pass.
+  Replay again;
+  reader.read_events(again);
+  again.finish();
+  EXPECT_EQ(again.series()[0].live_bytes, 60u);
+}
+
+// The one-pass capture of who held the memory at each peak and first failure must agree with
+// stopping a second pass right there. Long stretches after each peak make the capture log
+// overflow its bound and take the groups early, so both of its paths run.
+TEST(Replay, SitesCapturedInOnePassMatchASecondPass) {
+  Scenario s(10);
+  std::mt19937_64 rng(11);
+  std::vector<uint32_t> stacks;
+  for (uint64_t i = 0; i < 40; ++i) stacks.push_back(s.stack(11, {0x401000 + i * 16}));
+  std::vector<std::pair<uint64_t, int32_t>> live;
+  uint64_t next = 0x10000000;
+  for (int i = 0; i < 60000; ++i) {
+    const bool grow = i % 20000 < 3000;  // three ramps, each followed by a long churn
+    if (live.empty() || rng() % 100 < (grow ? 80u : 48u)) {
+      const int32_t device = static_cast<int32_t>(rng() % 2);
+      const uint32_t result = rng() % 500 == 0 ? 2 : 0;
+      s.alloc(11, rng() % 4 ? ApiId::cudaMalloc : ApiId::cuMemAlloc_v2, next, 512 + rng() % 4096,
+              device, stacks[rng() % stacks.size()], result);
+      if (!result) live.push_back({next, device});
+      next += 8192;
+    } else {
+      const size_t k = rng() % live.size();
+      s.free(11, ApiId::cudaFree, live[k].first);
+      live[k] = live.back();
+      live.pop_back();
+    }
+  }
+  const ProcessLogs logs = s.build(true);
+  auto reader = read_in_memory(logs);
+  Replay one;
+  one.capture_sites(true);
+  reader.read_events(one);
+  one.finish();
+
+  Replay two;
+  std::vector<uint64_t> seqs;
+  for (const Series& x : one.series()) {
+    seqs.push_back(x.peak_seq);
+    if (!x.failures.empty()) seqs.push_back(x.failures[0].seq);
+  }
+  std::map<std::pair<size_t, uint64_t>, std::vector<analysis::SiteGroup>> seen;
+  two.set_checkpoints(seqs, [&](uint64_t seq) {
+    for (size_t i = 0; i < two.series().size(); ++i) {
+      const analysis::SeriesKey key = two.series()[i].key;
+      seen[{i, seq}] = two.sites_now([&](const analysis::SeriesKey& k) { return k == key; });
+    }
+  });
+  reader.read_events(two);
+  two.finish();
+
+  auto same = [](const std::vector<analysis::SiteGroup>& a,
+                 const std::vector<analysis::SiteGroup>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].stack != b[i].stack || a[i].bytes != b[i].bytes || a[i].count != b[i].count ||
+          a[i].api != b[i].api || !(a[i].series == b[i].series))
+        return false;
+    return true;
+  };
+  ASSERT_EQ(one.series().size(), 2u);
+  for (size_t i = 0; i < one.series().size(); ++i) {
+    const Series& x = one.series()[i];
+    ASSERT_FALSE(x.sites_at_peak.empty());
+    uint64_t total = 0;
+    for (const auto& g : x.sites_at_peak) total += g.bytes;
+    EXPECT_EQ(total, x.peak_bytes);
+    EXPECT_TRUE(same(x.sites_at_peak, seen[{i, x.peak_seq}])) << "series " << i;
+    ASSERT_FALSE(x.failures.empty());
+    EXPECT_TRUE(same(x.sites_at_first_failure, seen[{i, x.failures[0].seq}])) << "series " << i;
+  }
+}
+
+TEST(Timeline, StaysBoundedAndKeepsThePeak) {
+  analysis::Timeline t;
+  for (uint64_t i = 1; i <= 200000; ++i) t.add(i, i * 10, i == 123457 ? 999999 : i % 1000);
+  const auto points = t.points();
+  EXPECT_LE(points.size(), 2 * analysis::Timeline::kPoints + 2);
+  uint64_t high = 0;
+  for (const auto& p : points) high = std::max(high, p.bytes);
+  EXPECT_EQ(high, 999999u);
+  EXPECT_EQ(points.back().seq, 200000u);  // ends with the latest value
+  for (size_t i = 1; i < points.size(); ++i) EXPECT_LT(points[i - 1].seq, points[i].seq);
+}
+
+TEST(AddressMap, BehavesLikeAnUnorderedMap) {
+  analysis::AddressMap<uint64_t> map;
+  std::unordered_map<uint64_t, uint64_t> ref;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    const uint64_t key = 0x7f0000000000ull + (rng() % 5000) * 512;
+    if (rng() % 3) {
+      auto [v, added] = map.find_or_add(key);
+      EXPECT_EQ(added, !ref.count(key));
+      *v = i;
+      ref[key] = i;
+    } else {
+      uint64_t out = 0;
+      const bool had = map.take(key, &out);
+      ASSERT_EQ(had, ref.count(key) == 1);
+      if (had) {
+        EXPECT_EQ(out, ref[key]);
+      }
+      ref.erase(key);
+    }
+    ASSERT_EQ(map.size(), ref.size());
+  }
+  for (const auto& [k, v] : ref) {
+    ASSERT_NE(map.find(k), nullptr);
+    EXPECT_EQ(*map.find(k), v);
+  }
+  size_t visited = 0;
+  map.for_each([&](uint64_t k, const uint64_t& v) {
+    ++visited;
+    EXPECT_EQ(ref.at(k), v);
+  });
+  EXPECT_EQ(visited, ref.size());
+}
+
+}  // namespace
+}  // namespace gmemhook::test_logs
