@@ -1,0 +1,207 @@
+// The rules that tell library frames from the user's (see user_code.h): one table, first match
+// wins.
+#include "analyzer/symbols/user_code.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace gmemhook::analysis {
+namespace {
+
+enum class Match : uint8_t {
+  NativeModulePrefix,  // the module's file name starts with the pattern
+  NativePathPart,      // the module's full path contains the pattern
+  PythonPathPart,      // a Python frame's file contains the pattern
+};
+
+struct Rule {
+  CodeOwner owner;
+  Match match;
+  std::string_view pattern;
+  std::string_view label;  // what a folded line calls it (native frames: the module's name)
+};
+
+// Why the Python rules name packages rather than "site-packages": model code the user is reading
+// (transformers' modeling_gpt2.py, a local package installed with pip -e) lives there too, and it
+// is the line people ask for. The layers such model code calls into are listed instead.
+constexpr Rule kRules[] = {
+    // CUDA and NVIDIA's libraries; gmemhook's own frames are already dropped, but a log from an
+    // older build may hold them.
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libcuda.so", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libcudart", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libcublas", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libcudnn", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libnccl", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libcufft", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libcurand", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libcusparse", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libcusolver", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libnvrtc", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libnvJitLink", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libcupti", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libnvToolsExt", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libnvshmem", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libcufile", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libnvidia-", ""},
+    {CodeOwner::Cuda, Match::NativeModulePrefix, "libgmemhook", ""},
+    // Frameworks, native side.
+    {CodeOwner::Framework, Match::NativeModulePrefix, "libtorch", ""},
+    {CodeOwner::Framework, Match::NativeModulePrefix, "libc10", ""},
+    {CodeOwner::Framework, Match::NativeModulePrefix, "libshm", ""},
+    {CodeOwner::Framework, Match::NativeModulePrefix, "libcaffe2", ""},
+    {CodeOwner::Framework, Match::NativeModulePrefix, "libtriton", ""},
+    {CodeOwner::Framework, Match::NativeModulePrefix, "libxla", ""},
+    {CodeOwner::Framework, Match::NativeModulePrefix, "xla_extension", ""},
+    {CodeOwner::Framework, Match::NativeModulePrefix, "libjax", ""},
+    {CodeOwner::Framework, Match::NativeModulePrefix, "libtensorflow", ""},
+    {CodeOwner::Framework, Match::NativePathPart, "/torch/", ""},  // torch/_C.cpython-*.so
+    {CodeOwner::Framework, Match::NativePathPart, "/cupy/", ""},
+    {CodeOwner::Framework, Match::NativePathPart, "/cupy_backends/", ""},
+    {CodeOwner::Framework, Match::NativePathPart, "/jaxlib/", ""},
+    {CodeOwner::Framework, Match::NativePathPart, "/triton/", ""},
+    // Frameworks, Python side.
+    {CodeOwner::Framework, Match::PythonPathPart, "/torch/", "torch"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/cupy/", "cupy"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/cupyx/", "cupy"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/jax/", "jax"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/jaxlib/", "jax"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/flax/", "flax"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/triton/", "triton"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/accelerate/", "accelerate"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/numpy/", "numpy"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/pytorch_utils.py", "transformers"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/modeling_utils.py",
+     "transformers"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/activations.py", "transformers"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/integrations/", "transformers"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/utils/", "transformers"},
+    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/generation/", "transformers"},
+    // The interpreter and the glue between Python and native code.
+    {CodeOwner::Interpreter, Match::NativeModulePrefix, "python", ""},
+    {CodeOwner::Interpreter, Match::NativeModulePrefix, "libpython", ""},
+    {CodeOwner::Interpreter, Match::NativeModulePrefix, "libffi", ""},
+    {CodeOwner::Interpreter, Match::NativeModulePrefix, "_ctypes", ""},
+    {CodeOwner::Interpreter, Match::PythonPathPart, "<frozen ", "python"},
+    {CodeOwner::Interpreter, Match::PythonPathPart, "/runpy.py", "python"},
+    {CodeOwner::Interpreter, Match::PythonPathPart, "/importlib/", "python"},
+    {CodeOwner::Interpreter, Match::PythonPathPart, "/ctypes/", "python"},
+    // The C and C++ runtime.
+    {CodeOwner::Runtime, Match::NativeModulePrefix, "libc.so", ""},
+    {CodeOwner::Runtime, Match::NativeModulePrefix, "libc-", ""},
+    {CodeOwner::Runtime, Match::NativeModulePrefix, "libstdc++", ""},
+    {CodeOwner::Runtime, Match::NativeModulePrefix, "libgcc_s", ""},
+    {CodeOwner::Runtime, Match::NativeModulePrefix, "ld-linux", ""},
+    {CodeOwner::Runtime, Match::NativeModulePrefix, "libpthread", ""},
+    {CodeOwner::Runtime, Match::NativeModulePrefix, "libdl", ""},
+    {CodeOwner::Runtime, Match::NativeModulePrefix, "libm.so", ""},
+    {CodeOwner::Runtime, Match::NativeModulePrefix, "libgomp", ""},
+};
+
+std::string_view base_name(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+const Rule* rule_for(const Frame& frame) {
+  std::string_view module = frame.module;
+  std::string_view file = frame.file ? std::string_view(*frame.file) : std::string_view();
+  for (const Rule& r : kRules) {
+    switch (r.match) {
+      case Match::NativeModulePrefix:
+        if (!frame.python && base_name(module).starts_with(r.pattern)) return &r;
+        break;
+      case Match::NativePathPart:
+        if (!frame.python && module.find(r.pattern) != std::string_view::npos) return &r;
+        break;
+      case Match::PythonPathPart:
+        if (frame.python && file.find(r.pattern) != std::string_view::npos) return &r;
+        break;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const char* to_string(CodeOwner owner) {
+  switch (owner) {
+    case CodeOwner::User:
+      return "user";
+    case CodeOwner::Cuda:
+      return "cuda";
+    case CodeOwner::Framework:
+      return "framework";
+    case CodeOwner::Interpreter:
+      return "interpreter";
+    case CodeOwner::Runtime:
+      return "runtime";
+  }
+  return "?";
+}
+
+CodeOwner owner_of(const Frame& frame) {
+  const Rule* r = rule_for(frame);
+  return r ? r->owner : CodeOwner::User;
+}
+
+std::string library_of(const Frame& frame) {
+  if (!frame.python) {
+    std::string_view name = base_name(frame.module);
+    return name.empty() ? std::string("?") : std::string(name);
+  }
+  const Rule* r = rule_for(frame);
+  if (r && !r->label.empty()) return std::string(r->label);
+  return frame.file ? std::string(base_name(*frame.file)) : std::string("?");
+}
+
+size_t user_frame(const std::vector<Frame>& frames) {
+  size_t first_python = kNoUserFrame, first_native_user = kNoUserFrame;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const Frame& f = frames[i];
+    bool user = owner_of(f) == CodeOwner::User;
+    if (f.python) {
+      if (user) return i;
+      if (first_python == kNoUserFrame) first_python = i;
+    } else if (user && first_native_user == kNoUserFrame) {
+      first_native_user = i;
+    }
+  }
+  return first_python != kNoUserFrame ? first_python : first_native_user;
+}
+
+std::vector<StackLine> fold_library_frames(const std::vector<Frame>& frames) {
+  std::vector<StackLine> lines;
+  size_t i = 0;
+  while (i < frames.size()) {
+    CodeOwner owner = owner_of(frames[i]);
+    size_t end = i + 1;
+    if (owner != CodeOwner::User)
+      while (end < frames.size() && owner_of(frames[end]) != CodeOwner::User) ++end;
+    StackLine line;
+    line.first = i;
+    line.owner = owner;
+    if (end - i >= 2) {
+      line.count = end - i;
+      line.folded = true;
+      for (size_t k = i; k < end; ++k) {
+        std::string lib = library_of(frames[k]);
+        if (std::find(line.libraries.begin(), line.libraries.end(), lib) == line.libraries.end())
+          line.libraries.push_back(std::move(lib));
+      }
+      lines.push_back(std::move(line));
+      i = end;
+    } else {
+      lines.push_back(std::move(line));
+      i += 1;
+    }
+  }
+  return lines;
+}
+
+std::string describe_fold(const StackLine& line) {
+  std::string s = std::to_string(line.count) + " frames in ";
+  for (size_t i = 0; i < line.libraries.size(); ++i) s += (i ? ", " : "") + line.libraries[i];
+  return s;
+}
+
+}  // namespace gmemhook::analysis
