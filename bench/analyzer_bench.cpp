@@ -89,6 +89,13 @@ class ChunkedFile {
     std::memcpy(p + header, payload, n);
     used_ += header + n;
   }
+  // A record whose payload codec.h encodes, as the recorder does.
+  template <class Payload>
+  void record(const Payload& payload) {
+    std::vector<uint8_t> bytes(fmt::payload_size(payload));
+    fmt::encode(bytes.data(), payload);
+    record(Payload::kType, bytes.data(), bytes.size());
+  }
 
  private:
   std::ofstream out_;
@@ -111,41 +118,13 @@ struct Live {
 
 void write_process_file(const fs::path& dir, uint64_t events, uint64_t end_ns) {
   ChunkedFile f(dir / fmt::kProcessFileName, fmt::FileKind::Process, 0);
-  std::vector<uint8_t> p(4096);
-  fmt::PayloadWriter w(p.data());
-  w.varint(kPid);
-  w.varint(1);
-  w.string("/opt/bench/app");
-  w.varint(1);
-  w.string("app");
-  w.string("0");
-  w.string("0");
-  w.string("1");
-  w.string("bench");
-  w.varint(kChunk);
-  f.record(fmt::RecordType::ProcessInfo, p.data(), w.size());
-
-  fmt::PayloadWriter b(p.data());
-  b.varint(0);
-  b.varint(1);
-  f.record(fmt::RecordType::ModulesBegin, p.data(), b.size());
-  fmt::PayloadWriter m(p.data());
-  m.string("/opt/bench/app-that-is-not-here");
-  m.string("");
-  m.varint(kModuleBias);
-  m.varint(1);
-  m.varint(0);
-  m.varint(kModuleSize);
-  m.varint(5);
-  f.record(fmt::RecordType::Module, p.data(), m.size());
-
-  fmt::PayloadWriter e(p.data());
-  e.u8(static_cast<uint8_t>(fmt::EndHow::Exit));
-  e.zigzag(0);
-  e.varint(events);
-  e.varint(end_ns - kStart);
-  e.u8(1);
-  f.record(fmt::RecordType::End, p.data(), e.size());
+  const std::string_view argv[] = {"app"};
+  f.record(
+      fmt::ProcessInfoPayload{kPid, 1, "/opt/bench/app", argv, "0", "0", "1", "bench", kChunk});
+  f.record(fmt::ModulesBeginPayload{0, 1});
+  const fmt::Segment segments[] = {{0, kModuleSize, 5}};
+  f.record(fmt::ModulePayload{"/opt/bench/app-that-is-not-here", "", kModuleBias, segments});
+  f.record(fmt::EndPayload{fmt::EndHow::Exit, 0, events, end_ns - kStart, true});
 }
 
 // The run: `events` events, each thread using an overlapping quarter of the stacks.
@@ -175,7 +154,6 @@ fs::path generate(const fs::path& run, uint64_t events, unsigned threads, unsign
   std::vector<Live> live;
   uint64_t next_address = 0x7f0000000000ull;
   uint64_t time = kStart + 1000;
-  std::vector<uint8_t> payload(16 + 10 * 64);
   uint8_t ev_buf[fmt::kMaxEventPayload];
   for (uint64_t seq = 1; seq <= events; ++seq) {
     Thread& t = ts[rng.below(threads)];
@@ -190,16 +168,7 @@ fs::path generate(const fs::path& run, uint64_t events, unsigned threads, unsign
       const unsigned s =
           static_cast<unsigned>((t_index * stacks / threads + rng.below(stacks / 4 + 1)) % stacks);
       if (!t.file_id[s]) {
-        fmt::PayloadWriter w(payload.data());
-        w.varint(t.next_id);
-        w.varint(frames[s].size());
-        uint64_t prev = 0;
-        for (uint64_t pc : frames[s]) {
-          w.zigzag(static_cast<int64_t>(pc - prev));
-          prev = pc;
-        }
-        w.varint(0);  // no Python frames
-        t.file->record(fmt::RecordType::Stack, payload.data(), w.size());
+        t.file->record(fmt::StackPayload{t.next_id, frames[s], {}});  // no Python frames
         t.file_id[s] = t.next_id++;
       }
       ev.stack_id = t.file_id[s];

@@ -72,35 +72,47 @@ bool LogFile::map_chunk(uint64_t index) {
   return true;
 }
 
-bool LogFile::append(RecordType type, const void* payload, size_t n) {
-  if (!chunk_) return false;
-  uint8_t t = static_cast<uint8_t>(type);
-  bool big = format::is_big(t);
-  if ((!big && n > format::kMaxSmallPayload) || n > format::kMaxBigRecord) return false;
+// Out of line and cold: it runs once per chunk, append() once per event.
+__attribute__((noinline, cold)) bool LogFile::next_chunk(size_t need) {
+  if (need + format::kSmallHeaderSize + (chunk_index_ == 0 ? sizeof(format::FileHeader) : 0) >
+      chunk_size_)
+    return false;  // can never fit; callers split large data
+  commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
+  uint8_t* old = chunk_;
+  uint64_t next = chunk_index_ + 1;
+  chunk_ = nullptr;
+  munmap(old, chunk_size_);
+  return map_chunk(next);
+}
+
+uint8_t* LogFile::reserve(RecordType type, size_t n) {
+  if (!chunk_) return nullptr;
+  bool big = format::is_big(static_cast<uint8_t>(type));
+  if ((!big && n > format::kMaxSmallPayload) || n > format::kMaxBigRecord) return nullptr;
   size_t need = (big ? format::kBigHeaderSize : format::kSmallHeaderSize) + n;
   // Keep room for a ChunkEnd record so a reader always finds an explicit end of chunk.
-  if (pos_ + need + format::kSmallHeaderSize > chunk_size_) {
-    if (need + format::kSmallHeaderSize + (chunk_index_ == 0 ? sizeof(format::FileHeader) : 0) >
-        chunk_size_)
-      return false;  // can never fit; callers split large data
-    commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
-    uint8_t* old = chunk_;
-    uint64_t next = chunk_index_ + 1;
-    chunk_ = nullptr;
-    munmap(old, chunk_size_);
-    if (!map_chunk(next)) return false;
-  }
-  uint8_t* at = chunk_ + pos_;
-  if (big) {
+  if (pos_ + need + format::kSmallHeaderSize > chunk_size_ && !next_chunk(need)) return nullptr;
+  return chunk_ + pos_ + (need - n);  // just after the header
+}
+
+void LogFile::commit(RecordType type, uint8_t* payload, size_t n) {
+  uint8_t t = static_cast<uint8_t>(type);
+  if (format::is_big(t)) {
     uint32_t len = static_cast<uint32_t>(n);
-    std::memcpy(at + 2, &len, sizeof(len));
-    std::memcpy(at + format::kBigHeaderSize, payload, n);
-    commit_header(at, t);
+    std::memcpy(payload - sizeof(len), &len, sizeof(len));
+    commit_header(payload - format::kBigHeaderSize, t);
+    pos_ += format::kBigHeaderSize + n;
   } else {
-    std::memcpy(at + format::kSmallHeaderSize, payload, n);
-    commit_header(at, static_cast<uint16_t>(t | (n << 8)));
+    commit_header(payload - format::kSmallHeaderSize, static_cast<uint16_t>(t | (n << 8)));
+    pos_ += format::kSmallHeaderSize + n;
   }
-  pos_ += need;
+}
+
+bool LogFile::append(RecordType type, const void* payload, size_t n) {
+  uint8_t* at = reserve(type, n);
+  if (!at) return false;
+  std::memcpy(at, payload, n);
+  commit(type, at, n);
   return true;
 }
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gmemhook/format.h"
+#include "gmemhook/codec.h"
 
 namespace gmemhook {
 
@@ -22,6 +22,18 @@ class LogFile {
   // and every later append is a cheap no-op.
   bool append(format::RecordType type, const void* payload, size_t n);
 
+  // Appends one record, its payload encoded by codec.h straight into the mapping: its exact size
+  // is reserved first and the header stored last, as above. Returns false as above.
+  template <class Payload>
+  bool append(const Payload& p) {
+    size_t n = format::payload_size(p);
+    uint8_t* at = reserve(Payload::kType, n);
+    if (!at) return false;
+    format::encode(at, p);
+    commit(Payload::kType, at, n);
+    return true;
+  }
+
   // Unmaps the current chunk. Committed data stays in the file.
   void close();
 
@@ -29,6 +41,15 @@ class LogFile {
   const char* path() const { return path_; }
 
  private:
+  // Makes room for a record with an n-byte payload at pos_, ending the chunk first if it can't
+  // hold it; returns where the payload goes, or nullptr when the record can never be written.
+  uint8_t* reserve(format::RecordType type, size_t n);
+  // Stores the length (big records) and then the header of the record whose payload reserve()
+  // placed at `payload`.
+  void commit(format::RecordType type, uint8_t* payload, size_t n);
+  // Ends the current chunk with ChunkEnd and maps the next; false when a record of `need` bytes
+  // (header included) could never fit a chunk, or the file can't grow.
+  bool next_chunk(size_t need);
   bool map_chunk(uint64_t index);
 
   char path_[PATH_MAX] = {};

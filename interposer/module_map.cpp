@@ -55,7 +55,7 @@ struct SnapshotWriter {
   LogFile* file;
   const char* exe_path;
   uint64_t remaining;  // never write more Module records than ModulesBegin announced
-  uint8_t buf[4096 + 64 * 40];
+  fmt::Segment segments[fmt::kMaxSegments];
 };
 
 int write_object(dl_phdr_info* info, size_t, void* data) {
@@ -67,24 +67,12 @@ int write_object(dl_phdr_info* info, size_t, void* data) {
   if (p.size() > 4000) p = p.substr(0, 4000);
   std::string_view id = build_id_of(info);
   if (id.size() > 64) id = id.substr(0, 64);
-  fmt::PayloadWriter out(w->buf);
-  out.string(p);
-  out.string(id);
-  out.varint(info->dlpi_addr);
-  uint64_t nsegs = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) nsegs += info->dlpi_phdr[i].p_type == PT_LOAD;
-  if (nsegs > fmt::kMaxSegments) nsegs = fmt::kMaxSegments;
-  out.varint(nsegs);
-  uint64_t written = 0;
-  for (int i = 0; i < info->dlpi_phnum && written < nsegs; ++i) {
+  size_t nsegs = 0;
+  for (int i = 0; i < info->dlpi_phnum && nsegs < fmt::kMaxSegments; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    out.varint(ph.p_vaddr);
-    out.varint(ph.p_memsz);
-    out.varint(ph.p_flags);
-    ++written;
+    if (ph.p_type == PT_LOAD) w->segments[nsegs++] = {ph.p_vaddr, ph.p_memsz, ph.p_flags};
   }
-  w->file->append(fmt::RecordType::Module, w->buf, out.size());
+  w->file->append(fmt::ModulePayload{p, id, info->dlpi_addr, {w->segments, nsegs}});
   return 0;
 }
 }  // namespace
@@ -99,12 +87,10 @@ void write_module_snapshot(LogFile& file, uint64_t seq, const char* exe_path) {
   uint64_t count = 0;
   dl_iterate_phdr(count_objects, &count);
   if (count > fmt::kMaxModules) count = fmt::kMaxModules;
-  uint8_t begin[24];
-  fmt::PayloadWriter out(begin);
-  out.varint(seq);
-  out.varint(count);
-  file.append(fmt::RecordType::ModulesBegin, begin, out.size());
-  static SnapshotWriter w;  // 6 KiB: too big for the stacks of some threads; guarded by caller
+  file.append(fmt::ModulesBeginPayload{seq, count});
+  // Off the stack (threads that call CUDA may have small ones); guarded by the caller. constinit:
+  // a guarded static would take a lock and pull the C++ runtime into the library.
+  constinit static SnapshotWriter w{};
   w.file = &file;
   w.exe_path = exe_path;
   w.remaining = count;

@@ -59,9 +59,12 @@ struct ProcessLock {
   static void sched_yield_() { usleep(0); }
 };
 
-// Scratch for ProcessInfo; guarded by the process lock.
-uint8_t g_info_buf[kProcessChunk];
+// ProcessInfo's argv, read from /proc and cut into views; guarded by the process lock.
 char g_cmdline[kProcessChunk / 2];  // ProcessInfo must fit in one chunk
+std::string_view g_argv[fmt::kMaxArgs];
+
+// Notes are one-line remarks; a longer text is cut.
+constexpr size_t kMaxNote = 1008;
 
 bool make_dirs(const char* path) {
   char tmp[PATH_MAX];
@@ -75,7 +78,7 @@ bool make_dirs(const char* path) {
     if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
     tmp[i] = saved;
   }
-  struct stat st{};
+  struct stat st {};
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -97,10 +100,6 @@ void warn(const char* what, const char* path, int err) {
 }
 
 void write_process_info() {
-  fmt::PayloadWriter w(g_info_buf);
-  w.varint(static_cast<uint64_t>(getpid()));
-  w.varint(static_cast<uint64_t>(getppid()));
-  w.string(g_process.exe);
   // argv from /proc: the constructor runs before anyone hands us argc/argv.
   ssize_t len = 0;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -109,31 +108,31 @@ void write_process_info() {
     close(fd);
   }
   if (len < 0) len = 0;
-  uint64_t argc = 0;
-  for (ssize_t i = 0; i < len; ++i) argc += g_cmdline[i] == '\0';
-  if (len > 0 && g_cmdline[len - 1] != '\0') ++argc;  // truncated last argument
-  if (argc > fmt::kMaxArgs) argc = fmt::kMaxArgs;
-  w.varint(argc);
-  const char* p = g_cmdline;
-  for (uint64_t a = 0; a < argc; ++a) {
-    size_t n = strnlen(p, static_cast<size_t>(g_cmdline + len - p));
-    w.string(std::string_view(p, n));
+  size_t argc = 0;
+  for (const char* p = g_cmdline; p < g_cmdline + len && argc < fmt::kMaxArgs; ++argc) {
+    size_t n = strnlen(p, static_cast<size_t>(g_cmdline + len - p));  // the last may be cut
+    g_argv[argc] = std::string_view(p, n);
     p += n + 1;
   }
-  for (const char* var : {"RANK", "LOCAL_RANK", "WORLD_SIZE"}) {
+  auto env = [](const char* var) {
     const char* v = getenv(var);
-    w.string(v ? std::string_view(v).substr(0, 64) : std::string_view());
-  }
-  w.string(GMEMHOOK_VERSION);
-  w.varint(kProcessChunk);
-  g_process.file.append(fmt::RecordType::ProcessInfo, g_info_buf, w.size());
+    return v ? std::string_view(v).substr(0, 64) : std::string_view();
+  };
+  g_process.file.append(fmt::ProcessInfoPayload{
+      .pid = static_cast<uint64_t>(getpid()),
+      .ppid = static_cast<uint64_t>(getppid()),
+      .exe = g_process.exe,
+      .argv = {g_argv, argc},
+      .rank = env("RANK"),
+      .local_rank = env("LOCAL_RANK"),
+      .world_size = env("WORLD_SIZE"),
+      .library_version = GMEMHOOK_VERSION,
+      .chunk_size_hint = kProcessChunk,
+  });
 }
 
 void write_note_locked(const char* text) {
-  uint8_t buf[1024];
-  fmt::PayloadWriter w(buf);
-  w.string(std::string_view(text).substr(0, sizeof(buf) - 16));
-  g_process.file.append(fmt::RecordType::Note, buf, w.size());
+  g_process.file.append(fmt::NotePayload{std::string_view(text).substr(0, kMaxNote)});
 }
 }  // namespace
 
@@ -188,7 +187,8 @@ bool open_process_log(bool warn_on_failure) {
     if (err != EEXIST) break;
   }
   if (err != 0 || dir.truncated()) {
-    if (warn_on_failure) warn("cannot create a log directory in", parent.c_str(), err ? err : ENAMETOOLONG);
+    if (warn_on_failure)
+      warn("cannot create a log directory in", parent.c_str(), err ? err : ENAMETOOLONG);
     return false;
   }
   std::memcpy(g_process.dir, dir.c_str(), dir.size() + 1);
@@ -249,14 +249,8 @@ void write_end_record(fmt::EndHow how, int status, bool cuda_used) {
   if (!process_log_ready() || getpid() != g_process.pid) return;
   ProcessLock lock;
   if (!cuda_used) write_note_locked("CUDA was never used: no allocation entry point was called");
-  uint8_t buf[48];
-  fmt::PayloadWriter w(buf);
-  w.u8(static_cast<uint8_t>(how));
-  w.zigzag(status);
-  w.varint(last_seq());
-  w.varint(monotonic_ns() - g_start_ns);
-  w.u8(cuda_used ? 1 : 0);
-  g_process.file.append(fmt::RecordType::End, buf, w.size());
+  g_process.file.append(
+      fmt::EndPayload{how, status, last_seq(), monotonic_ns() - g_start_ns, cuda_used});
 }
 
 }  // namespace gmemhook

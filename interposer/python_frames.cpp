@@ -45,7 +45,6 @@ std::atomic<uint64_t> g_noted_generation{~0ull};
 
 // Longest filename/name/qualname written; longer ones are cut (they are labels, not keys).
 constexpr size_t kMaxPyName = 4096;
-constexpr size_t kScratchSize = 3 * (kMaxPyName + 10) + fmt::kMaxString + 64;
 
 template <typename T>
 inline T load(const void* base, uint32_t offset) {
@@ -259,31 +258,25 @@ uint32_t PyCodeTable::lookup(uintptr_t key, uintptr_t line_table, int64_t first_
 }
 
 uint32_t PyCodeTable::write_record(const uint8_t* code, LogFile& log) {
-  if (!scratch_) {
-    void* m =
-        mmap(nullptr, kScratchSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return 0;
-    scratch_ = static_cast<uint8_t*>(m);
-  }
   const PyLayout& L = *g_py.layout;
   int32_t first_line = load<int32_t>(code, L.code_firstlineno);
-  fmt::PayloadWriter w(scratch_);
-  w.varint(next_id_);
-  w.varint(L.version);
-  w.string(read_str(load_ptr(code, L.code_filename)));
-  w.string(read_str(load_ptr(code, L.code_name)));
-  w.string(L.code_qualname >= 0 ? read_str(load_ptr(code, L.code_qualname)) : std::string_view());
-  w.varint(first_line > 0 ? static_cast<uint64_t>(first_line) : 0);
-  w.string(read_bytes(load_ptr(code, L.code_linetable), fmt::kMaxString));
-  if (!log.append(fmt::RecordType::PyCode, scratch_, w.size())) return 0;
+  fmt::PyCodePayload c{
+      .id = next_id_,
+      .py_version = L.version,
+      .filename = read_str(load_ptr(code, L.code_filename)),
+      .name = read_str(load_ptr(code, L.code_name)),
+      .qualname =
+          L.code_qualname >= 0 ? read_str(load_ptr(code, L.code_qualname)) : std::string_view(),
+      .first_line = first_line > 0 ? static_cast<uint32_t>(first_line) : 0,
+      .line_table = read_bytes(load_ptr(code, L.code_linetable), fmt::kMaxString),
+  };
+  if (!log.append(c)) return 0;
   return next_id_++;
 }
 
 void PyCodeTable::release() {
   if (slots_) munmap(slots_, capacity_ * sizeof(Slot));
-  if (scratch_) munmap(scratch_, kScratchSize);
   slots_ = nullptr;
-  scratch_ = nullptr;
   capacity_ = used_ = 0;
   next_id_ = 1;
   for (Recent& r : recent_) r = Recent{};
@@ -377,7 +370,7 @@ size_t capture_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, si
     if (offset >= (uint64_t{1} << 31)) break;
     uint32_t id = codes.id_of(code, n, f, log);
     if (!id) break;
-    out[n++] = uint64_t{id} << 32 | offset << 1 | (entry ? 1 : 0);
+    out[n++] = fmt::py_frame_word(id, static_cast<uint32_t>(offset << 1 | (entry ? 1 : 0)));
     group_open = !entry;
   }
   return n;

@@ -45,7 +45,6 @@ class PyCodeTable {
   size_t capacity_ = 0;
   size_t used_ = 0;
   uint32_t next_id_ = 1;
-  uint8_t* scratch_ = nullptr;       // a PyCode payload being built
   Recent recent_[kMaxPyDepth] = {};  // what the previous walk found at each depth
 };
 
@@ -55,11 +54,11 @@ void init_python_frames();
 // Cheap unless no interpreter was found and objects were loaded since the last look.
 void retry_python_detection();
 
-// Fills `out` with the calling thread's Python frames, innermost first, as
-// (code_id << 32) | where (format.h: where = instruction byte offset << 1 | is_entry), writing
-// PyCode records for code objects `log` has not described yet. Returns the count; 0 when the
-// thread runs no Python, capture is off, or the interpreter is not supported (then a process note
-// says so, once).
+// Fills `out` with the calling thread's Python frames, innermost first, as codec.h's
+// py_frame_word(code_id, where) (format.h: where = instruction byte offset << 1 | is_entry),
+// writing PyCode records for code objects `log` has not described yet. Returns the count; 0 when
+// the thread runs no Python, capture is off, or the interpreter is not supported (then a process
+// note says so, once).
 size_t capture_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max);
 
 }  // namespace gmemhook

@@ -1,13 +1,13 @@
 // Per-thread logs and the hot path of every recorded event (see recorder.h).
 #include "recorder.h"
 
+#include <cuda.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cuda.h>
 
 #include "config.h"
 #include "log_file.h"
@@ -26,9 +26,6 @@ using fmt::EventKind;
 namespace {
 constexpr uint32_t kThreadChunk = 1u << 20;
 
-// Largest Stack payload: id, native frames, Python frames (code id and where: 5 bytes each).
-constexpr size_t kMaxStackPayload = 2 * 10 + kMaxDepth * 10 + kMaxPyDepth * 10;
-
 struct ThreadLog {
   LogFile file;
   StackTable stacks;
@@ -36,7 +33,6 @@ struct ThreadLog {
   fmt::EventDeltas deltas;
   // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
   uint64_t py_frames[kMaxPyDepth];
-  uint8_t stack_payload[kMaxStackPayload];
   uint64_t fork_generation = 0;
   std::atomic<uint64_t> allocations{0}, frees{0}, failed{0};
   ThreadLog* next = nullptr;  // registry of every thread's log, for the exit totals
@@ -65,8 +61,8 @@ void thread_finished(void* p) {
 
 ThreadLog* create_thread_log() {
   if (!process_log_ready() && !open_process_log(false)) return nullptr;
-  void* m = mmap(nullptr, sizeof(ThreadLog), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
+  void* m =
+      mmap(nullptr, sizeof(ThreadLog), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return nullptr;
   auto* log = new (m) ThreadLog();
   log->fork_generation = fork_generation();
@@ -171,20 +167,7 @@ uint32_t capture_and_intern(ThreadLog* log) {
     // map in the log covers it before anyone needs to symbolize it.
     refresh_modules_if_changed();
     retry_python_detection();
-    fmt::PayloadWriter w(log->stack_payload);
-    w.varint(id);
-    w.varint(n);
-    uint64_t prev = 0;
-    for (size_t i = 0; i < n; ++i) {
-      w.zigzag(static_cast<int64_t>(frames[i] - prev));
-      prev = frames[i];
-    }
-    w.varint(npy);
-    for (size_t i = 0; i < npy; ++i) {
-      w.varint(log->py_frames[i] >> 32);          // code_id
-      w.varint(log->py_frames[i] & 0xffffffffu);  // where
-    }
-    if (!log->file.append(fmt::RecordType::Stack, log->stack_payload, w.size())) return 0;
+    if (!log->file.append(fmt::StackPayload{id, {frames, n}, {log->py_frames, npy}})) return 0;
   }
   return id;
 }
@@ -223,7 +206,8 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   size_t n = fmt::encode_event(buf, ev, log->deltas);
   log->file.append(fmt::RecordType::Event, buf, n);
 
-  if (result != 0 && !releases && !graph) log->failed.fetch_add(1, std::memory_order_relaxed);
+  if (result != 0 && !releases && !graph)
+    log->failed.fetch_add(1, std::memory_order_relaxed);
   else if (kind == EventKind::Alloc || kind == EventKind::Create)
     log->allocations.fetch_add(1, std::memory_order_relaxed);
   else if (kind == EventKind::Free || kind == EventKind::Release)

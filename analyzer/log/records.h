@@ -1,5 +1,5 @@
 // Decoded forms of the non-event records (format.h: ProcessInfo, Module, ModulesBegin, Note, End,
-// Stack, PyCode) and their decoders. Events: codec.h's decode_event, shared with the writer.
+// Stack, PyCode), owning what codec.h's decoders hand out as views. Events: decode_event.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "analyzer/log/record_cursor.h"
-#include "gmemhook/format.h"
+#include "gmemhook/codec.h"
 
 namespace gmemhook::analysis {
 
@@ -21,12 +21,10 @@ struct ProcessInfo {
   uint64_t chunk_size_hint = 0;
 };
 
-// One PT_LOAD segment of a loaded object; vaddr is relative to the object's load bias.
-struct Segment {
-  uint64_t vaddr = 0;
-  uint64_t memsz = 0;
-  uint64_t flags = 0;  // PF_X = 1, PF_W = 2, PF_R = 4
-};
+// Records made only of numbers need no owning copy: codec.h's payload structs serve as they are.
+using Segment = format::Segment;
+using ModulesBegin = format::ModulesBeginPayload;
+using EndRecord = format::EndPayload;
 
 struct Module {
   std::string path;
@@ -35,22 +33,9 @@ struct Module {
   std::vector<Segment> segments;
 };
 
-struct ModulesBegin {
-  uint64_t seq = 0;    // sequence number when the snapshot was taken
-  uint64_t count = 0;  // Module records that follow
-};
-
 struct Note {
   std::string text;
   uint64_t offset = 0;  // of the record, so a report can show notes in file order
-};
-
-struct EndRecord {
-  format::EndHow how = format::EndHow::Exit;
-  int64_t status = 0;
-  uint64_t last_seq = 0;
-  uint64_t time_delta_ns = 0;  // since the process file's start
-  bool cuda_used = false;
 };
 
 // One Python frame of a stack: a PyCode record of the same file and where in it the frame was.
@@ -71,8 +56,9 @@ struct PyCode {
   std::string line_table;  // co_linetable's raw bytes (python_lines.h decodes them)
 };
 
-// Each decoder checks every length and count against format.h's limits before using it, and
-// throws ReadError naming the record's offset in `file` when the payload is malformed.
+// Each decoder runs codec.h's, which checks every length and count against format.h's limits
+// before using it, and throws ReadError naming the record's offset in `file` and the field when
+// the payload is malformed.
 ProcessInfo decode_process_info(const Record& r, const std::string& file);
 Module decode_module(const Record& r, const std::string& file);
 ModulesBegin decode_modules_begin(const Record& r, const std::string& file);

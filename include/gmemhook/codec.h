@@ -2,8 +2,10 @@
 // (analyzer) cannot drift apart. Pure functions over byte buffers: no allocation, no I/O.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "gmemhook/format.h"
@@ -177,6 +179,403 @@ inline bool decode_event(const uint8_t* p, size_t n, Event* ev, EventDeltas& d) 
   d.last_seq = ev->seq;
   d.last_time_ns = ev->time_ns;
   return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The other records (format.h gives their layouts). For each: a plain struct of the payload's
+// fields, holding views and spans rather than containers because the interposer fills them from
+// its own memory inside hooks, where nothing may allocate; its encoder (encode_fields, written
+// once for PayloadWriter and SizeCounter); and its decoder, which checks every field the way
+// format.h limits it. Strings and lists a decoder returns point into the payload or into room
+// the caller lends.
+// ---------------------------------------------------------------------------------------------
+
+inline constexpr size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+// Counts what a PayloadWriter would write: the log writer reserves a record's exact size, encodes
+// the payload in place and stores the header last (format.h, crash safety).
+class SizeCounter {
+ public:
+  void u8(uint8_t) { ++n_; }
+  void varint(uint64_t v) { n_ += varint_size(v); }
+  void zigzag(int64_t v) { varint(format::zigzag(v)); }
+  void string(std::string_view s) { n_ += varint_size(s.size()) + s.size(); }
+  size_t size() const { return n_; }
+
+ private:
+  size_t n_ = 0;
+};
+
+// Why a decoder rejected a payload: enough for the analyzer to name the field in its message.
+struct DecodeError {
+  enum class Kind : uint8_t {
+    None,
+    Missing,     // `field` could not be read as a `shape` (truncated, or too long a string)
+    OverLimit,   // the count `field` is `value`, above `limit`
+    DoesNotFit,  // `value` items of `field` need more than the `limit` bytes left
+    Unexpected,  // `field` says what was expected; `value` is what was found
+    LeftOver,    // `value` bytes follow the last field
+  };
+  enum class Shape : uint8_t { Varint, Zigzag, Byte, String };
+  Kind kind = Kind::None;
+  Shape shape = Shape::Varint;
+  const char* field = nullptr;
+  uint64_t value = 0;
+  uint64_t limit = 0;
+};
+
+// A PayloadReader whose reads name their field. The first failure is kept; every read after it
+// returns 0 (or an empty string), so a decoder reads straight through and asks once at the end.
+class FieldReader {
+ public:
+  FieldReader(const uint8_t* p, size_t n) : in_(p, n) {}
+
+  uint64_t varint(const char* field) {
+    uint64_t v = 0;
+    if (ok() && !in_.varint(&v)) missing(field, DecodeError::Shape::Varint);
+    return ok() ? v : 0;
+  }
+  int64_t zigzag(const char* field) {
+    int64_t v = 0;
+    if (ok() && !in_.zigzag(&v)) missing(field, DecodeError::Shape::Zigzag);
+    return ok() ? v : 0;
+  }
+  uint8_t u8(const char* field) {
+    uint8_t v = 0;
+    if (ok() && !in_.u8(&v)) missing(field, DecodeError::Shape::Byte);
+    return ok() ? v : 0;
+  }
+  std::string_view string(const char* field) {
+    std::string_view s;
+    if (ok() && !in_.string(&s)) missing(field, DecodeError::Shape::String);
+    return ok() ? s : std::string_view();
+  }
+  // A count of the items that follow, at most `limit`. Each item takes at least `min_item_bytes`,
+  // so a count the payload cannot hold is refused before anyone makes room for it.
+  uint64_t count(const char* field, uint64_t limit, uint64_t min_item_bytes) {
+    uint64_t n = varint(field);
+    if (ok() && n > limit) fail(DecodeError::Kind::OverLimit, field, n, limit);
+    if (ok() && n * min_item_bytes > in_.remaining())
+      fail(DecodeError::Kind::DoesNotFit, field, n, in_.remaining());
+    return ok() ? n : 0;
+  }
+  // Unless `good`, fails with `expected` (what a valid payload holds here) and the value found.
+  void expect(bool good, const char* expected, uint64_t found) {
+    if (ok() && !good) fail(DecodeError::Kind::Unexpected, expected, found, 0);
+  }
+  // True when every field was read and nothing is left over; otherwise *err says why.
+  bool finish(DecodeError* err) {
+    if (ok() && !in_.at_end()) fail(DecodeError::Kind::LeftOver, nullptr, in_.remaining(), 0);
+    *err = error_;
+    return ok();
+  }
+  bool ok() const { return error_.kind == DecodeError::Kind::None; }
+
+ private:
+  void missing(const char* field, DecodeError::Shape shape) {
+    fail(DecodeError::Kind::Missing, field, 0, 0);
+    error_.shape = shape;
+  }
+  void fail(DecodeError::Kind kind, const char* field, uint64_t value, uint64_t limit) {
+    error_ = {kind, DecodeError::Shape::Varint, field, value, limit};
+  }
+
+  PayloadReader in_;
+  DecodeError error_;
+};
+
+// --- Stack -----------------------------------------------------------------------------------
+
+// A Python frame of a stack as one word, the form the interposer collects and interns them in:
+// code_id << 32 | where (format.h: where = instruction byte offset << 1 | is_entry).
+inline constexpr uint64_t py_frame_word(uint32_t code_id, uint32_t where) {
+  return uint64_t{code_id} << 32 | where;
+}
+inline constexpr uint32_t py_frame_code_id(uint64_t word) {
+  return static_cast<uint32_t>(word >> 32);
+}
+inline constexpr uint32_t py_frame_where(uint64_t word) { return static_cast<uint32_t>(word); }
+
+struct StackPayload {
+  static constexpr RecordType kType = RecordType::Stack;
+  uint32_t id = 0;
+  std::span<const uint64_t> frames;  // return addresses, innermost first
+  std::span<const uint64_t> python;  // py_frame_word()s, innermost first
+};
+
+template <class Out>
+void encode_fields(Out& w, const StackPayload& s) {
+  w.varint(s.id);
+  w.varint(s.frames.size());
+  uint64_t prev = 0;
+  for (uint64_t pc : s.frames) {
+    w.zigzag(static_cast<int64_t>(pc - prev));
+    prev = pc;
+  }
+  w.varint(s.python.size());
+  for (uint64_t f : s.python) {
+    w.varint(py_frame_code_id(f));
+    w.varint(py_frame_where(f));
+  }
+}
+
+// Frames land in `frame_room` and `py_room` (kMaxFrames and kMaxPyFrames words hold any valid
+// stack). Code ids are not checked against the file's PyCode records here.
+inline bool decode(const uint8_t* p, size_t n, StackPayload* s, std::span<uint64_t> frame_room,
+                   std::span<uint64_t> py_room, DecodeError* err) {
+  FieldReader in(p, n);
+  uint64_t id = in.varint("id");
+  in.expect(id != 0 && id <= UINT32_MAX, "an id in [1, 2^32)", id);
+  s->id = static_cast<uint32_t>(id);
+  uint64_t count = in.count("frame count", std::min<uint64_t>(kMaxFrames, frame_room.size()), 1);
+  uint64_t address = 0;
+  for (uint64_t i = 0; i < count && in.ok(); ++i) {
+    address += static_cast<uint64_t>(in.zigzag("frame address delta"));
+    frame_room[i] = address;
+  }
+  s->frames = frame_room.first(count);
+  uint64_t pycount =
+      in.count("python frame count", std::min<uint64_t>(kMaxPyFrames, py_room.size()), 2);
+  for (uint64_t i = 0; i < pycount && in.ok(); ++i) {
+    uint64_t code_id = in.varint("python frame code_id");
+    in.expect(code_id != 0 && code_id <= UINT32_MAX, "a python frame code_id in [1, 2^32)",
+              code_id);
+    uint64_t where = in.varint("python frame where");
+    in.expect(where <= UINT32_MAX, "a python frame where < 2^32", where);
+    py_room[i] = py_frame_word(static_cast<uint32_t>(code_id), static_cast<uint32_t>(where));
+  }
+  s->python = py_room.first(pycount);
+  return in.finish(err);
+}
+
+// --- PyCode ----------------------------------------------------------------------------------
+
+struct PyCodePayload {
+  static constexpr RecordType kType = RecordType::PyCode;
+  uint32_t id = 0;
+  uint16_t py_version = 0;  // (major << 8) | minor
+  std::string_view filename, name;
+  std::string_view qualname;  // empty before 3.11
+  uint32_t first_line = 0;
+  std::string_view line_table;  // co_linetable's bytes
+};
+
+template <class Out>
+void encode_fields(Out& w, const PyCodePayload& c) {
+  w.varint(c.id);
+  w.varint(c.py_version);
+  w.string(c.filename);
+  w.string(c.name);
+  w.string(c.qualname);
+  w.varint(c.first_line);
+  w.string(c.line_table);
+}
+
+inline bool decode(const uint8_t* p, size_t n, PyCodePayload* c, DecodeError* err) {
+  FieldReader in(p, n);
+  uint64_t id = in.varint("id");
+  in.expect(id != 0 && id <= UINT32_MAX, "an id in [1, 2^32)", id);
+  c->id = static_cast<uint32_t>(id);
+  uint64_t version = in.varint("py_version");
+  in.expect(version <= 0xffff, "py_version = (major << 8) | minor", version);
+  c->py_version = static_cast<uint16_t>(version);
+  c->filename = in.string("filename");
+  c->name = in.string("name");
+  c->qualname = in.string("qualname");
+  uint64_t first_line = in.varint("first_line");
+  in.expect(first_line <= INT32_MAX, "first_line < 2^31", first_line);
+  c->first_line = static_cast<uint32_t>(first_line);
+  c->line_table = in.string("line_table");
+  return in.finish(err);
+}
+
+// --- ProcessInfo -----------------------------------------------------------------------------
+
+struct ProcessInfoPayload {
+  static constexpr RecordType kType = RecordType::ProcessInfo;
+  uint64_t pid = 0, ppid = 0;
+  std::string_view exe;
+  std::span<const std::string_view> argv;
+  std::string_view rank, local_rank, world_size;  // empty: the variable was not set
+  std::string_view library_version;
+  uint64_t chunk_size_hint = 0;
+};
+
+template <class Out>
+void encode_fields(Out& w, const ProcessInfoPayload& i) {
+  w.varint(i.pid);
+  w.varint(i.ppid);
+  w.string(i.exe);
+  w.varint(i.argv.size());
+  for (std::string_view a : i.argv) w.string(a);
+  w.string(i.rank);
+  w.string(i.local_rank);
+  w.string(i.world_size);
+  w.string(i.library_version);
+  w.varint(i.chunk_size_hint);
+}
+
+// The arguments land in `argv_room` (kMaxArgs views hold any valid record).
+inline bool decode(const uint8_t* p, size_t n, ProcessInfoPayload* i,
+                   std::span<std::string_view> argv_room, DecodeError* err) {
+  FieldReader in(p, n);
+  i->pid = in.varint("pid");
+  i->ppid = in.varint("ppid");
+  i->exe = in.string("exe");
+  uint64_t argc = in.count("argc", std::min<uint64_t>(kMaxArgs, argv_room.size()), 1);
+  for (uint64_t a = 0; a < argc && in.ok(); ++a) argv_room[a] = in.string("argv string");
+  i->argv = argv_room.first(argc);
+  i->rank = in.string("rank");
+  i->local_rank = in.string("local_rank");
+  i->world_size = in.string("world_size");
+  i->library_version = in.string("library_version");
+  i->chunk_size_hint = in.varint("chunk_size_hint");
+  return in.finish(err);
+}
+
+// --- ModulesBegin ----------------------------------------------------------------------------
+
+struct ModulesBeginPayload {
+  static constexpr RecordType kType = RecordType::ModulesBegin;
+  uint64_t seq = 0;    // sequence number when the snapshot was taken
+  uint64_t count = 0;  // Module records that follow
+};
+
+template <class Out>
+void encode_fields(Out& w, const ModulesBeginPayload& b) {
+  w.varint(b.seq);
+  w.varint(b.count);
+}
+
+inline bool decode(const uint8_t* p, size_t n, ModulesBeginPayload* b, DecodeError* err) {
+  FieldReader in(p, n);
+  b->seq = in.varint("seq");
+  b->count = in.count("count", kMaxModules, 0);  // the Module records follow, not items here
+  return in.finish(err);
+}
+
+// --- Module ----------------------------------------------------------------------------------
+
+// One PT_LOAD segment of a loaded object; vaddr is relative to the object's load bias.
+struct Segment {
+  uint64_t vaddr = 0;
+  uint64_t memsz = 0;
+  uint64_t flags = 0;  // PF_X = 1, PF_W = 2, PF_R = 4
+};
+
+struct ModulePayload {
+  static constexpr RecordType kType = RecordType::Module;
+  std::string_view path;
+  std::string_view build_id;  // raw bytes, may be empty
+  uint64_t load_bias = 0;
+  std::span<const Segment> segments;
+};
+
+template <class Out>
+void encode_fields(Out& w, const ModulePayload& m) {
+  w.string(m.path);
+  w.string(m.build_id);
+  w.varint(m.load_bias);
+  w.varint(m.segments.size());
+  for (const Segment& s : m.segments) {
+    w.varint(s.vaddr);
+    w.varint(s.memsz);
+    w.varint(s.flags);
+  }
+}
+
+// The segments land in `segment_room` (kMaxSegments hold any valid record).
+inline bool decode(const uint8_t* p, size_t n, ModulePayload* m, std::span<Segment> segment_room,
+                   DecodeError* err) {
+  FieldReader in(p, n);
+  m->path = in.string("path");
+  m->build_id = in.string("build_id");
+  m->load_bias = in.varint("load_bias");
+  uint64_t nsegs = in.count("nsegs", std::min<uint64_t>(kMaxSegments, segment_room.size()), 3);
+  for (uint64_t i = 0; i < nsegs && in.ok(); ++i) {
+    Segment& s = segment_room[i];
+    s.vaddr = in.varint("segment vaddr");
+    s.memsz = in.varint("segment memsz");
+    s.flags = in.varint("segment flags");
+  }
+  m->segments = segment_room.first(nsegs);
+  return in.finish(err);
+}
+
+// --- Note ------------------------------------------------------------------------------------
+
+struct NotePayload {
+  static constexpr RecordType kType = RecordType::Note;
+  std::string_view text;
+};
+
+template <class Out>
+void encode_fields(Out& w, const NotePayload& n) {
+  w.string(n.text);
+}
+
+inline bool decode(const uint8_t* p, size_t n, NotePayload* note, DecodeError* err) {
+  FieldReader in(p, n);
+  note->text = in.string("text");
+  return in.finish(err);
+}
+
+// --- End -------------------------------------------------------------------------------------
+
+struct EndPayload {
+  static constexpr RecordType kType = RecordType::End;
+  EndHow how = EndHow::Exit;
+  int64_t status = 0;
+  uint64_t last_seq = 0;
+  uint64_t time_delta_ns = 0;  // since the process file's start
+  bool cuda_used = false;
+};
+
+template <class Out>
+void encode_fields(Out& w, const EndPayload& e) {
+  w.u8(static_cast<uint8_t>(e.how));
+  w.zigzag(e.status);
+  w.varint(e.last_seq);
+  w.varint(e.time_delta_ns);
+  w.u8(e.cuda_used ? 1 : 0);
+}
+
+inline bool decode(const uint8_t* p, size_t n, EndPayload* e, DecodeError* err) {
+  FieldReader in(p, n);
+  uint8_t how = in.u8("how");
+  in.expect(how == static_cast<uint8_t>(EndHow::Exit) ||
+                how == static_cast<uint8_t>(EndHow::UnderscoreExit),
+            "how = 1 (exit) or 2 (_exit)", how);
+  e->how = static_cast<EndHow>(how);
+  e->status = in.zigzag("status");
+  e->last_seq = in.varint("seq");
+  e->time_delta_ns = in.varint("time_delta");
+  uint8_t used = in.u8("cuda_used");
+  in.expect(used <= 1, "cuda_used = 0 or 1", used);
+  e->cuda_used = used == 1;
+  return in.finish(err);
+}
+
+// --- Any of the records above ----------------------------------------------------------------
+
+// The exact size of `p`'s payload: what a writer reserves before encoding it in place.
+template <class Payload>
+size_t payload_size(const Payload& p) {
+  SizeCounter c;
+  encode_fields(c, p);
+  return c.size();
+}
+
+// Encodes `p` into out, which has room for payload_size(p) bytes; returns that size.
+template <class Payload>
+size_t encode(uint8_t* out, const Payload& p) {
+  PayloadWriter w(out);
+  encode_fields(w, p);
+  return w.size();
 }
 
 }  // namespace gmemhook::format

@@ -72,36 +72,15 @@ ThreadLogBuilder::ThreadLogBuilder(uint32_t pid, uint64_t tid, uint64_t start_ns
 
 Bytes stack_payload(uint32_t id, const std::vector<uint64_t>& frames,
                     const std::vector<analysis::PyFrameRef>& python) {
-  Bytes p(30 + frames.size() * 10 + python.size() * 20);
-  format::PayloadWriter w(p.data());
-  w.varint(id);
-  w.varint(frames.size());
-  uint64_t prev = 0;
-  for (uint64_t pc : frames) {
-    w.zigzag(static_cast<int64_t>(pc - prev));
-    prev = pc;
-  }
-  w.varint(python.size());
-  for (const analysis::PyFrameRef& f : python) {
-    w.varint(f.code_id);
-    w.varint(uint64_t{f.offset} << 1 | (f.is_entry ? 1 : 0));
-  }
-  p.resize(w.size());
-  return p;
+  std::vector<uint64_t> words;
+  for (const analysis::PyFrameRef& f : python)
+    words.push_back(format::py_frame_word(f.code_id, f.offset << 1 | (f.is_entry ? 1 : 0)));
+  return encoded(format::StackPayload{id, frames, words});
 }
 
 Bytes py_code_payload(const analysis::PyCode& c) {
-  Bytes p(80 + c.filename.size() + c.name.size() + c.qualname.size() + c.line_table.size());
-  format::PayloadWriter w(p.data());
-  w.varint(c.id);
-  w.varint(c.py_version);
-  w.string(c.filename);
-  w.string(c.name);
-  w.string(c.qualname);
-  w.varint(c.first_line);
-  w.string(c.line_table);
-  p.resize(w.size());
-  return p;
+  return encoded(format::PyCodePayload{c.id, c.py_version, c.filename, c.name, c.qualname,
+                                       c.first_line, c.line_table});
 }
 
 uint32_t ThreadLogBuilder::stack(const std::vector<uint64_t>& frames,
@@ -122,59 +101,23 @@ void ThreadLogBuilder::event(const format::Event& ev) {
   file.record(RecordType::Event, {p, n});
 }
 
-void ThreadLogBuilder::note(std::string_view text) {
-  Bytes p(10 + text.size());
-  format::PayloadWriter w(p.data());
-  w.string(text);
-  p.resize(w.size());
-  file.record(RecordType::Note, p);
-}
+void ThreadLogBuilder::note(std::string_view text) { file.record(format::NotePayload{text}); }
 
 ProcessLogBuilder::ProcessLogBuilder(uint32_t pid, uint64_t start_ns, uint32_t chunk_size)
     : file(format::FileKind::Process, chunk_size, pid, 0, start_ns) {}
 
 void ProcessLogBuilder::info(const analysis::ProcessInfo& pi) {
-  size_t room = 100 + pi.exe.size() + pi.rank.size() + pi.local_rank.size() + pi.world_size.size() +
-                pi.library_version.size();
-  for (const auto& a : pi.argv) room += 10 + a.size();
-  Bytes p(room);
-  format::PayloadWriter w(p.data());
-  w.varint(pi.pid);
-  w.varint(pi.ppid);
-  w.string(pi.exe);
-  w.varint(pi.argv.size());
-  for (const auto& a : pi.argv) w.string(a);
-  w.string(pi.rank);
-  w.string(pi.local_rank);
-  w.string(pi.world_size);
-  w.string(pi.library_version);
-  w.varint(pi.chunk_size_hint);
-  p.resize(w.size());
-  file.record(RecordType::ProcessInfo, p);
+  std::vector<std::string_view> argv(pi.argv.begin(), pi.argv.end());
+  file.record(format::ProcessInfoPayload{pi.pid, pi.ppid, pi.exe, argv, pi.rank, pi.local_rank,
+                                         pi.world_size, pi.library_version, pi.chunk_size_hint});
 }
 
 void ProcessLogBuilder::modules_begin(uint64_t seq, uint64_t count) {
-  uint8_t p[20];
-  format::PayloadWriter w(p);
-  w.varint(seq);
-  w.varint(count);
-  file.record(RecordType::ModulesBegin, {p, w.size()});
+  file.record(format::ModulesBeginPayload{seq, count});
 }
 
 void ProcessLogBuilder::module(const analysis::Module& m) {
-  Bytes p(40 + m.path.size() + m.build_id.size() + m.segments.size() * 30);
-  format::PayloadWriter w(p.data());
-  w.string(m.path);
-  w.string(m.build_id);
-  w.varint(m.load_bias);
-  w.varint(m.segments.size());
-  for (const auto& s : m.segments) {
-    w.varint(s.vaddr);
-    w.varint(s.memsz);
-    w.varint(s.flags);
-  }
-  p.resize(w.size());
-  file.record(RecordType::Module, p);
+  file.record(format::ModulePayload{m.path, m.build_id, m.load_bias, m.segments});
 }
 
 void ProcessLogBuilder::snapshot(uint64_t seq, const std::vector<analysis::Module>& modules) {
@@ -182,24 +125,11 @@ void ProcessLogBuilder::snapshot(uint64_t seq, const std::vector<analysis::Modul
   for (const auto& m : modules) module(m);
 }
 
-void ProcessLogBuilder::note(std::string_view text) {
-  Bytes p(10 + text.size());
-  format::PayloadWriter w(p.data());
-  w.string(text);
-  p.resize(w.size());
-  file.record(RecordType::Note, p);
-}
+void ProcessLogBuilder::note(std::string_view text) { file.record(format::NotePayload{text}); }
 
 void ProcessLogBuilder::end(format::EndHow how, int64_t status, uint64_t last_seq,
                             uint64_t time_delta_ns, bool cuda_used) {
-  uint8_t p[40];
-  format::PayloadWriter w(p);
-  w.u8(static_cast<uint8_t>(how));
-  w.zigzag(status);
-  w.varint(last_seq);
-  w.varint(time_delta_ns);
-  w.u8(cuda_used ? 1 : 0);
-  file.record(RecordType::End, {p, w.size()});
+  file.record(format::EndPayload{how, status, last_seq, time_delta_ns, cuda_used});
 }
 
 format::Event make_event(format::ApiId api, uint64_t seq, uint64_t time_ns, uint32_t stack_id) {

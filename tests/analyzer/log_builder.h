@@ -19,6 +19,14 @@ namespace gmemhook::test_logs {
 
 using Bytes = std::vector<uint8_t>;
 
+// A payload as codec.h encodes it for the recorder.
+template <class Payload>
+Bytes encoded(const Payload& p) {
+  Bytes out(format::payload_size(p));
+  format::encode(out.data(), p);
+  return out;
+}
+
 // One log file: header plus records, laid out in chunks.
 class LogFile {
  public:
@@ -28,6 +36,11 @@ class LogFile {
   // Appends a record; ends the current chunk first (with ChunkEnd when there is room for its
   // header) when the record would cross the boundary.
   void record(format::RecordType type, std::span<const uint8_t> payload);
+  // Appends a record whose payload codec.h encodes, as the recorder does.
+  template <class Payload>
+  void record(const Payload& p) {
+    record(Payload::kType, encoded(p));
+  }
   // Appends a record header claiming `payload_len` bytes followed by `payload`, unchecked.
   void raw_record(uint8_t type, uint32_t payload_len, std::span<const uint8_t> payload);
   void raw(std::span<const uint8_t> bytes) {

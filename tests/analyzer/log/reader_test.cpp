@@ -170,12 +170,7 @@ TEST(Reader, SkipsOneByteChunkTail) {
   logs.threads.clear();
   ThreadLogBuilder t(logs.pid, 7, kStartNs, 4096);
   auto& bytes = t.file.bytes();
-  std::vector<uint8_t> note(4096 - 64 - 1 - 6 - 2, 'n');  // 6-byte header, 2-byte length
-  Bytes payload(3 + note.size());
-  format::PayloadWriter w(payload.data());
-  w.string(std::string_view(reinterpret_cast<const char*>(note.data()), note.size()));
-  payload.resize(w.size());
-  t.file.record(format::RecordType::Note, payload);
+  t.note(std::string(4096 - 64 - 1 - 6 - 2, 'n'));  // 6-byte header, 2-byte length
   ASSERT_EQ(bytes.size(), 4095u);
   bytes.push_back(0);
   t.event(make_event(ApiId::cudaFree, 1, kStartNs));
