@@ -51,7 +51,22 @@ extern HookSlot g_hook_slots[];
 
 using gmemhook::g_hook_slots;
 
-#define GMEMHOOK_DEFINE_WRAPPER(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)               \
+// c10::Device as PyTorch passes it by value: a DeviceType (an int8_t enum) and a DeviceIndex
+// (int8_t). Two trivially copyable bytes travel in one integer register, as this struct does.
+struct C10Device {
+  int8_t type;
+  int8_t index;
+};
+inline constexpr int8_t kC10DeviceCuda = 1;  // c10::DeviceType::CUDA
+
+// Each layer's wrapper shape: CUDA calls return a status and may fill out-parameters; allocator
+// reports return nothing and are forwarded whatever happens.
+#define GMEMHOOK_DEFINE_WRAPPER(ID, NAME, LAYER, ...) \
+  GMEMHOOK_WRAPPER_##LAYER(ID, NAME, LAYER, __VA_ARGS__)
+#define GMEMHOOK_WRAPPER_Runtime GMEMHOOK_CUDA_WRAPPER
+#define GMEMHOOK_WRAPPER_Driver GMEMHOOK_CUDA_WRAPPER
+
+#define GMEMHOOK_CUDA_WRAPPER(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)                 \
   extern "C" __attribute__((visibility("default"))) GMEMHOOK_RESULT_##LAYER NAME PARAMS {        \
     using Real = GMEMHOOK_RESULT_##LAYER(*) PARAMS;                                              \
     auto real = reinterpret_cast<Real>(                                                         \
@@ -69,6 +84,29 @@ using gmemhook::g_hook_slots;
                            static_cast<uint32_t>(result), e, clock);                            \
     return result;                                                                              \
   }
+
+// No next definition (a program that looked the symbol up itself, without PyTorch): there is
+// nothing to forward to and nothing happened, so nothing is recorded. Frees take their sequence
+// number before the call, as in clock_before_call: the caller's lock orders them.
+#define GMEMHOOK_WRAPPER_Allocator(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)            \
+  extern "C" __attribute__((visibility("default"))) void NAME PARAMS {                          \
+    using Real = void(*) PARAMS;                                                                \
+    auto real = reinterpret_cast<Real>(                                                         \
+        gmemhook::real_function(g_hook_slots[gmemhook::kHook_##NAME]));                         \
+    if (!real) return;                                                                          \
+    gmemhook::HookFields e;                                                                     \
+    bool record = true;                                                                         \
+    READ                                                                                        \
+    if (!record) return real ARGS;                                                              \
+    gmemhook::CallScope scope;                                                                  \
+    if (!scope.records()) return real ARGS;                                                     \
+    auto kind = gmemhook::format::event_kind_of(gmemhook::format::EventKind::KIND, e.mask);     \
+    auto clock = gmemhook::clock_before_call(kind);                                             \
+    real ARGS;                                                                                  \
+    gmemhook::ErrnoGuard keep_errno;                                                            \
+    gmemhook::record_event(gmemhook::format::ApiId::NAME, kind, 0, e, clock);                   \
+  }
+
 GMEMHOOK_FOR_EACH_API(GMEMHOOK_DEFINE_WRAPPER)
 #undef GMEMHOOK_DEFINE_WRAPPER
 
@@ -89,8 +127,10 @@ HookSlot* hook_slots() { return g_hook_slots; }
 size_t hook_slot_count() { return sizeof(g_hook_slots) / sizeof(g_hook_slots[0]); }
 
 HookSlot* find_hook(const char* name) {
-  // Every name we hook starts with "cu"; most dlsym lookups of other libraries end here.
-  if (!name || name[0] != 'c' || name[1] != 'u') return nullptr;
+  // Every name we hook starts with "cu" (CUDA) or "_Z" (C++); most dlsym lookups of other
+  // libraries end here.
+  if (!name || !((name[0] == 'c' && name[1] == 'u') || (name[0] == '_' && name[1] == 'Z')))
+    return nullptr;
   for (size_t i = 0; i < hook_slot_count(); ++i)
     if (std::strcmp(g_hook_slots[i].name, name) == 0) return &g_hook_slots[i];
   return nullptr;

@@ -31,6 +31,7 @@ void print_summary() {
   m.append("gmemhook: ").append_uint(t.allocations).append(" allocations, ");
   m.append_uint(t.frees).append(" frees");
   if (t.failed) m.append(", ").append_uint(t.failed).append(" failed allocations");
+  if (t.blocks) m.append(", ").append_uint(t.blocks).append(" PyTorch blocks");
   m.append(" recorded in ").append(process_dir_for_display());
   m.append(" (run: gmemhook summary ").append(process_dir_for_display()).append(")\n");
   write_stderr(m.c_str(), m.size());

@@ -73,7 +73,12 @@ void* real_dlsym(void* handle, const char* name) {
 void* find_real_symbol(const char* name, format::Layer layer) {
   void* p = real_dlsym(RTLD_NEXT, name);
   if (p && !is_own_address(reinterpret_cast<uint64_t>(p))) return p;
-  p = search(layer == format::Layer::Runtime ? "libcudart" : "libcuda.so", name);
+  // The library most likely to define it first: RTLD_NEXT misses libraries loaded RTLD_LOCAL,
+  // as Python loads extension modules (and with them libc10.so) and torch loads libcudart.
+  const char* prefix = layer == format::Layer::Runtime  ? "libcudart"
+                       : layer == format::Layer::Driver ? "libcuda.so"
+                                                        : "libc10.so";
+  p = search(prefix, name);
   return p ? p : search(nullptr, name);
 }
 

@@ -34,7 +34,7 @@ struct ThreadLog {
   // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
   uint64_t py_frames[kMaxPyDepth];
   uint64_t fork_generation = 0;
-  std::atomic<uint64_t> allocations{0}, frees{0}, failed{0};
+  std::atomic<uint64_t> allocations{0}, frees{0}, failed{0}, blocks{0};
   ThreadLog* next = nullptr;  // registry of every thread's log, for the exit totals
 };
 
@@ -151,7 +151,7 @@ bool is_graph_kind(EventKind k) {
 
 bool is_release_kind(EventKind k) {
   return k == EventKind::Free || k == EventKind::Release || k == EventKind::AddressFree ||
-         k == EventKind::Unmap;
+         k == EventKind::Unmap || k == EventKind::BlockFree;
 }
 
 uint32_t capture_and_intern(ThreadLog* log) {
@@ -212,6 +212,8 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
     log->allocations.fetch_add(1, std::memory_order_relaxed);
   else if (kind == EventKind::Free || kind == EventKind::Release)
     log->frees.fetch_add(1, std::memory_order_relaxed);
+  else if (kind == EventKind::BlockAlloc)
+    log->blocks.fetch_add(1, std::memory_order_relaxed);
 }
 
 Totals totals() {
@@ -221,6 +223,7 @@ Totals totals() {
     t.allocations += l->allocations.load(std::memory_order_relaxed);
     t.frees += l->frees.load(std::memory_order_relaxed);
     t.failed += l->failed.load(std::memory_order_relaxed);
+    t.blocks += l->blocks.load(std::memory_order_relaxed);
   }
   t.cuda_used = g_cuda_used.load(std::memory_order_relaxed);
   return t;

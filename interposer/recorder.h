@@ -51,6 +51,7 @@ void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
 // Totals over every thread of this process, for the exit summary.
 struct Totals {
   uint64_t allocations = 0, frees = 0, failed = 0;
+  uint64_t blocks = 0;  // PyTorch blocks handed out (inside the allocations' segments)
   bool cuda_used = false;
 };
 Totals totals();

@@ -3,7 +3,8 @@
 //
 // Input layout: byte 0 = flags, bytes 1..4 = two u16 split points, the rest is cut into
 // process.gmh and one or two thread files. Flag bit 0 prepends valid file headers so the fuzzer
-// spends its time on records rather than on rediscovering the magic; bit 1 asks for two threads.
+// spends its time on records rather than on rediscovering the magic; bit 1 asks for two threads;
+// bit 2 makes those headers say format version 1 (the older event mask).
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -16,13 +17,13 @@ namespace {
 
 using namespace gmemhook;
 
-std::vector<uint8_t> file_part(const uint8_t* p, size_t n, bool with_header, format::FileKind kind,
-                               uint64_t tid) {
+std::vector<uint8_t> file_part(const uint8_t* p, size_t n, bool with_header, uint16_t version,
+                               format::FileKind kind, uint64_t tid) {
   std::vector<uint8_t> out;
   if (with_header) {
     format::FileHeader h{};
     std::memcpy(h.magic, format::kMagic, sizeof h.magic);
-    h.version = format::kFormatVersion;
+    h.version = version;
     h.kind = static_cast<uint16_t>(kind);
     h.chunk_size = format::kMinChunkSize;
     h.tid = tid;
@@ -38,7 +39,9 @@ std::vector<uint8_t> file_part(const uint8_t* p, size_t n, bool with_header, for
 struct Touch : analysis::EventVisitor {
   uint64_t sum = 0;
   void on_event(const format::Event& ev, const analysis::ThreadLog& t) override {
-    sum += ev.seq + ev.f.address + analysis::api_name(ev.api).size();
+    sum +=
+        ev.seq + ev.f.address + ev.f.allocated + ev.f.reserved + analysis::api_name(ev.api).size();
+    if (auto k = analysis::event_kind(ev)) sum += static_cast<uint64_t>(*k);
     for (uint64_t pc : t.stack(ev.stack_id)) sum += pc;
     // Python frames with their lines decoded from whatever line tables the input holds.
     for (const analysis::PyFrameRef& f : t.python_frames(ev.stack_id))
@@ -63,6 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 5) return 0;
   const uint8_t flags = data[0];
   const bool headers = flags & 1, two_threads = flags & 2;
+  const uint16_t version = flags & 4 ? format::kOldestReadableVersion : format::kFormatVersion;
   size_t split1 = static_cast<size_t>(data[1] | data[2] << 8);
   size_t split2 = static_cast<size_t>(data[3] | data[4] << 8);
   data += 5;
@@ -71,9 +75,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t rest = size - split1;
   split2 = two_threads ? split2 % (rest + 1) : rest;
 
-  auto process = file_part(data, split1, headers, format::FileKind::Process, 0);
-  auto t1 = file_part(data + split1, split2, headers, format::FileKind::Thread, 2);
-  auto t2 = file_part(data + split1 + split2, rest - split2, headers, format::FileKind::Thread, 3);
+  auto process = file_part(data, split1, headers, version, format::FileKind::Process, 0);
+  auto t1 = file_part(data + split1, split2, headers, version, format::FileKind::Thread, 2);
+  auto t2 = file_part(data + split1 + split2, rest - split2, headers, version,
+                      format::FileKind::Thread, 3);
 
   try {
     std::vector<analysis::LogBytes> threads;

@@ -9,7 +9,8 @@ std::string api_name(uint8_t api) {
 }
 
 std::optional<format::EventKind> event_kind(const format::Event& ev) {
-  if (const format::ApiInfo* a = format::find_api(ev.api)) return a->kind;
+  if (const format::ApiInfo* a = format::find_api(ev.api))
+    return format::event_kind_of(a->kind, ev.f.mask);
   return std::nullopt;
 }
 

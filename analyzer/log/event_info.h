@@ -12,7 +12,8 @@ namespace gmemhook::analysis {
 
 // "cudaMalloc", or "api#77" for an id not in the table.
 std::string api_name(uint8_t api);
-// The entry point's kind; nullopt for an unknown id.
+// What the event did: its entry point's kind (a block event marked IsFree is a BlockFree);
+// nullopt for an unknown id.
 std::optional<format::EventKind> event_kind(const format::Event& ev);
 // The event's memory override when it carries one, else its entry point's default; nullopt
 // for an unknown id without an override.

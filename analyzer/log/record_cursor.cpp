@@ -101,10 +101,12 @@ std::optional<format::FileHeader> read_file_header(const LogBytes& file,
 
   if (std::memcmp(h.magic, format::kMagic, sizeof h.magic) != 0)
     throw ReadError(file.name(), 0, "expected magic \"GMEMHOOK\": not a gmemhook log");
-  if (h.version != format::kFormatVersion)
+  if (h.version < format::kOldestReadableVersion || h.version > format::kFormatVersion)
     throw ReadError(file.name(), offsetof(format::FileHeader, version),
                     "was written by format version " + std::to_string(h.version) +
-                        "; this gmemhook reads version " + std::to_string(format::kFormatVersion));
+                        "; this gmemhook reads versions " +
+                        std::to_string(format::kOldestReadableVersion) + " to " +
+                        std::to_string(format::kFormatVersion));
   if (h.kind != static_cast<uint16_t>(expected))
     throw ReadError(file.name(), offsetof(format::FileHeader, kind),
                     std::string("expected a ") + kind_name(static_cast<uint16_t>(expected)) +

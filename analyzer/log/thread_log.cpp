@@ -15,7 +15,9 @@ ThreadLog::ThreadLog(LogBytes file, const format::FileHeader& header, size_t ind
 void ThreadLog::rewind() {
   file_.restart();
   cursor_.rewind();
-  deltas_ = format::EventDeltas{0, header_.start_monotonic_ns, 0};
+  deltas_ = format::EventDeltas{};
+  deltas_.last_time_ns = header_.start_monotonic_ns;
+  deltas_.version = header_.version;
   current_ = format::Event{};
   current_offset_ = 0;
   events_read_ = 0;

@@ -148,6 +148,9 @@ void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
       return reserve(ev, stack);
     case EventKind::AddressFree:
       return address_free(ev, stack);
+    case EventKind::BlockAlloc:
+    case EventKind::BlockFree:
+      return;  // PyTorch's blocks live inside segments counted above: never count them twice
   }
 }
 

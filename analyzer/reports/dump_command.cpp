@@ -129,7 +129,8 @@ class EventPrinter : public EventVisitor {
     append_since_start(line_, ev.time_ns, start_ns_);
     fmt::format_to(out, " tid={} ", t.tid());
     if (const format::ApiInfo* api = format::find_api(ev.api))
-      fmt::format_to(out, "{} {}", api->name, format::to_string(api->kind));
+      fmt::format_to(out, "{} {}", api->name,
+                     format::to_string(format::event_kind_of(api->kind, ev.f.mask)));
     else
       fmt::format_to(out, "api#{}", ev.api);
     if (auto mem = memory_type(ev)) fmt::format_to(out, " mem={}", format::to_string(*mem));
@@ -141,6 +142,8 @@ class EventPrinter : public EventVisitor {
     if (f.has(format::kHasPool)) fmt::format_to(out, " pool={:#x}", f.pool);
     if (f.has(format::kHasHandle)) fmt::format_to(out, " handle={:#x}", f.handle);
     if (f.has(format::kHasOffset)) fmt::format_to(out, " offset={}", f.offset);
+    if (f.has(format::kHasTotals))
+      fmt::format_to(out, " allocated={} reserved={}", f.allocated, f.reserved);
     fmt::format_to(out, " result={}", ev.result);
     if (ev.stack_id) fmt::format_to(out, " stack={}", ev.stack_id);
     emit();

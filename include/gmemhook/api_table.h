@@ -1,4 +1,4 @@
-// The one list of CUDA allocation entry points gmemhook hooks. Everything else derives from it:
+// The one list of allocation entry points gmemhook hooks. Everything else derives from it:
 // the exported wrappers, the dlsym / cuGetProcAddress / cudaGetDriverEntryPoint substitution,
 // the record each call writes, and the analyzer's names for API ids.
 #pragma once
@@ -7,8 +7,9 @@
 
 // X(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)
 //   ID      stable number written into logs: never reuse or renumber, only append
-//   NAME    exported symbol name (the driver's versioned name, e.g. cuMemAlloc_v2)
-//   LAYER   Runtime | Driver
+//   NAME    exported symbol name (the driver's versioned name, e.g. cuMemAlloc_v2; a C++
+//           function's mangled name)
+//   LAYER   Runtime | Driver | Allocator
 //   KIND    format::EventKind
 //   MEMORY  format::MemoryType the call allocates or frees by default
 //   PARAMS  the prototype's parameter list, as in the CUDA headers
@@ -16,6 +17,9 @@
 //   READ    statements filling `e` (an EventFields) from the parameters; `ok` says whether the
 //           call succeeded (out-parameters are only valid then). Only the interposer expands
 //           PARAMS and READ; the analyzer sees ids, names, layers, kinds and memory types.
+//
+// Allocator entry points return nothing and take only inputs: READ runs before the call and
+// clears `record` for calls that are not about GPU memory (they are forwarded all the same).
 //
 // Adding an entry point: one line here, one test in tests/interposer/entry_points_test.cpp, and
 // the simulated device in tests/fakecuda/ if it lacks the function.
@@ -115,7 +119,16 @@
     (ptr, size, offset, h, fl), e.set_address(ptr); e.set_size(size); e.set_offset(offset);        \
     e.set_handle(h);)                                                                              \
   X(53, cuMemUnmap, Driver, Unmap, Device, (CUdeviceptr ptr, size_t size), (ptr, size),            \
-    e.set_address(ptr); e.set_size(size);)
+    e.set_address(ptr); e.set_size(size);)                                                         \
+  /* PyTorch's caching allocator: c10::reportMemoryUsageToProfiler(void* ptr, int64_t alloc_size,  \
+     size_t total_allocated, size_t total_reserved, c10::Device), called by libc10_cuda.so for     \
+     every block it hands out (size > 0) or takes back (size < 0), whatever                        \
+     PYTORCH_CUDA_ALLOC_CONF says. Device type 1 is CUDA; CPU allocations report here too. */      \
+  X(64, _ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE, Allocator, BlockAlloc, Device,      \
+    (void* ptr, int64_t size, size_t allocated, size_t reserved, C10Device device),                \
+    (ptr, size, allocated, reserved, device), record = device.type == kC10DeviceCuda;              \
+    e.set_address((uintptr_t)ptr); e.set_size(size < 0 ? 0 - (uint64_t)size : (uint64_t)size);     \
+    if (size < 0) e.set_free(); e.set_device(device.index); e.set_totals(allocated, reserved);)
 
 namespace gmemhook::format {
 

@@ -14,10 +14,11 @@ namespace gmemhook::format {
 
 // The optional fields of an event (see "Event payload" in format.h).
 struct EventFields {
-  uint8_t mask = 0;
+  uint16_t mask = 0;
   uint64_t address = 0, size = 0, stream = 0, pool = 0, handle = 0, offset = 0;
   int32_t device = -1;
   MemoryType memory = MemoryType::Device;
+  uint64_t allocated = 0, reserved = 0;  // HasTotals: the allocator's totals after the call
 
   void set_address(uint64_t v) { address = v, mask |= kHasAddress; }
   void set_size(uint64_t v) { size = v, mask |= kHasSize; }
@@ -27,6 +28,8 @@ struct EventFields {
   void set_offset(uint64_t v) { offset = v, mask |= kHasOffset; }
   void set_device(int32_t v) { device = v, mask |= kHasDevice; }
   void set_memory(MemoryType v) { memory = v, mask |= kHasMemory; }
+  void set_totals(uint64_t a, uint64_t r) { allocated = a, reserved = r, mask |= kHasTotals; }
+  void set_free() { mask |= kIsFree; }
   bool has(EventField f) const { return mask & f; }
 };
 
@@ -44,9 +47,12 @@ struct EventDeltas {
   uint64_t last_seq = 0;
   uint64_t last_time_ns = 0;  // starts at FileHeader::start_monotonic_ns
   uint64_t last_address = 0;
+  uint64_t last_allocated = 0, last_reserved = 0;  // of the previous HasTotals event
+  uint16_t version = kFormatVersion;               // the file's: version 1 has a one-byte mask
 };
 
-inline constexpr size_t kMaxEventPayload = 1 + 4 * 10 + 1 + 6 * 10 + 10 + 1;
+// api, 4 varints, a 2-byte mask, 6 varint fields, device, memory, the two totals.
+inline constexpr size_t kMaxEventPayload = 1 + 4 * 10 + 2 + 6 * 10 + 10 + 1 + 2 * 10;
 static_assert(kMaxEventPayload <= kMaxSmallPayload);
 
 // Sequential byte writer over a caller-provided buffer that is known to be large enough.
@@ -112,6 +118,12 @@ class PayloadReader {
   bool ok_ = true;
 };
 
+// The allocated total a HasTotals event is expected to carry (see "Allocator totals" in format.h).
+inline uint64_t expected_allocated_total(const EventFields& f, const EventDeltas& d) {
+  const uint64_t size = f.has(kHasSize) ? f.size : 0;
+  return f.has(kIsFree) ? d.last_allocated - size : d.last_allocated + size;
+}
+
 // Encodes `ev` into out (room for kMaxEventPayload bytes); returns the payload size.
 inline size_t encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
   PayloadWriter w(out);
@@ -120,7 +132,14 @@ inline size_t encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
   w.varint(ev.time_ns - d.last_time_ns);
   w.varint(ev.result);
   w.varint(ev.stack_id);
-  w.u8(ev.f.mask);
+  // Totals travel as corrections to their expected values: usually none at all.
+  uint16_t mask = ev.f.mask & ~kMovedFields;
+  const uint64_t expected_allocated = expected_allocated_total(ev.f, d);
+  if (ev.f.has(kHasTotals)) {
+    if (ev.f.allocated != expected_allocated) mask |= kAllocatedMoved;
+    if (ev.f.reserved != d.last_reserved) mask |= kReservedMoved;
+  }
+  w.varint(mask);
   if (ev.f.has(kHasAddress)) {
     w.zigzag(static_cast<int64_t>(ev.f.address - d.last_address));
     d.last_address = ev.f.address;
@@ -132,6 +151,12 @@ inline size_t encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
   if (ev.f.has(kHasOffset)) w.varint(ev.f.offset);
   if (ev.f.has(kHasDevice)) w.zigzag(ev.f.device);
   if (ev.f.has(kHasMemory)) w.u8(static_cast<uint8_t>(ev.f.memory));
+  if (mask & kAllocatedMoved) w.zigzag(static_cast<int64_t>(ev.f.allocated - expected_allocated));
+  if (mask & kReservedMoved) w.zigzag(static_cast<int64_t>(ev.f.reserved - d.last_reserved));
+  if (ev.f.has(kHasTotals)) {
+    d.last_allocated = ev.f.allocated;
+    d.last_reserved = ev.f.reserved;
+  }
   d.last_seq = ev.seq;
   d.last_time_ns = ev.time_ns;
   return w.size();
@@ -141,17 +166,25 @@ inline size_t encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
 // Sequence numbers must increase within a file; a zero delta is rejected as damage.
 inline bool decode_event(const uint8_t* p, size_t n, Event* ev, EventDeltas& d) {
   PayloadReader r(p, n);
-  uint64_t seq_delta, time_delta, result, stack_id;
+  uint64_t seq_delta, time_delta, result, stack_id, mask;
   if (!r.u8(&ev->api) || !r.varint(&seq_delta) || !r.varint(&time_delta) || !r.varint(&result) ||
-      !r.varint(&stack_id) || !r.u8(&ev->f.mask))
+      !r.varint(&stack_id))
     return false;
+  if (d.version == 1) {
+    uint8_t byte;
+    if (!r.u8(&byte)) return false;
+    mask = fields_from_version1(byte);
+  } else if (!r.varint(&mask) || mask > kKnownFields) {
+    return false;
+  }
   if (seq_delta == 0 || result > UINT32_MAX || stack_id > UINT32_MAX) return false;
+  ev->f.mask = static_cast<uint16_t>(mask);
   ev->seq = d.last_seq + seq_delta;
   ev->time_ns = d.last_time_ns + time_delta;
   ev->result = static_cast<uint32_t>(result);
   ev->stack_id = static_cast<uint32_t>(stack_id);
   EventFields& f = ev->f;
-  f.address = f.size = f.stream = f.pool = f.handle = f.offset = 0;
+  f.address = f.size = f.stream = f.pool = f.handle = f.offset = f.allocated = f.reserved = 0;
   f.device = -1;
   f.memory = MemoryType::Device;
   if (f.has(kHasAddress)) {
@@ -174,7 +207,18 @@ inline bool decode_event(const uint8_t* p, size_t n, Event* ev, EventDeltas& d) 
     if (!r.u8(&m) || m > static_cast<uint8_t>(MemoryType::None)) return false;
     f.memory = static_cast<MemoryType>(m);
   }
+  if ((f.mask & kMovedFields) && !f.has(kHasTotals)) return false;  // corrections of nothing
+  int64_t allocated_moved = 0, reserved_moved = 0;
+  if (f.has(kAllocatedMoved) && !r.zigzag(&allocated_moved)) return false;
+  if (f.has(kReservedMoved) && !r.zigzag(&reserved_moved)) return false;
   if (!r.at_end()) return false;
+  if (f.has(kHasTotals)) {
+    f.allocated = expected_allocated_total(f, d) + static_cast<uint64_t>(allocated_moved);
+    f.reserved = d.last_reserved + static_cast<uint64_t>(reserved_moved);
+    d.last_allocated = f.allocated;
+    d.last_reserved = f.reserved;
+  }
+  f.mask &= ~kMovedFields;  // how the totals were stored concerns the codec only
   if (f.has(kHasAddress)) d.last_address = f.address;
   d.last_seq = ev->seq;
   d.last_time_ns = ev->time_ns;

@@ -27,7 +27,10 @@ namespace gmemhook::format {
 // ---------------------------------------------------------------------------------------------
 
 inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
-inline constexpr uint16_t kFormatVersion = 1;
+// Version 2: the event's field mask is a varint with renumbered bits, allocator totals and a
+// free marker (see "Event payload"). Readers still accept version 1.
+inline constexpr uint16_t kFormatVersion = 2;
+inline constexpr uint16_t kOldestReadableVersion = 1;
 inline constexpr const char* kProcessFileName = "process.gmh";
 inline constexpr const char* kThreadFilePrefix = "thread.";
 inline constexpr const char* kFileSuffix = ".gmh";
@@ -152,7 +155,7 @@ inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
 //   varint  time_delta   CLOCK_MONOTONIC ns minus the previous event's (first: minus start)
 //   varint  result       the CUresult / cudaError_t the call returned (0 = success)
 //   varint  stack_id     interned stack in this file (0 = none recorded)
-//   u8      fields       EventField bits saying which of the following are present
+//   varint  fields       EventField bits saying which of the following are present
 //   zigzag  address      (HasAddress) pointer minus the previous event's address in this file
 //   varint  size         (HasSize) requested bytes
 //   varint  stream       (HasStream) CUstream/cudaStream_t value
@@ -162,17 +165,56 @@ inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
 //   zigzag  device       (HasDevice) device ordinal; absent = unknown (resolved from the
 //                        matching allocation by the analyzer)
 //   u8      memory       (HasMemory) MemoryType overriding the api's default
+//   zigzag  allocated    (AllocatedMoved) see "Allocator totals"
+//   zigzag  reserved     (ReservedMoved) see "Allocator totals"
+//
+// The field bits are numbered so that the fields of frequent events (allocations, frees,
+// stream-ordered calls, PyTorch's blocks) fit in the mask's first varint byte, bits 0-6; the
+// payload order above does not follow the bit numbers.
+//
+// Allocator totals (HasTotals): what a framework's allocator says it holds after the call —
+// PyTorch's total_allocated (bytes in blocks handed out) and total_reserved (bytes it got from
+// CUDA). They move by exactly the block's size from one block event to the next, so they are
+// stored as corrections to an expectation, against the previous HasTotals event of this file
+// (the first one: against 0 and 0):
+//   expected allocated = previous allocated + size, or - size with IsFree (size 0 without HasSize)
+//   expected reserved  = previous reserved
+// AllocatedMoved / ReservedMoved are set only when a total differs from its expectation, and
+// then carry actual minus expected (mod 2^64). A typical block event stores no total at all; a
+// block for which the allocator reserved a new segment, or one of another device or thread in
+// between, adds a few bytes.
+// IsFree carries no value: the call gave the memory back (an allocator that reports both
+// directions through one entry point, like c10's, with a negative size). See event_kind_of().
+//
+// Version 1 differs only in the mask: one byte, bits in payload order (address, size, stream,
+// pool, handle, offset, device, memory = bits 0-7), no totals.
 // ---------------------------------------------------------------------------------------------
-enum EventField : uint8_t {
+enum EventField : uint16_t {
   kHasAddress = 1u << 0,
   kHasSize = 1u << 1,
   kHasStream = 1u << 2,
-  kHasPool = 1u << 3,
-  kHasHandle = 1u << 4,
-  kHasOffset = 1u << 5,
-  kHasDevice = 1u << 6,
-  kHasMemory = 1u << 7,
+  kHasDevice = 1u << 3,
+  kHasTotals = 1u << 4,
+  kIsFree = 1u << 5,
+  kHasMemory = 1u << 6,
+  kHasPool = 1u << 7,
+  kHasHandle = 1u << 8,
+  kHasOffset = 1u << 9,
+  kAllocatedMoved = 1u << 10,
+  kReservedMoved = 1u << 11,
 };
+inline constexpr uint16_t kMovedFields = kAllocatedMoved | kReservedMoved;  // codec-internal
+inline constexpr uint16_t kKnownFields = 0xfff;  // a mask with any other bit is damage
+
+// A version-1 mask byte in today's bits.
+inline constexpr uint16_t fields_from_version1(uint8_t mask) {
+  constexpr uint16_t kBits[8] = {kHasAddress, kHasSize,   kHasStream, kHasPool,
+                                 kHasHandle,  kHasOffset, kHasDevice, kHasMemory};
+  uint16_t fields = 0;
+  for (int i = 0; i < 8; ++i)
+    if (mask & (1u << i)) fields |= kBits[i];
+  return fields;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Stack payload (thread files):
@@ -240,9 +282,20 @@ enum class EventKind : uint8_t {
   CaptureBegin = 9,   // cudaStreamBeginCapture: allocations on this stream now belong to a graph
   CaptureEnd = 10,    // cudaStreamEndCapture
   GraphLaunch = 11,   // cudaGraphLaunch: a replay
+  // A framework allocator's blocks (PyTorch's tensors), carved out of memory it got through the
+  // kinds above: a second layer, never to be counted on top of the segments they live in.
+  BlockAlloc = 12,  // a block handed out
+  BlockFree = 13,   // a block taken back: a BlockAlloc entry point's event with IsFree
 };
 
-enum class Layer : uint8_t { Runtime = 1, Driver = 2 };
+// Runtime and Driver are CUDA's two APIs; Allocator is a framework's allocator reporting its
+// blocks (c10's reportMemoryUsageToProfiler, exported by PyTorch's libc10.so).
+enum class Layer : uint8_t { Runtime = 1, Driver = 2, Allocator = 3 };
+
+// What one event did: its entry point's kind, except that a block event marked IsFree is a free.
+inline constexpr EventKind event_kind_of(EventKind api_kind, uint16_t fields) {
+  return api_kind == EventKind::BlockAlloc && (fields & kIsFree) ? EventKind::BlockFree : api_kind;
+}
 
 inline const char* to_string(EventKind k) {
   switch (k) {
@@ -257,6 +310,8 @@ inline const char* to_string(EventKind k) {
     case EventKind::CaptureBegin: return "capture-begin";
     case EventKind::CaptureEnd: return "capture-end";
     case EventKind::GraphLaunch: return "graph-launch";
+    case EventKind::BlockAlloc: return "block-alloc";
+    case EventKind::BlockFree: return "block-free";
   }
   return "?";
 }

@@ -48,10 +48,13 @@ ProcessLogs with_thread(ThreadLogBuilder& t) {
 
 TEST(Damage, WrongVersionNamesBothVersions) {
   ProcessLogs logs = small_two_thread_process(true);
-  header_of(logs.process).version = 2;
+  header_of(logs.process).version = 3;
   EXPECT_EQ(read_error(logs),
-            "process.gmh: offset 8: was written by format version 2; this gmemhook reads "
-            "version 1");
+            "process.gmh: offset 8: was written by format version 3; this gmemhook reads "
+            "versions 1 to 2");
+  logs = small_two_thread_process(true);
+  header_of(logs.process).version = 0;
+  EXPECT_CONTAINS(read_error(logs), "process.gmh: offset 8: was written by format version 0");
   logs = small_two_thread_process(true);
   header_of(logs.threads[1].second).version = 7;
   EXPECT_CONTAINS(read_error(logs), "thread.4244.gmh: offset 8: was written by format version 7");
@@ -175,7 +178,7 @@ TEST(Damage, EventErrors) {
     uint8_t two[] = {1, 1};
     t.file.record(RecordType::Event, two);
     EXPECT_EQ(read_error(with_thread(t)),
-              "thread.4243.gmh: offset 64: event record: payload malformed (expected 6..113 "
+              "thread.4243.gmh: offset 64: event record: payload malformed (expected 6..134 "
               "bytes, got 2)");
   }
   {

@@ -293,6 +293,37 @@ TEST(Replay, UnknownApiIdsAreCountedAndSkipped) {
   EXPECT_EQ(series(r, 0)->live_bytes, 64u);
 }
 
+// PyTorch's blocks live inside the segments cudaMalloc gave its allocator: until the reports
+// learn the two layers (issue 9), the replay must count the segments only.
+TEST(Replay, AllocatorBlocksAreNotCountedOnTopOfTheirSegments) {
+  Scenario s(10);
+  s.alloc(11, ApiId::cudaMalloc, 0x100000, 2 << 20);
+  uint64_t allocated = 0;
+  for (uint64_t offset : {0, 4096, 8192}) {
+    allocated += 4096;
+    format::Event& ev = s.event(11, ApiId::_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE);
+    ev.f.set_address(0x100000 + offset);
+    ev.f.set_size(4096);
+    ev.f.set_device(0);
+    ev.f.set_totals(allocated, 2 << 20);
+  }
+  format::Event& free = s.event(11, ApiId::_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE);
+  free.f.set_address(0x100000);
+  free.f.set_size(4096);
+  free.f.set_free();
+  free.f.set_device(0);
+  free.f.set_totals(allocated - 4096, 2 << 20);
+  const Replay r = replay(s);
+  ASSERT_EQ(r.series().size(), 1u);
+  EXPECT_EQ(series(r, 0)->allocations, 1u);
+  EXPECT_EQ(series(r, 0)->frees, 0u);
+  EXPECT_EQ(series(r, 0)->live_bytes, uint64_t{2} << 20);
+  EXPECT_EQ(series(r, 0)->peak_bytes, uint64_t{2} << 20);
+  EXPECT_EQ(r.anomalies().unknown_frees, 0u);
+  EXPECT_EQ(r.anomalies().reused_addresses, 0u);
+  EXPECT_EQ(r.anomalies().unknown_api_events, 0u);
+}
+
 TEST(Replay, AnAddressHandedOutAgainMeansAMissedFree) {
   Scenario s(10);
   s.alloc(11, ApiId::cudaMalloc, 0x1000, 64);

@@ -86,6 +86,40 @@ TEST(DumpCommand, PrintsEveryRecordOfARun) {
   std::filesystem::remove_all(run);
 }
 
+// PyTorch's blocks: alloc and free by the IsFree marker, with the allocator's two totals.
+TEST(DumpCommand, PrintsAllocatorBlocksWithTheirTotals) {
+  auto run = make_temp_dir("dump-blocks");
+  ProcessLogs logs = small_two_thread_process(true);
+  ThreadLogBuilder t(4242, 4243, kStartNs);
+  const auto api = format::ApiId::_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE;
+  format::Event alloc = make_event(api, 1, kStartNs + 1000);
+  alloc.f.set_address(0x7f1000000000);
+  alloc.f.set_size(4096);
+  alloc.f.set_device(0);
+  alloc.f.set_totals(4096, 2097152);
+  t.event(alloc);
+  format::Event free = make_event(api, 2, kStartNs + 2000);
+  free.f = alloc.f;
+  free.f.set_free();
+  free.f.set_totals(0, 2097152);
+  t.event(free);
+  logs.threads = {{4243, t.file.bytes()}};
+  write_process_dir(run, logs);
+  CommandResult r = gmemhook_cli("dump " + quote(run));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("seq=1 t=+0.000001s tid=4243 "
+                       "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE block-alloc "
+                       "mem=device device=0 ptr=0x7f1000000000 size=4096 allocated=4096 "
+                       "reserved=2097152 result=0\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("block-free mem=device device=0 ptr=0x7f1000000000 size=4096 allocated=0 "
+                       "reserved=2097152 result=0\n"),
+            std::string::npos)
+      << r.out;
+  std::filesystem::remove_all(run);
+}
+
 TEST(DumpCommand, ReportsAbruptEndAndUnknownApis) {
   auto run = make_temp_dir("dump-abrupt");
   ProcessLogs logs = small_two_thread_process(false);
@@ -157,7 +191,7 @@ TEST(DumpCommand, UnreadableInputExitsWithStatus2) {
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "gmemhook: " + (dir / "process.gmh").string() +
                        ": offset 8: was written by format version 3; this gmemhook reads "
-                       "version 1\n");
+                       "versions 1 to 2\n");
   std::filesystem::remove_all(run);
 }
 
@@ -191,7 +225,7 @@ TEST(Cli, VersionAndHelp) {
   CommandResult r = gmemhook_cli("--version");
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out.rfind("gmemhook ", 0), 0u) << r.out;
-  EXPECT_NE(r.out.find("log format 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("log format 2"), std::string::npos) << r.out;
 
   r = gmemhook_cli("--help");
   EXPECT_EQ(r.status, 0);

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Cost of recording every PyTorch block (issue 9): torch_loop_bench.py's CPU-bound training loop
+# plain, under libgmemhook.so, and with PyTorch's own _record_memory_history(stacks="python" /
+# "all"), interleaved, median of REPS (default 7) runs each; prints a markdown table. Needs a GPU
+# and torch; run it on the GPU machine from a build there or one carried to it.
+# Usage: [REPS=N] bench/run_torch_loop_bench.sh [BUILD_DIR] [PYTHON]
+set -euo pipefail
+BUILD=${1:-build}
+PY=${2:-python3}
+HOOK="$(cd "$BUILD" && pwd)/lib/libgmemhook.so"
+[ -f "$HOOK" ] || { echo "run_torch_loop_bench: no $HOOK (build first)" >&2; exit 1; }
+exec "$PY" "$(dirname "$0")/torch_loop_bench.py" --compare --hook "$HOOK" --reps "${REPS:-7}"
