@@ -1,11 +1,14 @@
 // The gmemhook command line: one CLI11 subcommand per report, each implemented in its own file.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "analyzer/cli_words.h"
+#include "analyzer/output/command_name.h"
 #include "analyzer/reports/diff_report.h"
 #include "analyzer/reports/dump_command.h"
 #include "analyzer/reports/report.h"
@@ -19,9 +22,12 @@
 
 namespace {
 
+constexpr int kExitUsage = 2;
+
 using gmemhook::analysis::OutputFormat;
 using gmemhook::analysis::ReportKind;
 using gmemhook::analysis::ReportOptions;
+using gmemhook::analysis::whole_number;
 
 const std::map<std::string, OutputFormat> kFormats{{"text", OutputFormat::Text},
                                                    {"json", OutputFormat::Json},
@@ -70,12 +76,23 @@ void add_report_options(CLI::App& app, ReportCommand& c) {
     add_format_options(s, o.format, {"text", "json", "folded", "speedscope"});
   else
     add_format_options(s, o.format, {"text", "json"});
-  s->add_option("--pid", o.pid, "Only the process with this pid");
-  s->add_option("--device", o.device, "Only this device (pinned host memory is on none)");
-  s->add_option("--top", o.top, "Groups shown per list, largest first; 0 = all")
-      ->check(CLI::NonNegativeNumber);
-  s->add_option("--depth", o.depth, "Frames shown per stack; 0 = all")
-      ->check(CLI::NonNegativeNumber);
+  s->add_option("--pid", o.pid, "Only the process with this pid")
+      ->check(whole_number("a process id (e.g. 4242)"));
+  s->add_option("--device", o.device, "Only this device (pinned host memory is on none)")
+      ->check(whole_number("a device number (0, 1, ...)"));
+  s->add_option("--top", o.top, "Rows shown per list, largest first; 0 = all")
+      ->check(whole_number("a count of rows (0 = all)"));
+  s->add_option("--depth", o.depth, "Lines shown per stack (frames with --native); 0 = all")
+      ->check(whole_number("a count of frames (0 = all)"));
+  s->add_flag("--native", o.native,
+              "Every frame of a stack as recorded, none folded (default: user code first)");
+  if (c.stacks_export)
+    s->add_option_function<std::string>(
+         "--group-by",
+         [&o](const std::string& v) { o.group_by = *gmemhook::analysis::parse_group_by(v); },
+         "One row per line of user code (line, the default), per user function (function) or "
+         "per distinct stack (stack)")
+        ->check(CLI::IsMember({"line", "function", "stack"}));
   s->add_option(
        "--api", o.apis,
        "Only events of these entry points, comma-separated (e.g. cudaMallocAsync,cudaFreeAsync)")
@@ -83,26 +100,51 @@ void add_report_options(CLI::App& app, ReportCommand& c) {
       ->check(known_api);
   s->add_option("--memory", o.memory, "Only this memory: device, host-pinned or managed")
       ->check(CLI::IsMember({"device", "host-pinned", "managed"}));
+  if (c.kind == ReportKind::Fragmentation)
+    s->add_flag("--all-moments", o.all_moments,
+                "Text: the peak, the first failure and the end (default: the worst of them, or the "
+                "--at moment)");
   if (c.takes_moment) {
-    auto* at = s->add_option("--at", o.at_seconds,
-                             "The live set at this many seconds after the process started")
-                   ->check(CLI::NonNegativeNumber);
+    auto* at =
+        s->add_option("--at", o.at_seconds,
+                      "The live set at this many seconds after the process started")
+            ->check(gmemhook::analysis::decimal_number("seconds since the start (e.g. 1.5)"));
     auto* seq = s->add_option("--at-seq", o.at_seq,
-                              "The live set right after the event with this sequence number");
+                              "The live set right after the event with this sequence number")
+                    ->check(whole_number("a sequence number (gmemhook dump shows them)"));
     at->excludes(seq);
   }
 }
 
 }  // namespace
 
+// The nearest subcommand to an unknown first word, said before CLI11 would answer "A subcommand
+// is required" (issue 10). Returns true when it said so.
+bool unknown_subcommand(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  std::vector<std::string> names;
+  for (const CLI::App* s : app.get_subcommands({})) names.push_back(s->get_name());
+  const std::string typed = argv[1];
+  if (std::find(names.begin(), names.end(), typed) != names.end()) return false;
+  const std::string near = gmemhook::analysis::nearest_word(typed, names);
+  std::string all;
+  for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+  std::fprintf(stderr, "gmemhook: unknown command '%s'%s\ncommands: %s (--help for more)\n",
+               typed.c_str(), near.empty() ? "" : ("; did you mean '" + near + "'?").c_str(),
+               all.c_str());
+  return true;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 0) gmemhook::analysis::set_invoked_as(argv[0]);  // hints name it so
   CLI::App app{"gmemhook: reports on the CUDA allocations recorded by libgmemhook.so", "gmemhook"};
   app.set_version_flag("--version", std::string("gmemhook ") + GMEMHOOK_VERSION + " (log format " +
                                         std::to_string(gmemhook::format::kFormatVersion) + ")");
   app.require_subcommand(1);
   app.footer(
-      "Exit status: 0 ok, 1 the report could not be made (e.g. no such --pid) or bad usage, "
-      "2 a log is unreadable (missing, another format version, damaged).");
+      "Exit status: 0 ok; 1 the report could not be made (no such --pid or --device), or diff "
+      "--fail-above refused the growth; 2 bad usage, or a log is unreadable (missing, another "
+      "format version, damaged).");
 
   std::array<ReportCommand, 4> reports{
       ReportCommand(
@@ -132,20 +174,24 @@ int main(int argc, char** argv) {
   diff->add_flag("--match-lines", diff_options.match_lines,
                  "Tell sites apart by line too (default: by function and file)");
   diff->add_option("--fail-above", fail_above,
-                   "Exit 1 when the new peak exceeds the base's by more than N% or BYTES "
-                   "(suffixes KiB MiB GiB, KB MB GB)")
+                   "Exit 1 when the new peak exceeds the base's by more than N% or an amount "
+                   "(units B, KiB MiB GiB, KB MB GB)")
       ->check([](const std::string& v) {
-        return gmemhook::analysis::parse_growth_limit(v)
-                   ? std::string()
-                   : "expected a percentage (5%) or an amount (64MiB, 1000000)";
+        if (gmemhook::analysis::parse_growth_limit(v)) return std::string();
+        return "expected a percentage (5%) or an amount with a unit (64MiB, 1000000B), not '" + v +
+               "'";
       });
   add_format_options(diff, diff_options.format, {"text", "json", "folded"});
   diff->add_option("--top", diff_options.top,
                    "Sites shown per device, largest change first; 0 = all")
-      ->check(CLI::NonNegativeNumber);
-  diff->add_option("--depth", diff_options.depth, "Frames shown per stack; 0 = all")
-      ->check(CLI::NonNegativeNumber);
-  diff->add_option("--device", diff_options.device, "Only this device");
+      ->check(whole_number("a count of sites (0 = all)"));
+  diff->add_option("--depth", diff_options.depth,
+                   "Lines shown per stack (frames with --native); 0 = all")
+      ->check(whole_number("a count of frames (0 = all)"));
+  diff->add_flag("--native", diff_options.native,
+                 "Every frame of a stack as recorded, none folded (default: user code first)");
+  diff->add_option("--device", diff_options.device, "Only this device")
+      ->check(whole_number("a device number (0, 1, ...)"));
   diff->add_option("--api", diff_options.apis, "Only events of these entry points, comma-separated")
       ->delimiter(',')
       ->check(known_api);
@@ -155,11 +201,12 @@ int main(int argc, char** argv) {
   dump->add_option("RUN", dump_run, "A run directory, or one <exe>.<pid> process directory")
       ->required();
 
+  if (unknown_subcommand(app, argc, argv)) return kExitUsage;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // Usage errors exit 1; 2 is reserved for logs that cannot be read.
-    return app.exit(e) == 0 ? 0 : 1;
+    // Usage errors exit 2, as cmp's and diff's do: 1 is diff --fail-above's "grew too much".
+    return app.exit(e) == 0 ? 0 : kExitUsage;
   }
 
   if (dump->parsed()) return gmemhook::analysis::dump_command(dump_run, stdout, stderr);

@@ -100,7 +100,7 @@ class DiffWriter {
     std::string t = fmt::format("gmemhook diff: {}, {} -> {}{}\n", what, o_.base_arg, o_.new_arg,
                                 o_.match_lines ? " (sites told apart by line too)" : "");
     if (comparisons_.empty()) t += "\nneither run used device memory\n";
-    const size_t depth = o_.depth.value_or(kTextDepth);
+    const StackStyle style{o_.native, o_.depth.value_or(kTextDepth)};
     const char* total_name = o_.leaks ? "leaked" : "peak";
     for (const Comparison& c : comparisons_) {
       t += fmt::format("\n{} -> {}, device {}\n", side_title(c.base), side_title(c.now), c.device);
@@ -126,7 +126,7 @@ class DiffWriter {
         ++shown;
         t += fmt::format("  {:>10}  {:6}  {}\n", signed_size(s.delta()), status_name(s.status),
                          site_change(s));
-        append_frames(t, s.frames, depth, "      ");
+        append_frames(t, s.frames, style, "      ");
       }
       if (shown == 0 && hidden == 0) t += "  no site changed\n";
       if (hidden)
@@ -254,9 +254,10 @@ class DiffWriter {
 int run_diff(const DiffOptions& options, std::FILE* out, std::FILE* err) {
   SideOptions side{options.leaks, options.device, options.apis};
   std::vector<ProcessSites> base, now;
+  RunWarnings warnings;
   try {
-    base = read_side(options.base, side, err);
-    now = read_side(options.now, side, err);
+    base = read_side(options.base, side, warnings);
+    now = read_side(options.now, side, warnings);
   } catch (const ReadError& e) {
     fmt::print(err, "gmemhook: {}\n", e.what());
     return kExitUnreadable;
@@ -277,6 +278,7 @@ int run_diff(const DiffOptions& options, std::FILE* out, std::FILE* err) {
   }
   std::fwrite(doc.data(), 1, doc.size(), out);
   std::fflush(out);
+  warnings.print(err);
 
   if (!options.fail_above) return kExitOk;
   int status = kExitOk;

@@ -23,6 +23,7 @@ struct DiffOptions {
   std::optional<GrowthLimit> fail_above;
   OutputFormat format = OutputFormat::Text;  // text, json or folded
   std::optional<size_t> top, depth;          // as for the reports (0 = all)
+  bool native = false;                       // text: every frame as recorded (--native)
   std::optional<int32_t> device;
   std::vector<std::string> apis;
 };

@@ -35,7 +35,7 @@ DeviceSites device_sites(int32_t device, uint64_t total, const std::vector<SiteG
 }  // namespace
 
 std::vector<ProcessSites> read_side(const std::filesystem::path& run, const SideOptions& options,
-                                    std::FILE* err) {
+                                    RunWarnings& warnings) {
   std::vector<ProcessSites> out;
   for (const auto& dir : find_process_dirs(run)) {
     ProcessReader reader = ProcessReader::open(dir);
@@ -64,9 +64,8 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
             device_sites(s->key.device, s->peak_bytes, s->sites_at_peak, replay, stacks));
       }
     }
-    for (const ReadWarning& w : reader.warnings())
-      fmt::print(err, "gmemhook: warning: {}\n", w.to_string());
-    for (const std::string& w : stacks.warnings()) fmt::print(err, "gmemhook: warning: {}\n", w);
+    for (const ReadWarning& w : reader.warnings()) warnings.add(w.to_string());
+    warnings.add_symbolizer(stacks);
     out.push_back(std::move(p));
   }
   return out;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/reports/run_warnings.h"
 #include "analyzer/symbols/frame.h"
 
 namespace gmemhook::analysis {
@@ -39,8 +40,8 @@ struct SideOptions {
 };
 
 // Reads every process of `run` (a run directory or one process directory), in pid order.
-// Warnings go to `err`; throws ReadError on an unreadable log.
+// Warnings go to `warnings`; throws ReadError on an unreadable log.
 std::vector<ProcessSites> read_side(const std::filesystem::path& run, const SideOptions& options,
-                                    std::FILE* err);
+                                    RunWarnings& warnings);
 
 }  // namespace gmemhook::analysis

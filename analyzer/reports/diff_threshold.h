@@ -17,8 +17,8 @@ struct GrowthLimit {
   std::string text;    // as the user wrote it, for the message
 };
 
-// "5%", "12.5%", "1048576", "64MiB", "1.5 GiB", "100MB" (KiB/MiB/GiB/TiB: powers of 1024;
-// KB/MB/GB/TB: of 1000; a trailing B alone is bytes). nullopt when malformed.
+// "5%", "12.5%", "1048576B", "64MiB", "1.5 GiB", "100MB" (KiB/MiB/GiB/TiB: powers of 1024;
+// KB/MB/GB/TB: of 1000; B: bytes). nullopt when malformed or without a unit.
 std::optional<GrowthLimit> parse_growth_limit(const std::string& text);
 
 // Whether going from `base` to `now` bytes grows by more than `limit` (exactly at it passes).

@@ -39,6 +39,25 @@ bool uses_pytorch(const ProcessReader& reader) {
   return false;
 }
 
+// The moment text shows by default (issue 10: the end alone often looks fine): the first failed
+// allocation; else the moment with the most free space outside the largest hole (the peak on a
+// tie); and why it was chosen.
+std::pair<size_t, std::string> worst_moment(const std::vector<Snapshot>& snapshots) {
+  size_t worst = 0;
+  uint64_t worst_scattered = 0;
+  for (size_t i = 0; i < snapshots.size(); ++i) {
+    const Fragmentation& f = snapshots[i].f;
+    if (snapshots[i].at == "first-failure") return {i, "the first failed allocation"};
+    const uint64_t scattered = f.gap_bytes - f.largest_gap_bytes;
+    if (scattered > worst_scattered) {
+      worst = i;
+      worst_scattered = scattered;
+    }
+  }
+  if (worst_scattered == 0) return {worst, "no moment left free space in more than one hole"};
+  return {worst, "the most free space in holes smaller than the largest"};
+}
+
 std::string device_name(int32_t device) {
   return device == kNoDevice ? "device ?" : "device " + std::to_string(device);
 }
@@ -53,7 +72,7 @@ class FragmentationReport : public Report {
     replay.keep_only_apis(options_.apis);
     reader.read_events(replay);
     replay.finish();
-    const ReadFacts facts = read_facts(reader);
+    const ReadFacts facts = read_facts(reader, replay);
     const ProcessEnd end = process_end(reader, facts, replay);
 
     std::vector<DeviceFrames> devices;
@@ -204,10 +223,18 @@ class FragmentationReport : public Report {
     auto line = [&](const char* label, const std::string& value, const char* why) {
       text += fmt::format("  {:<15}{:<30} {}\n", label, value, why);
     };
+    const bool asked = options_.at_seq || options_.at_seconds;
     for (const DeviceFrames& d : devices) {
-      for (const Snapshot& s : d.snapshots) {
+      const auto [worst, why] = worst_moment(d.snapshots);
+      for (size_t i = 0; i < d.snapshots.size(); ++i) {
+        const Snapshot& s = d.snapshots[i];
+        const bool chosen = asked ? s.at == "seq" || s.at == "time" : i == worst;
+        if (!options_.all_moments && !chosen) continue;
         const Fragmentation& f = s.f;
-        text += fmt::format("\n{} {}:\n", device_name(d.device), moment_text(reader, d, s, end));
+        text += fmt::format("\n{} {}{}:\n", device_name(d.device), moment_text(reader, d, s, end),
+                            !asked && i == worst && !options_.all_moments
+                                ? "; the worst moment: " + why + " (--all-moments shows the others)"
+                                : "");
         if (f.live_count == 0 && f.reserved_bytes == 0 && f.pools.empty()) {
           text += "  nothing live\n";
           continue;

@@ -7,9 +7,10 @@
 #include <array>
 
 #include "analyzer/log/event_info.h"
-#include "analyzer/reports/report_common.h"
 #include "analyzer/output/stack_export.h"
+#include "analyzer/output/stack_text.h"
 #include "analyzer/output/text_format.h"
+#include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
 
@@ -79,7 +80,7 @@ class LeaksReport : public Report {
     reader.read_events(replay);
     replay.finish();
     if (!captured) capture(std::nullopt);
-    const ReadFacts facts = read_facts(reader);
+    const ReadFacts facts = read_facts(reader, replay);
     const ProcessEnd end = process_end(reader, facts, replay);
 
     for (const SiteGroup& g : m.groups)
@@ -154,31 +155,39 @@ class LeaksReport : public Report {
     text += fmt::format("{}: {}; {}\n", process_title(reader), end.text, heading);
 
     const size_t top = top_limit(options_, kTextTop);
-    const size_t depth = depth_limit(options_, kTextDepth);
-    size_t shown = 0;
-    Total omitted;
+    const StackStyle style = stack_style(options_, kTextDepth);
+    std::vector<const SiteGroup*> memory;
     std::array<Total, 4> by_memory{};
     for (const SiteGroup& g : m.groups) {
       if (!is_memory(g)) continue;
+      memory.push_back(&g);
       by_memory[static_cast<size_t>(g.series.memory)].bytes += g.bytes;
       by_memory[static_cast<size_t>(g.series.memory)].count += g.count;
+    }
+    std::vector<SiteStack> sites;
+    for (const SiteGroup* g : memory)
+      sites.push_back({&frames_of(stacks, replay, g->stack), g->bytes, g->count, where(*g)});
+    size_t shown = 0;
+    Total omitted;
+    for (const SiteRow& row : group_sites(sites, options_.group_by)) {
       if (top && shown >= top) {
-        omitted.bytes += g.bytes;
-        omitted.count += g.count;
+        omitted.bytes += row.bytes;
+        omitted.count += row.count;
         continue;
       }
       ++shown;
-      text += fmt::format(
-          "\n{} {} in {} {} {}:\n", verb, size_and_bytes(g.bytes), g.count,
-          g.kind == LiveKind::Physical ? "physical allocation(s)" : "allocation(s)",
-          where(g) + (g.kind == LiveKind::Physical ? " created from" : " allocated from"));
-      append_frames(text, frames_of(stacks, replay, g.stack), depth, "    ");
+      const SiteGroup& g = *memory[row.members.front()];
+      const bool physical = g.kind == LiveKind::Physical;
+      text += fmt::format("\n{} {} in {} {}{}:\n", verb, size_and_bytes(row.bytes),
+                          plural(row.count, physical ? "physical allocation" : "allocation",
+                                 physical ? "physical allocations" : "allocations"),
+                          where(g), physical ? " created from" : " allocated from");
+      append_site_stacks(text, row_stacks(row, sites), style, "    ");
     }
     if (omitted.count)
       text += fmt::format("\n... and {} more in {} (--top 0 shows all)\n",
                           size_and_bytes(omitted.bytes),
                           plural(omitted.count, "allocation", "allocations"));
-
     // Address space still mapped or reserved holds no memory of its own, but a program that
     // never unmaps or frees its ranges usually forgot the handles too.
     std::vector<const SiteGroup*> ranges;
@@ -195,14 +204,13 @@ class LeaksReport : public Report {
       ++shown_ranges;
       if (g.kind == LiveKind::Mapping)
         text += fmt::format(
-            "\nStill mapped: {} in {} mapping(s) {}, address space over the memory above, "
-            "mapped from:\n",
-            size_and_bytes(g.bytes), g.count, where(g));
+            "\nStill mapped: {} in {} {}, address space over the memory above, mapped from:\n",
+            size_and_bytes(g.bytes), plural(g.count, "mapping", "mappings"), where(g));
       else
-        text += fmt::format(
-            "\nStill reserved: {} of address space in {} range(s) ({}, {}) reserved from:\n",
-            size_and_bytes(g.bytes), g.count, api_name(g.api), series_label(g.series));
-      append_frames(text, frames_of(stacks, replay, g.stack), depth, "    ");
+        text += fmt::format("\nStill reserved: {} of address space in {} ({}, {}) reserved from:\n",
+                            size_and_bytes(g.bytes), plural(g.count, "range", "ranges"),
+                            api_name(g.api), series_label(g.series));
+      append_frames(text, frames_of(stacks, replay, g.stack), style, "    ");
     }
 
     std::vector<std::string> parts;

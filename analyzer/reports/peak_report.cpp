@@ -3,10 +3,12 @@
 // at the first failure. One pass: the replay captures both as it goes (Replay::capture_sites).
 #include <fmt/format.h>
 
+#include "analyzer/log/cuda_errors.h"
 #include "analyzer/log/event_info.h"
-#include "analyzer/reports/report_common.h"
 #include "analyzer/output/stack_export.h"
 #include "analyzer/output/text_format.h"
+#include "analyzer/reports/framework_pool.h"
+#include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
 
@@ -27,6 +29,7 @@ struct SeriesPeak {
   uint64_t peak_bytes = 0, peak_seq = 0, peak_time_ns = 0;
   std::optional<Failure> first_failure;
   Held at_peak, at_failure;
+  std::optional<std::string> pool_note;  // framework_pool_note()
 };
 
 Held held(uint64_t seq, const std::vector<SiteGroup>& sites) {
@@ -55,15 +58,16 @@ class PeakReport : public Report {
     replay.capture_sites(true);
     reader.read_events(replay);
     replay.finish();
-    const ReadFacts facts = read_facts(reader);
+    const ReadFacts facts = read_facts(reader, replay);
     const ProcessEnd end = process_end(reader, facts, replay);
 
     std::vector<SeriesPeak> peaks;
     for (const Series* series : ordered_series(replay)) {
       const Series& s = *series;
       if (!wanted_series(options_, s.key) || (s.peak_seq == 0 && s.failed == 0)) continue;
-      SeriesPeak p{s.key, s.peak_bytes, s.peak_seq, s.peak_time_ns, std::nullopt, {}, {}};
+      SeriesPeak p{s.key, s.peak_bytes, s.peak_seq, s.peak_time_ns, std::nullopt, {}, {}, {}};
       p.at_peak = held(s.peak_seq, s.sites_at_peak);
+      p.pool_note = framework_pool_note(reader, s);
       if (!s.failures.empty()) {
         p.first_failure = s.failures.front();
         p.at_failure = held(s.failures.front().seq, s.sites_at_first_failure);
@@ -112,20 +116,23 @@ class PeakReport : public Report {
   void append_sites(std::string& text, const Replay& replay, StackResolver& stacks, const Held& h,
                     uint64_t whole) const {
     const size_t top = top_limit(options_, kTextTop);
-    const size_t depth = depth_limit(options_, kTextDepth);
+    std::vector<SiteStack> sites;
+    for (const SiteGroup& g : h.sites)
+      sites.push_back({&frames_of(stacks, replay, g.stack), g.bytes, g.count, api_name(g.api)});
     size_t shown = 0;
     uint64_t rest_bytes = 0, rest_count = 0;
-    for (const SiteGroup& g : h.sites) {
+    for (const SiteRow& row : group_sites(sites, options_.group_by)) {
       if (top && shown >= top) {
-        rest_bytes += g.bytes;
-        rest_count += g.count;
+        rest_bytes += row.bytes;
+        rest_count += row.count;
         continue;
       }
       ++shown;
-      text += fmt::format("  {} {:5.1f}%  in {} ({}) from:\n", size_and_bytes(g.bytes),
-                          whole ? 100.0 * double(g.bytes) / double(whole) : 0.0,
-                          plural(g.count, "allocation", "allocations"), api_name(g.api));
-      append_frames(text, frames_of(stacks, replay, g.stack), depth, "      ");
+      text += fmt::format("  {} {:5.1f}%  in {} ({}) from:\n", size_and_bytes(row.bytes),
+                          whole ? 100.0 * double(row.bytes) / double(whole) : 0.0,
+                          plural(row.count, "allocation", "allocations"),
+                          sites[row.members.front()].kind);
+      append_site_stacks(text, row_stacks(row, sites), stack_style(options_, kTextDepth), "      ");
     }
     if (rest_count)
       text +=
@@ -144,14 +151,16 @@ class PeakReport : public Report {
                             size_and_bytes(p.peak_bytes),
                             human_duration(since_start(reader, p.peak_time_ns)), p.peak_seq,
                             plural(p.at_peak.count, "allocation", "allocations"));
+        if (p.pool_note) text += "note: " + *p.pool_note + "\n";
         text += "PEAK MEMORY CONSUMERS\n";
         append_sites(text, replay, stacks, p.at_peak, p.peak_bytes);
       }
       if (p.first_failure) {
         const Failure& f = *p.first_failure;
-        text += fmt::format("\n{} ran out at {} (seq {}): {} of {} returned error {}\n",
-                            series_label(p.key), human_duration(since_start(reader, f.time_ns)),
-                            f.seq, api_name(f.api), size_and_bytes(f.bytes), f.result);
+        text +=
+            fmt::format("\n{} ran out at {} (seq {}): {} of {} returned {}\n", series_label(p.key),
+                        human_duration(since_start(reader, f.time_ns)), f.seq, api_name(f.api),
+                        size_and_bytes(f.bytes), cuda_error_text(f.api, f.result));
         text += fmt::format("WHAT HELD THE MEMORY WHEN IT RAN OUT: {} in {}\n",
                             size_and_bytes(p.at_failure.bytes),
                             plural(p.at_failure.count, "allocation", "allocations"));

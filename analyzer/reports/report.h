@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/output/output_format.h"
+#include "analyzer/reports/site_rows.h"
 
 namespace gmemhook::analysis {
 
@@ -31,6 +32,9 @@ struct ReportOptions {
   // counters while cuBLAS's workspaces are left out); empty = all.
   std::vector<std::string> apis;
   std::optional<std::string> memory;  // only this memory: "device", "host-pinned", "managed"
+  bool native = false;                // text: every frame as recorded, none folded (--native)
+  GroupBy group_by = GroupBy::Line;   // text: what one row of sites stands for (--group-by)
+  bool all_moments = false;  // fragmentation text: every moment, not only the worst (or --at)
 };
 
 // Exit statuses of every report (and of `gmemhook dump`).

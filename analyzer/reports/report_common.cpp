@@ -11,7 +11,10 @@
 #include <cmath>
 
 #include "analyzer/log/event_info.h"
+#include "analyzer/output/command_name.h"
 #include "analyzer/output/text_format.h"
+#include "analyzer/reports/run_warnings.h"
+#include "analyzer/symbols/user_code.h"
 
 namespace gmemhook::analysis {
 
@@ -38,10 +41,26 @@ void write_rank_field(JsonWriter& json, const char* key, const std::string& valu
   json.value(value);
 }
 
+// "devices used: 0, 1", "no device memory used".
+std::string used_devices_text(std::vector<int32_t> devices) {
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  if (devices.empty()) return "no device memory used";
+  std::string s = devices.size() == 1 ? "device used: " : "devices used: ";
+  for (size_t i = 0; i < devices.size(); ++i)
+    s +=
+        (i ? ", " : "") + (devices[i] == kNoDevice ? std::string("?") : std::to_string(devices[i]));
+  return s;
+}
+
 }  // namespace
 
-ReadFacts read_facts(const ProcessReader& reader) {
+ReadFacts read_facts(const ProcessReader& reader, const Replay& replay) {
   ReadFacts f;
+  for (const Series& s : replay.series())
+    if (s.key.memory != format::MemoryType::HostPinned &&
+        std::find(f.devices.begin(), f.devices.end(), s.key.device) == f.devices.end())
+      f.devices.push_back(s.key.device);
   for (const ReadWarning& w : reader.warnings()) f.warnings.push_back(w.to_string());
   f.abrupt_end = abrupt_end_message(reader);
   return f;
@@ -149,35 +168,13 @@ size_t top_limit(const ReportOptions& options, size_t text_default) {
   return options.json ? 0 : text_default;
 }
 
-void append_frames(std::string& text, const std::vector<Frame>& frames, size_t depth,
+StackStyle stack_style(const ReportOptions& options, size_t text_default_depth) {
+  return StackStyle{options.native, depth_limit(options, text_default_depth)};
+}
+
+void append_frames(std::string& text, const std::vector<Frame>& frames, const StackStyle& style,
                    const char* indent) {
-  const size_t shown = depth == 0 ? frames.size() : std::min(depth, frames.size());
-  if (frames.empty()) {
-    text += fmt::format("{}(no stack recorded)\n", indent);
-    return;
-  }
-  for (size_t i = 0; i < shown; ++i) {
-    const Frame& f = frames[i];
-    std::string line = fmt::format("{}#{} ", indent, i);
-    const std::string module = base_name(f.module);
-    if (f.function) {
-      line += *f.function;
-      if (f.file) line += " " + *f.file + (f.line ? ":" + std::to_string(*f.line) : "");
-      if (f.python)
-        line += " [python]";
-      else if (!module.empty())
-        line += " (" + module + ")";
-    } else if (!module.empty()) {
-      line += fmt::format("{}+{:#x}", module, f.module_offset);
-    } else {
-      line += fmt::format("{:#x}", f.address);
-    }
-    if (f.inlined) line += " [inlined]";
-    text += line + "\n";
-  }
-  if (shown < frames.size())
-    text += fmt::format("{}... {} (--depth 0 shows all)\n", indent,
-                        plural(frames.size() - shown, "more frame", "more frames"));
+  append_site_stacks(text, {StackShare{&frames, 0, 0}}, style, indent);
 }
 
 void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth) {
@@ -199,9 +196,16 @@ void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t dep
     json.field("offset", f.module_offset);
     json.field("python", f.python);
     json.field("inlined", f.inlined);
+    json.field("owner", to_string(owner_of(f)));
     json.end_object();
   }
   json.end_array();
+  const size_t user = user_frame(frames);
+  json.key("user_frame");
+  if (user == kNoUserFrame)
+    json.null();
+  else
+    json.value(uint64_t(user));
 }
 
 const std::vector<Frame>& frames_of(StackResolver& stacks, const Replay& replay, uint32_t stack) {
@@ -215,16 +219,10 @@ uint64_t at_time_ns(const ProcessReader& reader, double seconds) {
   return reader.start_ns() + static_cast<uint64_t>(ns);
 }
 
-std::string shell_word(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                        "0123456789-_./=:+,@%") == std::string::npos)
-    return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::string hint_line(const std::string& command, const std::string& why) {
+  const std::string self = "gmemhook ";
+  if (command.starts_with(self))
+    return fmt::format("hint: {} {}   # {}\n", command_name(), command.substr(self.size()), why);
   return fmt::format("hint: {}   # {}\n", command, why);
 }
 
@@ -255,6 +253,9 @@ int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, st
       json.begin_array();
     }
     size_t reported = 0;
+    RunWarnings warnings;
+    std::string body;
+    std::vector<int32_t> devices;
     for (const auto& dir : dirs) {
       ProcessReader reader = ProcessReader::open(dir);
       if (options.pid && reader.info().pid != *options.pid) continue;
@@ -263,15 +264,24 @@ int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, st
       if (options.format == OutputFormat::Text && reported > 0) text += "\n";
       const ReadFacts facts = report->process(reader, stacks, text, options.json ? &json : nullptr);
       ++reported;
-      std::fwrite(text.data(), 1, text.size(), out);
-      for (const std::string& w : facts.warnings) fmt::print(err, "gmemhook: warning: {}\n", w);
-      for (const std::string& w : stacks.warnings()) fmt::print(err, "gmemhook: warning: {}\n", w);
+      // Held back until the end: a --device no process used is an error, not an empty report.
+      body += text;
+      for (const std::string& w : facts.warnings) warnings.add(w);
+      warnings.add_symbolizer(stacks);
+      devices.insert(devices.end(), facts.devices.begin(), facts.devices.end());
     }
     if (options.pid && reported == 0) {
       fmt::print(err, "gmemhook: no process with pid {} in {}\n", *options.pid,
                  options.run.string());
       return kExitReportFailure;
     }
+    if (options.device &&
+        std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
+      fmt::print(err, "gmemhook: device {} was never used in {} ({})\n", *options.device,
+                 options.run.string(), used_devices_text(devices));
+      return kExitReportFailure;
+    }
+    std::fwrite(body.data(), 1, body.size(), out);
     if (options.json) {
       json.end_array();
       json.end_object();
@@ -281,6 +291,8 @@ int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, st
       report->finish(text);
       std::fwrite(text.data(), 1, text.size(), out);
     }
+    std::fflush(out);
+    warnings.print(err);
   } catch (const ReadError& e) {
     std::fflush(out);
     fmt::print(err, "gmemhook: {}\n", e.what());

@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/symbols/frame.h"
-#include "analyzer/output/json_writer.h"
-#include "analyzer/model/live_view.h"
 #include "analyzer/log/reader.h"
+#include "analyzer/model/live_view.h"
 #include "analyzer/model/replay.h"
+#include "analyzer/output/command_name.h"
+#include "analyzer/output/json_writer.h"
+#include "analyzer/output/stack_text.h"
 #include "analyzer/reports/report.h"
+#include "analyzer/symbols/frame.h"
 #include "analyzer/symbols/stack_resolver.h"
 
 namespace gmemhook::analysis {
@@ -23,8 +25,9 @@ namespace gmemhook::analysis {
 struct ReadFacts {
   std::vector<std::string> warnings;      // torn tails, unfinished module snapshots ...
   std::optional<std::string> abrupt_end;  // abrupt_end_message(): no End record
+  std::vector<int32_t> devices;           // the devices the replay saw memory of, for --device
 };
-ReadFacts read_facts(const ProcessReader& reader);
+ReadFacts read_facts(const ProcessReader& reader, const Replay& replay);
 
 // One report. run_report() hands it each process in turn, then asks for the closing text.
 class Report {
@@ -78,10 +81,14 @@ void write_series_fields(JsonWriter& json, const SeriesKey& key);
 size_t depth_limit(const ReportOptions& options, size_t text_default);
 size_t top_limit(const ReportOptions& options, size_t text_default);
 
-// Numbered frames, one per line: "#0 function file:line (module)", "#1 module+0x1a2b".
-void append_frames(std::string& text, const std::vector<Frame>& frames, size_t depth,
+// --native and --depth as a stack style (depth: lines per section of a user-first stack).
+StackStyle stack_style(const ReportOptions& options, size_t text_default_depth);
+// One site's stack under its heading line (output/stack_text.h): the user frame, then the
+// Python frames, then the native ones folded; with --native the frames as recorded.
+void append_frames(std::string& text, const std::vector<Frame>& frames, const StackStyle& style,
                    const char* indent);
-// "stack": [frame, ...] with the documented frame keys.
+// "stack": [frame, ...] with the documented frame keys, each with its "owner" (user, cuda,
+// framework, interpreter, runtime), then "user_frame": the index of the user frame or null.
 void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth);
 
 // The resolved frames of an interned stack of `replay`.
@@ -95,9 +102,8 @@ inline uint64_t since_start(const ProcessReader& reader, uint64_t time_ns) {
 // The absolute time --at SECONDS stands for in this process.
 uint64_t at_time_ns(const ProcessReader& reader, double seconds);
 
-// "the hint line": "hint: <command>  # <why>".
+// "the hint line": "hint: <command>  # <why>"; a command starting "gmemhook " starts with the
+// path gmemhook was invoked by instead (output/command_name.h), so it can be pasted as it is.
 std::string hint_line(const std::string& command, const std::string& why);
-// The run as typed, quoted for a shell when needed.
-std::string shell_word(const std::string& s);
 
 }  // namespace gmemhook::analysis

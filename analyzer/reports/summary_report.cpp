@@ -5,9 +5,11 @@
 
 #include <algorithm>
 
+#include "analyzer/log/cuda_errors.h"
 #include "analyzer/log/event_info.h"
-#include "analyzer/reports/report_common.h"
 #include "analyzer/output/text_format.h"
+#include "analyzer/reports/framework_pool.h"
+#include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
 
@@ -47,7 +49,7 @@ class SummaryReport : public Report {
     replay.keep_only_apis(options_.apis);
     reader.read_events(replay);
     replay.finish();
-    const ReadFacts facts = read_facts(reader);
+    const ReadFacts facts = read_facts(reader, replay);
     const ProcessEnd end = process_end(reader, facts, replay);
     for (const Series& s : replay.series()) {
       if (!wanted_series(options_, s.key)) continue;
@@ -86,7 +88,7 @@ class SummaryReport : public Report {
     const char* at_end = end.kind == "exited" ? "leaked at exit"
                          : end.still_running  ? "live so far"
                                               : "live at the moment it died";
-    const size_t depth = depth_limit(options_, kTextDepth);
+    const StackStyle style = stack_style(options_, kTextDepth);
     // The timelines share one time axis, from the first change of any series to the end (the
     // time before the first CUDA call is usually start-up, and only flattens the picture).
     const uint64_t axis_end = reader.start_ns() + end.duration_ns;
@@ -130,15 +132,17 @@ class SummaryReport : public Report {
             fmt::format("    failed        {}\n", plural(s.failed, "allocation", "allocations"));
         for (size_t i = 0; i < s.failures.size() && i < kFailuresShown; ++i) {
           const Failure& f = s.failures[i];
-          text += fmt::format("      {} of {} at {} (seq {}) returned error {}, from:\n",
-                              api_name(f.api), size_and_bytes(f.bytes),
-                              human_duration(since_start(reader, f.time_ns)), f.seq, f.result);
-          append_frames(text, frames_of(stacks, replay, f.stack), depth, "        ");
+          text +=
+              fmt::format("      {} of {} at {} (seq {}) returned {}, from:\n", api_name(f.api),
+                          size_and_bytes(f.bytes), human_duration(since_start(reader, f.time_ns)),
+                          f.seq, cuda_error_text(f.api, f.result));
+          append_frames(text, frames_of(stacks, replay, f.stack), style, "        ");
         }
         if (s.failed > kFailuresShown)
           text += fmt::format("      ... and {} more (--json lists the first {})\n",
                               s.failed - kFailuresShown, Series::kKeptFailures);
       }
+      if (auto note = framework_pool_note(reader, s)) text += "    note          " + *note + "\n";
       const auto points = s.timeline.points();
       if (!points.empty())
         text += fmt::format("    timeline      |{}| {} .. {}, top {}\n",
@@ -167,10 +171,11 @@ class SummaryReport : public Report {
     if (!g.any()) return;
     text += fmt::format(
         "  cuda graphs   {} captured: {} of {} made while capturing, counted once as the "
-        "graph's memory; {} replayed, {} allocation(s) after the first launch\n",
+        "graph's memory; {} replayed, {} after the first launch\n",
         plural(g.captures, "stream", "streams"),
         plural(g.capture_allocations, "allocation", "allocations"), size_and_bytes(g.capture_bytes),
-        plural(g.launches, "launch", "launches"), g.allocations_between_launches);
+        plural(g.launches, "launch", "launches"),
+        plural(g.allocations_between_launches, "allocation", "allocations"));
   }
 
   static void append_anomalies(const Replay& replay, std::string& text) {

@@ -108,6 +108,7 @@ int run_command(const RunOptions& opts) {
   settings.depth = opts.depth;
   settings.no_python = opts.no_python;
   settings.free_stacks = opts.free_stacks;
+  settings.jax_buffers = opts.jax_buffers;
   ChildProcess child;
   try {
     child = ChildProcess::start(opts.command, traced_environment(current_environment(), settings));
@@ -163,6 +164,7 @@ void add_run_command(CLI::App& app) {
     int depth = 64;
     bool no_python = false;
     bool free_stacks = false;
+    bool jax_buffers = false;
     std::vector<std::string> command;
   };
   auto p = std::make_shared<Parsed>();
@@ -177,6 +179,10 @@ void add_run_command(CLI::App& app) {
   run->add_flag("--no-python", p->no_python, "Leave Python frames out of stacks");
   run->add_flag("--free-stacks", p->free_stacks,
                 "Also record the stacks of frees, unmaps and releases");
+  run->add_flag("--jax-buffers", p->jax_buffers,
+                "Set XLA_PYTHON_CLIENT_ALLOCATOR=platform: JAX allocates each buffer from CUDA "
+                "instead of carving them out of one preallocated pool gmemhook cannot see into "
+                "(slower; for finding which buffer holds the memory)");
   run->add_option("COMMAND", p->command, "The command and its arguments, best after --")
       ->required();
   // Everything from the command's name on belongs to the command, its own options included.
@@ -191,6 +197,7 @@ void add_run_command(CLI::App& app) {
     if (depth->count()) opts.depth = p->depth;
     opts.no_python = p->no_python;
     opts.free_stacks = p->free_stacks;
+    opts.jax_buffers = p->jax_buffers;
     opts.command = p->command;
     int rc = run_command(opts);
     std::fflush(nullptr);

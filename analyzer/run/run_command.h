@@ -18,6 +18,7 @@ struct RunOptions {
   std::optional<int> depth;            // --depth → GMEMHOOK_DEPTH
   bool no_python = false;              // --no-python → GMEMHOOK_PYTHON=0
   bool free_stacks = false;            // --free-stacks → GMEMHOOK_FREE_STACKS=1
+  bool jax_buffers = false;            // --jax-buffers → XLA_PYTHON_CLIENT_ALLOCATOR=platform
   std::vector<std::string> command;
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "analyzer/log/reader.h"
+#include "analyzer/output/command_name.h"
 
 namespace gmemhook::analysis {
 
@@ -102,7 +103,7 @@ void print_run_summary(std::FILE* err, const fs::path& run_dir, const RunRecord&
     fmt::print(err,
                "  no process was traced: a statically linked command, or one that clears "
                "LD_PRELOAD, cannot be preloaded\n");
-  fmt::print(err, "run: gmemhook summary {}\n", run_dir.string());
+  fmt::print(err, "run: {} summary {}\n", command_name(), shell_word(run_dir.string()));
 }
 
 }  // namespace gmemhook::analysis

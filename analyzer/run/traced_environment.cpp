@@ -56,6 +56,9 @@ std::vector<std::string> traced_environment(const std::vector<std::string>& base
   if (s.depth) set(env, "GMEMHOOK_DEPTH", std::to_string(*s.depth));
   if (s.no_python) set(env, "GMEMHOOK_PYTHON", "0");
   if (s.free_stacks) set(env, "GMEMHOOK_FREE_STACKS", "1");
+  // JAX's default pool is one allocation of 75% of the GPU; "platform" makes one driver
+  // allocation per buffer, each with its own stack.
+  if (s.jax_buffers) set(env, "XLA_PYTHON_CLIENT_ALLOCATOR", "platform");
   return env;
 }
 

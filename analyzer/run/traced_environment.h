@@ -15,6 +15,7 @@ struct TraceSettings {
   std::optional<int> depth;       // GMEMHOOK_DEPTH; unset: inherited or the library's default
   bool no_python = false;         // GMEMHOOK_PYTHON=0
   bool free_stacks = false;       // GMEMHOOK_FREE_STACKS=1
+  bool jax_buffers = false;       // XLA_PYTHON_CLIENT_ALLOCATOR=platform: no preallocated pool
 };
 
 // `base` ("NAME=value" strings, e.g. environ) with the settings applied. The library goes first

@@ -24,6 +24,9 @@ class StackResolver {
   const std::vector<Frame>& resolve(const StackInterner& stacks, uint32_t id);
   // The symbolizer's warnings: at most one per module (binary missing or changed).
   const std::vector<std::string>& warnings() const { return symbolizer_.warnings(); }
+  const std::vector<std::string>& modules_without_debug_info() const {
+    return symbolizer_.modules_without_debug_info();
+  }
 
  private:
   const ProcessReader& reader_;

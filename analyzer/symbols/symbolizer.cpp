@@ -233,11 +233,17 @@ Symbolizer::Binary& Symbolizer::binary(size_t index) {
   }
   b.mod = mod;
   Dwarf_Addr bias = 0;
-  if (!dwfl_module_getdwarf(mod, &bias))
-    warnings_.push_back(m.path +
-                        ": no debug info (install its debug symbols); its frames show function "
-                        "names without file:line");
+  if (!dwfl_module_getdwarf(mod, &bias)) {
+    warnings_.push_back(no_debug_info_warning(m.path));
+    no_debug_info_.push_back(m.path);
+  }
   return b;
+}
+
+std::string Symbolizer::no_debug_info_warning(const std::string& path) {
+  return path +
+         ": no debug info (install its debug symbols); its frames show function names without "
+         "file:line";
 }
 
 std::vector<Frame> Symbolizer::lookup(uint64_t return_address) {

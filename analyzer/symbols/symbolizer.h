@@ -31,6 +31,10 @@ class Symbolizer {
   // Produced so far, at most one per module: binary missing, binary changed since the run
   // (build-id differs), no debug info (names only, no file:line).
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // The modules (paths) of the "no debug info" warnings: reports say these in one line.
+  const std::vector<std::string>& modules_without_debug_info() const { return no_debug_info_; }
+  // The warning about `path` having no debug info, as warnings() words it.
+  static std::string no_debug_info_warning(const std::string& path);
 
   // True for libgmemhook.so itself: its frames are the recorder's, never shown in reports.
   static bool is_recorder_module(const std::string& path);
@@ -52,6 +56,7 @@ class Symbolizer {
   // Keyed by the absolute address: within one process it names exactly one (module, offset).
   std::unordered_map<uint64_t, std::vector<Frame>> cache_;
   std::vector<std::string> warnings_;
+  std::vector<std::string> no_debug_info_;
 };
 
 }  // namespace gmemhook::analysis

@@ -113,7 +113,12 @@ ProcessLogs Scenario::build(bool with_end, int64_t status) const {
   info.library_version = "0.1.0";
   info.chunk_size_hint = 4096;
   p.info(info);
-  p.snapshot(0, {{"/nonexistent/" + exe_name_, "", module_bias_, {{0, 0x100000, 5}}}});
+  std::vector<analysis::Module> modules = {
+      {"/nonexistent/" + exe_name_, "", module_bias_, {{0, 0x100000, 5}}}};
+  // Libraries only named (e.g. to say which framework was loaded), each in its own 1 MiB.
+  for (size_t i = 0; i < libraries_.size(); ++i)
+    modules.push_back({libraries_[i], "", 0x10000000 + i * 0x100000, {{0, 0x100000, 5}}});
+  p.snapshot(0, modules);
   const uint64_t end_ms = seq_ + 1;
   if (with_end) p.end(format::EndHow::Exit, status, seq_, end_ms * 1000000, true);
   logs.process = p.file.bytes();

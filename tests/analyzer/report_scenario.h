@@ -33,6 +33,8 @@ class Scenario {
   void set_time_ms(uint64_t ms) { time_ms_ = ms; }
   // Where the module was loaded (kModuleBias unless set): frames are bias + offset.
   void set_module_bias(uint64_t bias) { module_bias_ = bias; }
+  // A library loaded besides the executable (its path is all that is recorded).
+  void add_library(const std::string& path) { libraries_.push_back(path); }
 
   // Common calls. `device` < -1 leaves the device field out (frees never carry one).
   void alloc(uint64_t tid, format::ApiId api, uint64_t address, uint64_t size, int32_t device = 0,
@@ -65,6 +67,7 @@ class Scenario {
   uint64_t seq_ = 0;
   uint64_t time_ms_ = 0;
   uint64_t module_bias_ = kModuleBias;
+  std::vector<std::string> libraries_;
 };
 
 // The gmemhook binary run as a user would: exit status, stdout and stderr.

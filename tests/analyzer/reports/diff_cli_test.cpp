@@ -141,7 +141,8 @@ TEST_F(DiffCli, TextIsHeaptrackDiffShapedAndEndsWithAHint) {
                        "  peak   new  58.0 MiB (60817408 bytes)\n"
                        "  delta  +14.0 MiB (+31.8%)\n\nPEAK MEMORY CHANGES\n"
                        "   +16.0 MiB  grown   32.0 MiB -> 48.0 MiB (2 -> 3 allocations), from:\n"
-                       "      #0 train+0x1100\n      #1 train+0x1900\n"
+                       "      train+0x1100\n"
+                       "        #0 train+0x1100\n        #1 train+0x1900\n"
                        "    -4.0 MiB  gone    4.0 MiB in 1 allocation before, from:\n"),
             std::string::npos)
       << r.out;
@@ -152,7 +153,10 @@ TEST_F(DiffCli, TextIsHeaptrackDiffShapedAndEndsWithAHint) {
   EXPECT_EQ(r.out.find("same"), std::string::npos) << r.out;
   const std::vector<std::string> lines = lines_of(r.out);
   ASSERT_FALSE(lines.empty());
-  EXPECT_TRUE(lines.back().starts_with("hint: gmemhook peak " + new_.string())) << lines.back();
+  // The hint names gmemhook by the path it was run by, so it can be pasted as it is.
+  EXPECT_TRUE(
+      lines.back().starts_with(std::string("hint: ") + GMEMHOOK_CLI + " peak " + new_.string()))
+      << lines.back();
 
   const CliResult all = run_cli("diff --top 0 " + runs());
   EXPECT_NE(all.out.find("         0 B  same    8.0 MiB -> 8.0 MiB"), std::string::npos) << all.out;
@@ -166,7 +170,8 @@ TEST_F(DiffCli, LeaksComparesWhatWasLiveAtTheEnd) {
   EXPECT_EQ(j["sites"][0]["delta_bytes"], 16 * kMiB);
   const CliResult text = run_cli("diff --leaks " + runs());
   EXPECT_NE(text.out.find("\nLEAK CHANGES\n"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("hint: gmemhook leaks "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(std::string("hint: ") + GMEMHOOK_CLI + " leaks "), std::string::npos)
+      << text.out;
 }
 
 // The regex of the task: frames without ';' or line breaks, then the weight(s).
@@ -250,13 +255,14 @@ TEST_F(DiffCli, SpeedscopeHasTheSchemasRequiredKeys) {
   }
 }
 
+// A format a command does not offer is a usage error: exit 2, like cmp's and diff's.
 TEST_F(DiffCli, FormatsAreOfferedWhereTheyMeanSomething) {
-  EXPECT_EQ(run_cli("summary --format folded " + quote(new_)).status, 1);
-  EXPECT_EQ(run_cli("diff --format speedscope " + runs()).status, 1);
-  EXPECT_EQ(run_cli("peak --format json --json " + quote(new_)).status, 1);
+  EXPECT_EQ(run_cli("summary --format folded " + quote(new_)).status, 2);
+  EXPECT_EQ(run_cli("diff --format speedscope " + runs()).status, 2);
+  EXPECT_EQ(run_cli("peak --format json --json " + quote(new_)).status, 2);
   const json j = parse(run_cli("peak --format json " + quote(new_)));
   EXPECT_EQ(j["processes"][0]["devices"][0]["peak_bytes"], 58 * kMiB);
-  EXPECT_EQ(run_cli("diff --fail-above 5x " + runs()).status, 1);
+  EXPECT_EQ(run_cli("diff --fail-above 5x " + runs()).status, 2);
   EXPECT_EQ(run_cli("diff " + quote(base_) + " /nonexistent/gmemhook-run").status, 2);
 }
 
@@ -296,22 +302,29 @@ TEST_F(DiffThreshold, PercentAtJustUnderAndJustOver) {
   EXPECT_EQ(run_cli("diff --fail-above 0% " + quote(new_) + " " + quote(base_)).status, 0);
 }
 
-TEST_F(DiffThreshold, BytesWithAndWithoutSuffixes) {
-  EXPECT_EQ(gate("8388608").status, 0);  // exactly +8 MiB
+TEST_F(DiffThreshold, BytesNeedAUnit) {
+  EXPECT_EQ(gate("8388608B").status, 0);  // exactly +8 MiB
   EXPECT_EQ(gate("8MiB").status, 0);
   EXPECT_EQ(gate("8 MiB").status, 0);
   EXPECT_EQ(gate("8192KiB").status, 0);
   EXPECT_EQ(gate("8388.608KB").status, 0);
-  EXPECT_EQ(gate("8388609").status, 0);
-  const CliResult over = gate("8388607");
+  EXPECT_EQ(gate("8388609B").status, 0);
+  const CliResult over = gate("8388607B");
   EXPECT_EQ(over.status, 1);
   EXPECT_EQ(last_line(over.err),
-            "gmemhook: peak grew 12.5% (+8.0 MiB), more than the allowed 8388607");
+            "gmemhook: peak grew 12.5% (+8.0 MiB), more than the allowed 8388607B");
   EXPECT_EQ(gate("8.388607MB").status, 1);
   EXPECT_EQ(gate("0.0078GiB").status, 1);  // 8375186 bytes
   EXPECT_EQ(gate("1GB").status, 0);
   // The document is written either way.
   EXPECT_NE(over.out.find("PEAK MEMORY CHANGES"), std::string::npos) << over.out;
+  // A bare number could mean percent as well as bytes: refused, with what is expected.
+  const CliResult bare = gate("5");
+  EXPECT_EQ(bare.status, 2);
+  EXPECT_NE(bare.err.find("expected a percentage (5%) or an amount with a unit (64MiB, "
+                          "1000000B), not '5'"),
+            std::string::npos)
+      << bare.err;
 }
 
 // Ranks pair with ranks whatever their pids; the first pair stays at the top level.

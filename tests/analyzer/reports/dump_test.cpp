@@ -231,10 +231,11 @@ TEST(Cli, VersionAndHelp) {
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("dump"), std::string::npos) << r.out;
 
+  // Usage errors exit 2 (1 is "the report could not be made").
   r = gmemhook_cli("");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);
   r = gmemhook_cli("dump");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);
 }
 
 }  // namespace

@@ -154,7 +154,8 @@ TEST_F(RunCommandTest, EveryProcessOfTheCommandLandsInOneRunDir) {
   EXPECT_NE(r.err.find("2 processes with CUDA calls recorded in " + (tmp_ / "two").string()),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("run: gmemhook summary " + (tmp_ / "two").string()), std::string::npos)
+  EXPECT_NE(r.err.find(std::string("run: ") + GMEMHOOK_CLI + " summary " + (tmp_ / "two").string()),
+            std::string::npos)
       << r.err;
 }
 
@@ -239,6 +240,16 @@ TEST(TracedEnvironment, PrependsTheHookAndSetsTheRunDir) {
       env, (std::vector<std::string>{"LD_PRELOAD=/x.so:/p/lib/libgmemhook.so",
                                      "GMEMHOOK_OUT=/runs/a", "GMEMHOOK_QUIET=1", "GMEMHOOK_DEPTH=0",
                                      "GMEMHOOK_PYTHON=0", "GMEMHOOK_FREE_STACKS=1"}));
+}
+
+// --jax-buffers: JAX allocates each buffer from CUDA instead of one 75% pool (issue 10).
+TEST(TracedEnvironment, JaxBuffersTurnsThePreallocatedPoolOff) {
+  TraceSettings s;
+  s.library = "/p/lib/libgmemhook.so";
+  s.run_dir = "/runs/a";
+  s.jax_buffers = true;
+  const auto env = traced_environment({"XLA_PYTHON_CLIENT_ALLOCATOR=bfc"}, s);
+  EXPECT_EQ(env.front(), "XLA_PYTHON_CLIENT_ALLOCATOR=platform");
 }
 
 TEST(RunRecord, SignalNamesAndVerdicts) {

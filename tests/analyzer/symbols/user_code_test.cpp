@@ -7,24 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "test_frames.h"
+
 namespace gmemhook::analysis {
 namespace {
-
-Frame native(const std::string& module, const std::string& function) {
-  Frame f;
-  f.module = module;
-  f.function = function;
-  return f;
-}
-
-Frame py(const std::string& file, const std::string& function, uint32_t line) {
-  Frame f;
-  f.python = true;
-  f.file = file;
-  f.function = function;
-  f.line = line;
-  return f;
-}
 
 const std::string kSite = "/usr/lib/python3/site-packages/";
 

@@ -1,0 +1,125 @@
+// User-first and native stack text (see stack_text.h).
+#include "analyzer/output/stack_text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "analyzer/output/text_format.h"
+#include "analyzer/symbols/user_code.h"
+
+namespace gmemhook::analysis {
+
+namespace {
+
+std::string location(const Frame& f) {
+  return *f.file + (f.line ? ":" + std::to_string(*f.line) : "");
+}
+
+// One section (the Python or the native frames, innermost first) with library runs folded.
+// Numbers count frames within the section, so a folded line reads "#2-#13" and the next "#14".
+void append_section(std::string& text, const std::vector<Frame>& frames, size_t depth,
+                    const std::string& indent) {
+  const std::vector<StackLine> lines = fold_library_frames(frames);
+  const size_t shown = depth == 0 ? lines.size() : std::min(depth, lines.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const StackLine& l = lines[i];
+    if (l.folded)
+      text +=
+          fmt::format("{}#{}-#{} {}\n", indent, l.first, l.first + l.count - 1, describe_fold(l));
+    else
+      text += fmt::format("{}#{} {}\n", indent, l.first, frame_text(frames[l.first]));
+  }
+  if (shown < lines.size()) {
+    size_t hidden = 0;
+    for (size_t i = shown; i < lines.size(); ++i) hidden += lines[i].count;
+    text += fmt::format("{}... {} (--depth 0 shows all)\n", indent,
+                        plural(hidden, "more frame", "more frames"));
+  }
+}
+
+void append_native(std::string& text, const std::vector<Frame>& frames, size_t depth,
+                   const std::string& indent) {
+  if (frames.empty()) {
+    text += indent + "(no stack recorded)\n";
+    return;
+  }
+  const size_t shown = depth == 0 ? frames.size() : std::min(depth, frames.size());
+  for (size_t i = 0; i < shown; ++i)
+    text += fmt::format("{}#{} {}\n", indent, i, frame_text(frames[i]));
+  if (shown < frames.size())
+    text += fmt::format("{}... {} (--depth 0 shows all)\n", indent,
+                        plural(frames.size() - shown, "more frame", "more frames"));
+}
+
+}  // namespace
+
+std::string frame_text(const Frame& f) {
+  const std::string module = base_name(f.module);
+  std::string line;
+  if (f.function) {
+    line = *f.function;
+    if (f.file) line += " " + location(f);
+    if (f.python)
+      line += " [python]";
+    else if (!module.empty())
+      line += " (" + module + ")";
+  } else if (!module.empty()) {
+    line = fmt::format("{}+{:#x}", module, f.module_offset);
+  } else {
+    line = fmt::format("{:#x}", f.address);
+  }
+  if (f.inlined) line += " [inlined]";
+  return line;
+}
+
+std::string user_frame_text(const std::vector<Frame>& frames) {
+  if (frames.empty()) return "(no stack recorded)";
+  const size_t i = user_frame(frames);
+  if (i == kNoUserFrame) return "no frame of user code: every frame is in a library";
+  const Frame& f = frames[i];
+  const std::string module = f.python ? std::string() : base_name(f.module);
+  const std::string in_module = module.empty() ? "" : " (" + module + ")";
+  if (f.file) return location(f) + " in " + f.function.value_or("?") + in_module;
+  if (f.function) return *f.function + in_module;
+  return frame_text(f);
+}
+
+void append_stack(std::string& text, const std::vector<Frame>& frames, const StackStyle& style,
+                  const std::string& indent) {
+  if (style.native) return append_native(text, frames, style.depth, indent);
+  if (frames.empty()) return;
+  std::vector<Frame> python, native;
+  for (const Frame& f : frames) (f.python ? python : native).push_back(f);
+  // Labels only where both kinds are there: a CUDA C++ program's stack is all native.
+  if (python.empty() || native.empty()) return append_section(text, frames, style.depth, indent);
+  text += indent + "python:\n";
+  append_section(text, python, style.depth, indent + "  ");
+  text += indent + "native:\n";
+  append_section(text, native, style.depth, indent + "  ");
+}
+
+void append_site_stacks(std::string& text, const std::vector<StackShare>& stacks,
+                        const StackStyle& style, const std::string& indent) {
+  if (stacks.empty()) return;
+  if (style.native && stacks.size() == 1)
+    return append_stack(text, *stacks[0].frames, style, indent);
+  text += indent + user_frame_text(*stacks[0].frames) + "\n";
+  if (stacks.size() == 1) return append_stack(text, *stacks[0].frames, style, indent + "  ");
+  const size_t shown = std::min(stacks.size(), kStacksPerRow);
+  for (size_t i = 0; i < shown; ++i) {
+    text += fmt::format("{}  stack {} of {}: {} in {}:\n", indent, i + 1, stacks.size(),
+                        human_size(stacks[i].bytes),
+                        plural(stacks[i].count, "allocation", "allocations"));
+    append_stack(text, *stacks[i].frames, style, indent + "    ");
+  }
+  if (shown < stacks.size()) {
+    uint64_t bytes = 0;
+    for (size_t i = shown; i < stacks.size(); ++i) bytes += stacks[i].bytes;
+    text +=
+        fmt::format("{}  ... and {} holding {} (--group-by stack lists each)\n", indent,
+                    plural(stacks.size() - shown, "more stack", "more stacks"), human_size(bytes));
+  }
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,89 @@
+// Grouping sites into rows (issue 10): one row per line of user code by default, whatever the
+// callers; per user function or per stack on request; kinds of memory never share a row.
+#include "analyzer/reports/site_rows.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace gmemhook::analysis {
+namespace {
+
+Frame native(const std::string& module, const std::string& function, uint32_t line) {
+  Frame f;
+  f.module = module;
+  f.function = function;
+  f.file = "/src/app.cu";
+  f.line = line;
+  return f;
+}
+
+const Frame kCuda = [] {
+  Frame f;
+  f.module = "/cuda/libcudart.so.13";
+  f.function = "cudaMalloc";
+  return f;
+}();
+
+// alloc() at line 7 reached from two callers, alloc() at line 9, and a stack of libraries only.
+struct Sites {
+  std::vector<Frame> line7_main = {kCuda, native("/opt/app", "alloc", 7),
+                                   native("/opt/app", "main", 30)};
+  std::vector<Frame> line7_warmup = {kCuda, native("/opt/app", "alloc", 7),
+                                     native("/opt/app", "warmup", 20)};
+  std::vector<Frame> line9 = {kCuda, native("/opt/app", "alloc", 9),
+                              native("/opt/app", "main", 31)};
+  std::vector<Frame> library = {kCuda};
+  std::vector<SiteStack> sites() const {
+    return {{&line9, 6, 1, "cudaMalloc"},
+            {&line7_main, 5, 2, "cudaMalloc"},
+            {&library, 4, 1, "cudaMalloc"},
+            {&line7_warmup, 3, 1, "cudaMalloc"}};
+  }
+};
+
+TEST(SiteRows, ByLineJoinsCallersOfOneLine) {
+  Sites s;
+  const std::vector<SiteRow> rows = group_sites(s.sites(), GroupBy::Line);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].members, (std::vector<size_t>{1, 3}));  // line 7: 5 + 3 bytes
+  EXPECT_EQ(rows[0].bytes, 8u);
+  EXPECT_EQ(rows[0].count, 3u);
+  EXPECT_EQ(rows[1].members, (std::vector<size_t>{0}));  // line 9
+  EXPECT_EQ(rows[2].members, (std::vector<size_t>{2}));  // no user frame: a row of its own
+}
+
+TEST(SiteRows, ByFunctionJoinsTheLinesOfOneFunction) {
+  Sites s;
+  const std::vector<SiteRow> rows = group_sites(s.sites(), GroupBy::Function);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].members, (std::vector<size_t>{0, 1, 3}));
+  EXPECT_EQ(rows[0].bytes, 14u);
+}
+
+TEST(SiteRows, ByStackKeepsEverySite) {
+  Sites s;
+  const std::vector<SiteRow> rows = group_sites(s.sites(), GroupBy::Stack);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].members, (std::vector<size_t>{0}));
+  EXPECT_EQ(rows[3].members, (std::vector<size_t>{3}));
+}
+
+TEST(SiteRows, KindsNeverShareARow) {
+  Sites s;
+  std::vector<SiteStack> sites = s.sites();
+  sites[3].kind = "cudaMallocManaged";
+  const std::vector<SiteRow> rows = group_sites(sites, GroupBy::Line);
+  EXPECT_EQ(rows.size(), 4u);
+}
+
+TEST(SiteRows, NamesOfGroupings) {
+  EXPECT_EQ(parse_group_by("line"), GroupBy::Line);
+  EXPECT_EQ(parse_group_by("function"), GroupBy::Function);
+  EXPECT_EQ(parse_group_by("stack"), GroupBy::Stack);
+  EXPECT_EQ(parse_group_by("file"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gmemhook::analysis
