@@ -8,11 +8,6 @@ std::string api_name(uint8_t api) {
   return "api#" + std::to_string(api);
 }
 
-std::optional<format::EventKind> event_kind(const format::Event& ev) {
-  if (const format::ApiInfo* a = format::find_api(ev.api)) return a->kind;
-  return std::nullopt;
-}
-
 std::optional<format::MemoryType> memory_type(const format::Event& ev) {
   if (ev.f.has(format::kHasMemory)) return ev.f.memory;
   if (const format::ApiInfo* a = format::find_api(ev.api)) return a->memory;

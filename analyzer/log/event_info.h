@@ -1,4 +1,4 @@
-// What an event means, looked up in api_table.h: its entry point's name, kind and memory type.
+// What an event means, looked up in api_table.h: its entry point's name and memory type.
 // Logs may carry api ids this build does not know (a newer recorder); those stay readable.
 #pragma once
 
@@ -12,8 +12,6 @@ namespace gmemhook::analysis {
 
 // "cudaMalloc", or "api#77" for an id not in the table.
 std::string api_name(uint8_t api);
-// The entry point's kind; nullopt for an unknown id.
-std::optional<format::EventKind> event_kind(const format::Event& ev);
 // The event's memory override when it carries one, else its entry point's default; nullopt
 // for an unknown id without an override.
 std::optional<format::MemoryType> memory_type(const format::Event& ev);

@@ -110,10 +110,7 @@ void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
   last_seq_ = ev.seq;
   last_time_ns_ = ev.time_ns;
   const format::ApiInfo* api = apis_[ev.api];
-  if (api_ignored_[ev.api]) {
-    ++skipped_by_filter_;
-    return;
-  }
+  if (api_ignored_[ev.api]) return;
   if (!api) {
     ++anomalies_.unknown_api_events;
     ++anomalies_.unknown_api_ids[ev.api];

@@ -26,8 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analyzer/model/address_map.h"
 #include "analyzer/log/event_visitor.h"
+#include "analyzer/model/address_map.h"
 #include "analyzer/model/stack_interner.h"
 #include "analyzer/model/timeline.h"
 #include "gmemhook/api_table.h"
@@ -159,10 +159,10 @@ struct Unmatched {
 // graph (they are counted once, like any allocation), and launches replay the graph without
 // allocating again.
 struct GraphActivity {
-  uint64_t captures = 0;              // cudaStreamBeginCapture calls that succeeded
-  uint64_t capture_allocations = 0;   // successful allocations on a capturing stream
+  uint64_t captures = 0;             // cudaStreamBeginCapture calls that succeeded
+  uint64_t capture_allocations = 0;  // successful allocations on a capturing stream
   uint64_t capture_bytes = 0;
-  uint64_t launches = 0;              // cudaGraphLaunch calls that succeeded
+  uint64_t launches = 0;                      // cudaGraphLaunch calls that succeeded
   uint64_t allocations_between_launches = 0;  // allocations after the first launch, any stream
   bool any() const { return captures || launches; }
 };
@@ -190,7 +190,6 @@ class Replay : public EventVisitor {
 
   // Skip every event whose entry point is not in `names` (empty: keep all). Call before a pass.
   void keep_only_apis(const std::vector<std::string>& names);
-  uint64_t skipped_by_api_filter() const { return skipped_by_filter_; }
   void on_event(const format::Event& ev, const ThreadLog& thread) override;
   void on_stack(uint32_t id, std::span<const uint64_t> frames, const ThreadLog& thread) override;
   void on_py_code(const PyCode& code, const ThreadLog& thread) override;
@@ -260,8 +259,7 @@ class Replay : public EventVisitor {
   std::array<const format::ApiInfo*, 256> apis_{};
   GraphActivity graphs_;
   std::vector<uint64_t> capturing_streams_;  // few at a time: a vector beats a set
-  std::array<bool, 256> api_ignored_{};  // --api: events of other entry points are skipped
-  uint64_t skipped_by_filter_ = 0;
+  std::array<bool, 256> api_ignored_{};      // --api: events of other entry points are skipped
   StackInterner stacks_;
 
   std::vector<Series> series_;

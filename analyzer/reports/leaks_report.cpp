@@ -7,9 +7,9 @@
 #include <array>
 
 #include "analyzer/log/event_info.h"
-#include "analyzer/reports/report_common.h"
 #include "analyzer/output/stack_export.h"
 #include "analyzer/output/text_format.h"
+#include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
 
@@ -249,7 +249,7 @@ class LeaksReport : public Report {
     json.key("by_memory");
     json.begin_object();
     for (size_t i = 0; i < 3; ++i) {
-      json.key(memory_name(static_cast<format::MemoryType>(i)));
+      json.key(format::to_string(static_cast<format::MemoryType>(i)));
       json.begin_object();
       json.field("bytes", by_memory[i].bytes);
       json.field("count", by_memory[i].count);

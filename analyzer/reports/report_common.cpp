@@ -128,25 +128,23 @@ std::vector<const Series*> ordered_series(const Replay& replay) {
   return out;
 }
 
-const char* memory_name(format::MemoryType memory) { return format::to_string(memory); }
-
 void write_series_fields(JsonWriter& json, const SeriesKey& key) {
   json.key("device");
   if (key.device == kNoDevice)
     json.null();
   else
     json.value(key.device);
-  json.field("memory", memory_name(key.memory));
+  json.field("memory", format::to_string(key.memory));
 }
 
 size_t depth_limit(const ReportOptions& options, size_t text_default) {
   if (options.depth) return *options.depth;
-  return options.json ? 0 : text_default;
+  return options.format == OutputFormat::Json ? 0 : text_default;
 }
 
 size_t top_limit(const ReportOptions& options, size_t text_default) {
   if (options.top) return *options.top;
-  return options.json ? 0 : text_default;
+  return options.format == OutputFormat::Json ? 0 : text_default;
 }
 
 void append_frames(std::string& text, const std::vector<Frame>& frames, size_t depth,
@@ -246,9 +244,10 @@ int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, st
   }
   std::string json_text;
   JsonWriter json(json_text);
+  const bool as_json = options.format == OutputFormat::Json;
   try {
     const auto dirs = find_process_dirs(options.run);
-    if (options.json) {
+    if (as_json) {
       json.begin_object();
       json.field("run", options.run.string());
       json.key("processes");
@@ -261,7 +260,7 @@ int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, st
       StackResolver stacks(reader);
       std::string text;
       if (options.format == OutputFormat::Text && reported > 0) text += "\n";
-      const ReadFacts facts = report->process(reader, stacks, text, options.json ? &json : nullptr);
+      const ReadFacts facts = report->process(reader, stacks, text, as_json ? &json : nullptr);
       ++reported;
       std::fwrite(text.data(), 1, text.size(), out);
       for (const std::string& w : facts.warnings) fmt::print(err, "gmemhook: warning: {}\n", w);
@@ -272,7 +271,7 @@ int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, st
                  options.run.string());
       return kExitReportFailure;
     }
-    if (options.json) {
+    if (as_json) {
       json.end_array();
       json.end_object();
       std::fwrite(json_text.data(), 1, json_text.size(), out);

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/symbols/frame.h"
-#include "analyzer/output/json_writer.h"
-#include "analyzer/model/live_view.h"
 #include "analyzer/log/reader.h"
+#include "analyzer/model/live_view.h"
 #include "analyzer/model/replay.h"
+#include "analyzer/output/json_writer.h"
 #include "analyzer/reports/report.h"
+#include "analyzer/symbols/frame.h"
 #include "analyzer/symbols/stack_resolver.h"
 
 namespace gmemhook::analysis {
@@ -69,8 +69,6 @@ bool wanted_series(const ReportOptions& options, const SeriesKey& key);
 // The series in report order: device memory by device, then managed memory, then pinned host
 // memory (a log lists them in the order they were first used).
 std::vector<const Series*> ordered_series(const Replay& replay);
-// "device", "host-pinned", "managed".
-const char* memory_name(format::MemoryType memory);
 // Writes "device" (null for none) and "memory".
 void write_series_fields(JsonWriter& json, const SeriesKey& key);
 

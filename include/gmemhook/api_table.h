@@ -17,8 +17,9 @@
 //           call succeeded (out-parameters are only valid then). Only the interposer expands
 //           PARAMS and READ; the analyzer sees ids, names, layers, kinds and memory types.
 //
-// Adding an entry point: one line here, one test in tests/interposer/entry_points_test.cpp, and
-// the simulated device in tests/fakecuda/ if it lacks the function.
+// Adding an entry point: one line here, a call of it in tests/interposer/scenario.cpp (the
+// recorder tests check every entry point of this table is reached), and the simulated device in
+// tests/fakecuda/ if it lacks the function.
 #define GMEMHOOK_FOR_EACH_API(X)                                                                   \
   /* runtime API */                                                                                \
   X(1, cudaMalloc, Runtime, Alloc, Device, (void** ptr, size_t size), (ptr, size),                 \
