@@ -50,7 +50,7 @@ ReadFacts read_facts(const ProcessReader& reader) {
 ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, const Replay& replay) {
   ProcessEnd e;
   if (const auto& end = reader.end()) {
-    e.kind = "exited";
+    e.kind = EndKind::Exited;
     e.exit_code = end->status;
     e.duration_ns = end->time_delta_ns;
     e.text = fmt::format("exited with status {}{} after {}", end->status,
@@ -58,7 +58,6 @@ ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, cons
                          human_duration(end->time_delta_ns));
     return e;
   }
-  e.kind = "unknown";
   e.duration_ns = replay.events() ? since_start(reader, replay.last_time_ns()) : 0;
   e.still_running = running_here(reader.info().pid, reader.info().exe);
   if (e.still_running) {
@@ -71,6 +70,24 @@ ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, cons
     if (e.text.starts_with(prefix)) e.text = e.text.substr(prefix.size());
   }
   return e;
+}
+
+const char* end_name(EndKind kind) { return kind == EndKind::Exited ? "exited" : "unknown"; }
+
+const char* moment_name(Moment moment) {
+  switch (moment) {
+    case Moment::Peak:
+      return "peak";
+    case Moment::FirstFailure:
+      return "first-failure";
+    case Moment::Time:
+      return "time";
+    case Moment::Seq:
+      return "seq";
+    case Moment::End:
+      return "end";
+  }
+  return "?";
 }
 
 std::string process_title(const ProcessReader& reader) {
@@ -93,7 +110,7 @@ void write_process_fields(JsonWriter& json, const ProcessReader& reader, const P
   write_rank_field(json, "rank", p.rank);
   write_rank_field(json, "local_rank", p.local_rank);
   write_rank_field(json, "world_size", p.world_size);
-  json.field("end", end.kind);
+  json.field("end", end_name(end.kind));
   json.field("exit_code", end.exit_code);
   json.field("still_running", end.still_running);
   json.field("duration_ns", end.duration_ns);
