@@ -321,7 +321,8 @@ TEST(Replay, AllocatorBlocksAreNotCountedOnTopOfTheirSegments) {
   free.f.set_free();
   free.f.set_device(0);
   free.f.set_totals(allocated - 4096, 2 << 20);
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   ASSERT_EQ(r.series().size(), 1u);
   EXPECT_EQ(series(r, 0)->allocations, 1u);
   EXPECT_EQ(series(r, 0)->frees, 0u);
