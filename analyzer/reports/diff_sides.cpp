@@ -3,9 +3,10 @@
 
 #include <fmt/format.h>
 
-#include "analyzer/model/live_view.h"
-#include "analyzer/reports/report_common.h"
 #include "analyzer/log/run_dir.h"
+#include "analyzer/model/live_view.h"
+#include "analyzer/model/peak_sites.h"
+#include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
 
@@ -40,9 +41,10 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
   for (const auto& dir : find_process_dirs(run)) {
     ProcessReader reader = ProcessReader::open(dir);
     StackResolver stacks(reader);
-    Replay replay;
-    replay.keep_only_apis(options.apis);
-    replay.capture_sites(!options.leaks);
+    StackInterner interned;
+    Replay replay(interned, options.apis);
+    PeakSites captured;
+    if (!options.leaks) replay.observe(captured);
     reader.read_events(replay);
     replay.finish();
 
@@ -61,7 +63,7 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
         p.devices.push_back(device_sites(s->key.device, s->live_bytes, live, replay, stacks));
       } else {
         p.devices.push_back(
-            device_sites(s->key.device, s->peak_bytes, s->sites_at_peak, replay, stacks));
+            device_sites(s->key.device, s->peak_bytes, captured.at_peak(s->key), replay, stacks));
       }
     }
     for (const ReadWarning& w : reader.warnings()) warnings.add(w.to_string());

@@ -5,6 +5,7 @@
 
 #include "analyzer/log/cuda_errors.h"
 #include "analyzer/log/event_info.h"
+#include "analyzer/model/peak_sites.h"
 #include "analyzer/output/stack_export.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/framework_pool.h"
@@ -53,9 +54,10 @@ class PeakReport : public Report {
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
     // One pass: the replay keeps what each site held at each series' peak and first failure.
-    Replay replay;
-    replay.keep_only_apis(options_.apis);
-    replay.capture_sites(true);
+    StackInterner interned;
+    Replay replay(interned, options_.apis);
+    PeakSites captured;
+    replay.observe(captured);
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader, replay);
@@ -66,11 +68,11 @@ class PeakReport : public Report {
       const Series& s = *series;
       if (!wanted_series(options_, s.key) || (s.peak_seq == 0 && s.failed == 0)) continue;
       SeriesPeak p{s.key, s.peak_bytes, s.peak_seq, s.peak_time_ns, std::nullopt, {}, {}, {}};
-      p.at_peak = held(s.peak_seq, s.sites_at_peak);
+      p.at_peak = held(s.peak_seq, captured.at_peak(s.key));
       p.pool_note = framework_pool_note(reader, s);
       if (!s.failures.empty()) {
         p.first_failure = s.failures.front();
-        p.at_failure = held(s.failures.front().seq, s.sites_at_first_failure);
+        p.at_failure = held(s.failures.front().seq, captured.at_first_failure(s.key));
         any_failure_ = true;
       }
       peaks.push_back(std::move(p));

@@ -7,6 +7,8 @@
 
 #include "analyzer/log/cuda_errors.h"
 #include "analyzer/log/event_info.h"
+#include "analyzer/model/graph_tracker.h"
+#include "analyzer/model/pool_tracker.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/framework_pool.h"
 #include "analyzer/reports/report_common.h"
@@ -45,8 +47,12 @@ class SummaryReport : public Report {
 
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
-    Replay replay;
-    replay.keep_only_apis(options_.apis);
+    StackInterner interned;
+    Replay replay(interned, options_.apis);
+    PoolTracker pools;
+    GraphTracker graphs;
+    replay.observe(pools);
+    replay.observe(graphs);
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader, replay);
@@ -60,9 +66,9 @@ class SummaryReport : public Report {
       any_live_ |= s.live_bytes > 0;
     }
     if (json)
-      write_json(reader, replay, stacks, facts, end, *json);
+      write_json(reader, replay, pools, graphs.activity(), stacks, facts, end, *json);
     else
-      write_text(reader, replay, stacks, end, text);
+      write_text(reader, replay, pools, graphs.activity(), stacks, end, text);
     return facts;
   }
 
@@ -80,14 +86,15 @@ class SummaryReport : public Report {
   }
 
  private:
-  void write_text(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                  const ProcessEnd& end, std::string& text) {
+  void write_text(const ProcessReader& reader, const Replay& replay, const PoolTracker& pools,
+                  const GraphActivity& graphs, StackResolver& stacks, const ProcessEnd& end,
+                  std::string& text) {
     text += fmt::format("{}: {}\n", process_title(reader), end.text);
     text += fmt::format("  {}, {}; {}\n", plural(replay.events(), "event", "events"),
                         plural(reader.thread_count(), "thread", "threads"), reader.info().exe);
-    const char* at_end = end.kind == "exited" ? "leaked at exit"
-                         : end.still_running  ? "live so far"
-                                              : "live at the moment it died";
+    const char* at_end = end.kind == EndKind::Exited ? "leaked at exit"
+                         : end.still_running         ? "live so far"
+                                                     : "live at the moment it died";
     const StackStyle style = stack_style(options_, kTextDepth);
     // The timelines share one time axis, from the first change of any series to the end (the
     // time before the first CUDA call is usually start-up, and only flattens the picture).
@@ -153,7 +160,7 @@ class SummaryReport : public Report {
     if (!any)
       text += options_.device ? fmt::format("  nothing recorded on device {}\n", *options_.device)
                               : "  no CUDA allocation recorded\n";
-    for (const Pool& p : replay.pools()) {
+    for (const Pool& p : pools.pools()) {
       if (options_.device && p.device != *options_.device) continue;
       text += fmt::format("  {}: {} live now, high-water mark {} ({})\n",
                           p.handle ? fmt::format("pool {:#x}", p.handle)
@@ -161,13 +168,12 @@ class SummaryReport : public Report {
                           human_size(p.live_bytes), human_size(p.high_water_bytes),
                           plural(p.allocations, "allocation", "allocations"));
     }
-    append_graphs(replay, text);
+    append_graphs(graphs, text);
     append_anomalies(replay, text);
   }
 
   // What CUDA graphs did, so graph memory is neither missed nor counted once per replay.
-  static void append_graphs(const Replay& replay, std::string& text) {
-    const GraphActivity& g = replay.graphs();
+  static void append_graphs(const GraphActivity& g, std::string& text) {
     if (!g.any()) return;
     text += fmt::format(
         "  cuda graphs   {} captured: {} of {} made while capturing, counted once as the "
@@ -209,13 +215,13 @@ class SummaryReport : public Report {
     }
   }
 
-  void write_json(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                  const ReadFacts& facts, const ProcessEnd& end, JsonWriter& json) {
+  void write_json(const ProcessReader& reader, const Replay& replay, const PoolTracker& pools,
+                  const GraphActivity& g, StackResolver& stacks, const ReadFacts& facts,
+                  const ProcessEnd& end, JsonWriter& json) {
     json.begin_object();
     write_process_fields(json, reader, end);
     json.field("events", replay.events());
     json.field("threads", static_cast<uint64_t>(reader.thread_count()));
-    const GraphActivity& g = replay.graphs();
     json.key("cuda_graphs");
     json.begin_object();
     json.field("captures", g.captures);
@@ -275,7 +281,7 @@ class SummaryReport : public Report {
     json.end_array();
     json.key("pools");
     json.begin_array();
-    for (const Pool& p : replay.pools()) {
+    for (const Pool& p : pools.pools()) {
       if (options_.device && p.device != *options_.device) continue;
       json.begin_object();
       json.key("pool");
