@@ -47,6 +47,7 @@ void Replay::reset() {
   mappings_.clear();
   reservations_.clear();
   anomalies_ = Anomalies{};
+  blocks_.reset();
   events_ = last_seq_ = last_time_ns_ = 0;
   next_checkpoint_ = 0;
   next_checkpoint_seq_ = checkpoints_.empty() ? UINT64_MAX : checkpoints_.front();
@@ -71,6 +72,7 @@ void Replay::set_time_checkpoint(uint64_t time_ns, std::function<void()> fn) {
 void Replay::finish() {
   for (size_t i = 0; i < series_.size(); ++i)
     if (capture_ && peak_pending_[i]) take_peak_sites(static_cast<uint16_t>(i));
+  blocks_.finish();
   while (next_checkpoint_ < checkpoints_.size()) on_checkpoint_(checkpoints_[next_checkpoint_++]);
   next_checkpoint_seq_ = UINT64_MAX;
   if (on_time_checkpoint_) {
@@ -127,6 +129,13 @@ void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
     cache_slot_ = &cache[ev.stack_id];
   }
   if (api->kind == EventKind::Alloc && ev.result == 0) note_graph_allocation(ev);
+  apply(ev, *api, stack);
+  // The allocated layer (PyTorch's blocks) sees each event once the core applied it.
+  blocks_.on_event(ev, format::event_kind_of(api->kind, ev.f.mask), stack, *this);
+}
+
+void Replay::apply(const format::Event& ev, const format::ApiInfo& api_info, uint32_t stack) {
+  const format::ApiInfo* api = &api_info;
   switch (api->kind) {
     case EventKind::CaptureBegin:
     case EventKind::CaptureEnd:
@@ -150,7 +159,7 @@ void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
       return address_free(ev, stack);
     case EventKind::BlockAlloc:
     case EventKind::BlockFree:
-      return;  // PyTorch's blocks live inside segments counted above: never count them twice
+      return;  // blocks_ keeps them: they live inside segments counted above, never twice
   }
 }
 

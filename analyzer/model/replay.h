@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "analyzer/model/address_map.h"
+#include "analyzer/model/block_layer.h"
 #include "analyzer/log/event_visitor.h"
 #include "analyzer/model/stack_interner.h"
 #include "analyzer/model/timeline.h"
@@ -226,6 +227,8 @@ class Replay : public EventVisitor {
   const Anomalies& anomalies() const { return anomalies_; }
   const GraphActivity& graphs() const { return graphs_; }
   const StackInterner& stacks() const { return stacks_; }
+  // The allocated layer: PyTorch's blocks inside the device series' segments (issue 9).
+  const BlockLayer& blocks() const { return blocks_; }
 
   uint64_t events() const { return events_; }
   uint64_t last_seq() const { return last_seq_; }
@@ -244,6 +247,7 @@ class Replay : public EventVisitor {
                                    const std::vector<int64_t>* undo_count) const;
   void unmatched(const format::Event& ev, uint64_t address, uint32_t stack, uint64_t& counter);
 
+  void apply(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void free(const format::Event& ev, uint32_t stack);
   void create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
@@ -284,6 +288,7 @@ class Replay : public EventVisitor {
   std::map<uint64_t, Mapping> mappings_;
   std::map<uint64_t, Reservation> reservations_;
   Anomalies anomalies_;
+  BlockLayer blocks_;
 
   uint64_t events_ = 0;
   uint64_t last_seq_ = 0;
