@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/model/live_view.h"
+#include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/report_common.h"
 #include "analyzer/log/run_dir.h"
 
@@ -62,6 +63,23 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
       } else {
         p.devices.push_back(
             device_sites(s->key.device, s->peak_bytes, s->sites_at_peak, replay, stacks));
+      }
+      if (const BlockDevice* b = blocks_of(replay, s->key)) {
+        // The allocated layer: blocks (and, for --leaks, memory outside the allocator).
+        const auto want = [&](const SeriesKey& k) { return k == s->key; };
+        std::vector<SiteGroup> groups =
+            options.leaks ? with_blocks(replay, group_live(replay, want, false), want)
+                          : block_site_groups(b->sites_at_peak);
+        uint64_t total = b->peak_bytes;
+        if (options.leaks) {
+          total = 0;
+          for (const SiteGroup& g : groups) total += g.bytes;
+        }
+        DeviceSites a = device_sites(s->key.device, total, groups, replay, stacks);
+        DeviceSites& d = p.devices.back();
+        d.has_allocated = true;
+        d.allocated_total_bytes = a.total_bytes;
+        d.allocated_sites = std::move(a.sites);
       }
     }
     for (const ReadWarning& w : reader.warnings())

@@ -7,9 +7,10 @@
 #include <array>
 
 #include "analyzer/log/event_info.h"
-#include "analyzer/reports/report_common.h"
 #include "analyzer/output/stack_export.h"
 #include "analyzer/output/text_format.h"
+#include "analyzer/reports/allocated_layer.h"
+#include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
 
@@ -38,7 +39,7 @@ const char* kind_name(LiveKind k) {
 
 // "(cudaMalloc, device 0)", "(cudaMallocHost, pinned host memory)".
 std::string where(const SiteGroup& g) {
-  return fmt::format("({}, {})", api_name(g.api), series_label(g.series));
+  return fmt::format("({}, {})", site_api_name(g.api), series_label(g.series));
 }
 
 // What the live set stands for at the chosen moment.
@@ -46,6 +47,7 @@ struct Moment {
   const char* at = "end";  // "end", "time", "seq"
   uint64_t seq = 0, time_ns = 0;
   std::vector<SiteGroup> groups;
+  std::vector<CachedSegments> cached;  // PyTorch's cache: not leaks (issue 9)
 };
 
 class LeaksReport : public Report {
@@ -62,8 +64,10 @@ class LeaksReport : public Report {
     Moment m;
     bool captured = false;
     auto capture = [&](std::optional<uint64_t> time_ns) {
-      m.groups = group_live(
-          replay, [&](const SeriesKey& k) { return wanted_series(options_, k); }, true);
+      const auto want = [&](const SeriesKey& k) { return wanted_series(options_, k); };
+      // With PyTorch's blocks, the leaks are the tensors; the allocator's segments are not.
+      m.groups = with_blocks(replay, group_live(replay, want, true), want);
+      m.cached = cached_now(replay, want);
       m.seq = replay.last_seq();
       m.time_ns = time_ns.value_or(replay.last_time_ns());
       captured = true;
@@ -170,7 +174,7 @@ class LeaksReport : public Report {
       ++shown;
       text += fmt::format(
           "\n{} {} in {} {} {}:\n", verb, size_and_bytes(g.bytes), g.count,
-          g.kind == LiveKind::Physical ? "physical allocation(s)" : "allocation(s)",
+          g.kind == LiveKind::Physical ? "physical allocation(s)" : things(g),
           where(g) + (g.kind == LiveKind::Physical ? " created from" : " allocated from"));
       append_frames(text, frames_of(stacks, replay, g.stack), depth, "    ");
     }
@@ -205,6 +209,13 @@ class LeaksReport : public Report {
       append_frames(text, frames_of(stacks, replay, g.stack), depth, "    ");
     }
 
+    uint64_t cached_bytes = 0;
+    if (!m.cached.empty()) text += "\n";
+    for (const CachedSegments& c : m.cached) {
+      text += cached_line(c);
+      cached_bytes += c.bytes;
+    }
+
     std::vector<std::string> parts;
     static const char* const kMemoryWords[] = {"device memory", "pinned host memory",
                                                "managed memory"};
@@ -215,14 +226,17 @@ class LeaksReport : public Report {
                                     plural(by_memory[i].count, "allocation", "allocations")));
     text += "\nSUMMARY: gmemhook: ";
     if (parts.empty()) {
-      text += at_end ? (end.kind == "exited" ? "nothing leaked: every allocation was freed.\n"
-                                             : "nothing was live when the log ends.\n")
-                     : "nothing was live at that moment.\n";
+      text += at_end ? (end.kind == "exited" ? "nothing leaked: every allocation was freed"
+                                             : "nothing was live when the log ends")
+                     : "nothing was live at that moment";
     } else {
       text += (at_end && end.kind == "exited" ? "leaked " : "live: ");
       for (size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : "") + parts[i];
-      text += ".\n";
     }
+    if (cached_bytes)
+      text += fmt::format(" ({} more cached by PyTorch's allocator, not leaked)",
+                          human_size(cached_bytes));
+    text += ".\n";
   }
 
   void write_json(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
@@ -267,7 +281,7 @@ class LeaksReport : public Report {
         json.begin_object();
         write_series_fields(json, g.series);
         json.field("api", api_name(g.api));
-        json.field("kind", kind_name(g.kind));
+        json.field("kind", is_block_api(g.api) ? "block" : kind_name(g.kind));
         json.field("bytes", g.bytes);
         json.field("count", g.count);
         write_frames(json, frames_of(stacks, replay, g.stack), depth);
@@ -275,6 +289,7 @@ class LeaksReport : public Report {
       }
       json.end_array();
     }
+    write_cached(json, m.cached);
     write_warnings(json, facts, stacks);
     json.end_object();
   }
