@@ -172,7 +172,6 @@ int main(int argc, char** argv) {
   }
   for (ReportCommand& c : reports) {
     if (!c.app->parsed()) continue;
-    c.options.json = c.options.format == OutputFormat::Json;
     c.options.run = c.run;
     c.options.run_arg = c.run;
     return gmemhook::analysis::run_report(c.kind, c.options, stdout, stderr);

@@ -30,7 +30,9 @@ if ! ls /usr/local/cuda/include/cuda.h >/dev/null 2>&1 && ! ls /usr/include/cuda
   exit 1
 fi
 
-# libunwind built with -fPIC so it can live inside libgmemhook.so (see ../shared/FACTS.md).
+# libunwind built with -fPIC so it can live inside libgmemhook.so: Debian's libunwind.a is not
+# position-independent, and a libunwind.so dependency would take over the traced program's C++
+# exception unwinding (it exports _Unwind_* into the global scope).
 PREFIX="$PWD/.deps/libunwind"
 if [ ! -f "$PREFIX/lib/libunwind.a" ]; then
   mkdir -p .deps && cd .deps

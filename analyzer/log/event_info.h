@@ -1,4 +1,4 @@
-// What an event means, looked up in api_table.h: its entry point's name, kind and memory type.
+// What an event means, looked up in api_table.h: its entry point's name and memory type.
 // Logs may carry api ids this build does not know (a newer recorder); those stay readable.
 #pragma once
 

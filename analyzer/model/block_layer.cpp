@@ -44,29 +44,35 @@ uint32_t BlockLayer::site_index(uint32_t stack, uint16_t device) {
   return *slot;
 }
 
-void BlockLayer::on_event(const format::Event& ev, EventKind kind, uint32_t stack,
-                          const Replay& core) {
+void BlockLayer::call(const Replay& core, const format::Event& ev, const format::ApiInfo& api) {
+  if (pending_) after_reserving(core);
   if (ev.result != 0) return;
-  switch (kind) {
+  switch (format::event_kind_of(api.kind, ev.f.mask)) {
     case EventKind::BlockAlloc:
-      return block(ev, false, stack);
+      return block(ev, false, core.event_stack());
     case EventKind::BlockFree:
-      block(ev, true, stack);
-      return note_idle(ev, core, ev.f.device);
-    case EventKind::Alloc:
-      // The core decided which series it belongs to; only device memory can be a segment.
-      if (const LiveAllocation* a = core.live().find(ev.f.address)) {
-        const SeriesKey key = core.series()[core.sites()[a->site].series].key;
-        if (key.memory == format::MemoryType::Device)
-          add_segment(ev.f.address, a->size, key.device);
-      }
-      return note_reserved_peak(ev, core);
-    case EventKind::Map:
-      if (auto it = core.mappings().find(ev.f.address); it != core.mappings().end())
-        add_segment(ev.f.address, it->second.size, core.series()[it->second.series].key.device);
+      block(ev, true, core.event_stack());
+      return note_idle(ev.seq, ev.time_ns, core, ev.f.device);
+    case EventKind::Alloc: {
+      const format::MemoryType memory = ev.f.has(format::kHasMemory) ? ev.f.memory : api.memory;
+      if (ev.f.address &&
+          (memory == format::MemoryType::Device || memory == format::MemoryType::None))
+        add_segment(ev.f.address, ev.f.size, ev.f.device);
+      pending_ = true;
+      pending_call_ = {ev.seq, ev.time_ns, ev.f.device};
       return;
+    }
     case EventKind::Create:
-      return note_reserved_peak(ev, core);
+      pending_ = true;
+      pending_call_ = {ev.seq, ev.time_ns, ev.f.device};
+      return;
+    case EventKind::Map: {
+      // The handle's device, as the core will count it; the call's own when the handle is unknown.
+      int32_t device = ev.f.device;
+      if (auto h = core.handles().find(ev.f.handle); h != core.handles().end())
+        device = core.series()[core.sites()[h->second.site].series].key.device;
+      return add_segment(ev.f.address, ev.f.size, device);
+    }
     case EventKind::Free:
       segments_.erase(ev.f.address);
       return;
@@ -85,16 +91,18 @@ void BlockLayer::add_segment(uint64_t address, uint64_t size, int32_t device) {
   segments_[address] = {size, device, false};
 }
 
-void BlockLayer::note_reserved_peak(const format::Event& ev, const Replay& core) {
+void BlockLayer::after_reserving(const Replay& core) {
+  pending_ = false;
+  const Pending p = pending_call_;
   for (const Series& s : core.series())
-    if (s.peak_seq == ev.seq && s.key.memory == format::MemoryType::Device)
+    if (s.peak_seq == p.seq && s.key.memory == format::MemoryType::Device)
       for (BlockDevice& d : devices_)
         if (d.device == s.key.device) d.allocated_at_reserved_peak = d.live_bytes;
-  note_idle(ev, core, ev.f.device);
+  note_idle(p.seq, p.time_ns, core, p.device);
 }
 
 // Idle reserved memory only grows when a segment comes or a block goes: checked then.
-void BlockLayer::note_idle(const format::Event& ev, const Replay& core, int32_t device) {
+void BlockLayer::note_idle(uint64_t seq, uint64_t time_ns, const Replay& core, int32_t device) {
   BlockDevice* d = nullptr;
   for (BlockDevice& b : devices_)
     if (b.device == device) d = &b;
@@ -104,8 +112,8 @@ void BlockLayer::note_idle(const format::Event& ev, const Replay& core, int32_t 
     const uint64_t idle = s.live_bytes - std::min(s.live_bytes, d->live_bytes);
     if (idle > d->worst_idle_bytes) {
       d->worst_idle_bytes = idle;
-      d->worst_idle_seq = ev.seq;
-      d->worst_idle_time_ns = ev.time_ns;
+      d->worst_idle_seq = seq;
+      d->worst_idle_time_ns = time_ns;
     }
   }
 }
@@ -201,7 +209,8 @@ void BlockLayer::take_peak_sites(uint16_t device) {
   peak_pending_[device] = false;
 }
 
-void BlockLayer::finish() {
+void BlockLayer::finish(const Replay& core) {
+  if (pending_) after_reserving(core);
   for (size_t i = 0; i < devices_.size(); ++i)
     if (peak_pending_[i]) take_peak_sites(static_cast<uint16_t>(i));
 }

@@ -1,8 +1,8 @@
 // The allocated layer of a caching allocator (PyTorch's blocks, issue 9): which blocks are live,
 // per device the allocated bytes, their peak and the sites that held it, PyTorch's own totals,
-// and the segments (what the allocator got from CUDA) each block lies in. Fed by Replay after
-// the core has applied each event; the core's series stay the reserved layer, so a block is
-// never counted on top of its segment.
+// and the segments (what the allocator got from CUDA) each block lies in. An observer of a pass
+// (replay_observer.h) that watches every call; the core's series stay the reserved layer, so a
+// block is never counted on top of its segment.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/model/address_map.h"
+#include "analyzer/model/replay_observer.h"
 #include "gmemhook/codec.h"
 
 namespace gmemhook::analysis {
@@ -66,14 +67,15 @@ struct SegmentUse {
   uint64_t free_bytes = 0, largest_free_bytes = 0;
 };
 
-class BlockLayer {
+class BlockLayer : public ReplayObserver {
  public:
-  // After the core applied `ev` (whose kind is event_kind_of()'s); `stack` is its interned id.
-  void on_event(const format::Event& ev, format::EventKind kind, uint32_t stack,
-                const Replay& core);
+  BlockLayer() : ReplayObserver(kCalls) {}
+  // Every call, before the core applies it: blocks change nothing the core counts, segments are
+  // known from the call itself, and what needs the core's state after a call (its reserved peak,
+  // idle memory) is looked at on the next call or at finish().
+  void call(const Replay& core, const format::Event& ev, const format::ApiInfo& api) override;
   // Ends a pass: completes the peak site captures.
-  void finish();
-  void reset() { *this = BlockLayer(); }
+  void finish(const Replay& core) override;
 
   bool any() const { return !devices_.empty(); }
   const std::vector<BlockDevice>& devices() const { return devices_; }
@@ -109,8 +111,16 @@ class BlockLayer {
   std::vector<BlockGroup> groups_of(uint16_t device, const std::vector<Change>* undo) const;
   void block(const format::Event& ev, bool is_free, uint32_t stack);
   void add_segment(uint64_t address, uint64_t size, int32_t device);
-  void note_reserved_peak(const format::Event& ev, const Replay& core);
-  void note_idle(const format::Event& ev, const Replay& core, int32_t device);
+  // After a call that may raise reserved memory (seq, time, device), on the next call.
+  void after_reserving(const Replay& core);
+  void note_idle(uint64_t seq, uint64_t time_ns, const Replay& core, int32_t device);
+
+  struct Pending {
+    uint64_t seq = 0, time_ns = 0;
+    int32_t device = -1;
+  };
+  bool pending_ = false;
+  Pending pending_call_;
 
   std::vector<BlockDevice> devices_;
   std::vector<Site> sites_;

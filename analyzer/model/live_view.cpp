@@ -44,7 +44,8 @@ uint64_t granted_bytes(uint64_t requested, LiveKind kind, format::MemoryType mem
   return round_up(requested, kAllocGranularity);
 }
 
-Fragmentation measure_fragmentation(const Replay& replay, int32_t device) {
+Fragmentation measure_fragmentation(const Replay& replay, const PoolTracker& pools,
+                                    int32_t device) {
   Fragmentation f;
   const auto& series = replay.series();
   std::vector<bool> wanted(series.size());
@@ -121,7 +122,7 @@ Fragmentation measure_fragmentation(const Replay& replay, int32_t device) {
     f.fragmentation =
         1.0 - static_cast<double>(f.largest_gap_bytes) / static_cast<double>(f.gap_bytes);
 
-  for (const Pool& p : replay.pools())
+  for (const Pool& p : pools.pools())
     if (p.device == device)
       f.pools.push_back(
           {p.handle, p.live_bytes, p.live_count, p.high_water_bytes, p.high_water_seq});

@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "analyzer/model/pool_tracker.h"
 #include "analyzer/model/replay.h"
 
 namespace gmemhook::analysis {
@@ -53,6 +54,7 @@ struct Fragmentation {
   std::vector<PoolView> pools;
 };
 
-Fragmentation measure_fragmentation(const Replay& replay, int32_t device);
+// `pools` watched the same pass.
+Fragmentation measure_fragmentation(const Replay& replay, const PoolTracker& pools, int32_t device);
 
 }  // namespace gmemhook::analysis

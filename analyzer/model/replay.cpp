@@ -20,127 +20,83 @@ void sort_groups(std::vector<SiteGroup>& groups) {
   });
 }
 
-void Replay::keep_only_apis(const std::vector<std::string>& names) {
-  api_ignored_.fill(false);
-  if (names.empty()) return;
+Replay::Replay(StackInterner& stacks, const std::vector<std::string>& only_apis)
+    : stacks_(&stacks) {
+  for (const format::ApiInfo& a : format::kApis) apis_[static_cast<uint8_t>(a.id)] = &a;
+  if (only_apis.empty()) return;
   api_ignored_.fill(true);
   for (const format::ApiInfo& a : format::kApis)
-    for (const std::string& n : names)
+    for (const std::string& n : only_apis)
       if (n == a.name) api_ignored_[static_cast<uint8_t>(a.id)] = false;
 }
 
-Replay::Replay() {
-  for (const format::ApiInfo& a : format::kApis) apis_[static_cast<uint8_t>(a.id)] = &a;
+void Replay::observe(ReplayObserver& o) {
+  observers_.push_back(&o);
+  if (o.watch() & ReplayObserver::kCalls) calls_.push_back(&o);
+  if (o.watch() & ReplayObserver::kAllocations) allocations_.push_back(&o);
+  if (o.watch() & ReplayObserver::kSites) site_watchers_.push_back(&o);
+  if (o.watch() & ReplayObserver::kMoments) {
+    moments_.push_back(&o);
+    update_wake();
+  }
 }
 
-void Replay::reset() {
-  series_.clear();
-  series_by_key_.fill(0);
-  pools_.clear();
-  sites_.clear();
-  site_by_key_.clear();
-  site_cache_.clear();
-  since_peak_.clear();
-  peak_pending_.clear();
-  live_.clear();
-  handles_.clear();
-  mappings_.clear();
-  reservations_.clear();
-  anomalies_ = Anomalies{};
-  blocks_.reset();
-  events_ = last_seq_ = last_time_ns_ = 0;
-  next_checkpoint_ = 0;
-  next_checkpoint_seq_ = checkpoints_.empty() ? UINT64_MAX : checkpoints_.front();
+void Replay::update_wake() {
+  wake_seq_ = wake_time_ns_ = UINT64_MAX;
+  for (const ReplayObserver* o : moments_) {
+    wake_seq_ = std::min(wake_seq_, o->wake_seq());
+    wake_time_ns_ = std::min(wake_time_ns_, o->wake_time_ns());
+  }
 }
 
-void Replay::set_checkpoints(std::vector<uint64_t> seqs, std::function<void(uint64_t)> fn,
-                             bool stop_after_last) {
-  stop_after_last_ = stop_after_last;
-  std::sort(seqs.begin(), seqs.end());
-  seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
-  checkpoints_ = std::move(seqs);
-  on_checkpoint_ = std::move(fn);
-  next_checkpoint_ = 0;
-  next_checkpoint_seq_ = checkpoints_.empty() ? UINT64_MAX : checkpoints_.front();
-}
-
-void Replay::set_time_checkpoint(uint64_t time_ns, std::function<void()> fn) {
-  time_checkpoint_ns_ = time_ns;
-  on_time_checkpoint_ = std::move(fn);
+void Replay::wake(const format::Event& next) {
+  for (ReplayObserver* o : moments_)
+    if (next.seq > o->wake_seq() || next.time_ns > o->wake_time_ns()) o->wake(*this, next);
+  update_wake();
 }
 
 void Replay::finish() {
-  for (size_t i = 0; i < series_.size(); ++i)
-    if (capture_ && peak_pending_[i]) take_peak_sites(static_cast<uint16_t>(i));
-  blocks_.finish();
-  while (next_checkpoint_ < checkpoints_.size()) on_checkpoint_(checkpoints_[next_checkpoint_++]);
-  next_checkpoint_seq_ = UINT64_MAX;
-  if (on_time_checkpoint_) {
-    time_checkpoint_ns_ = UINT64_MAX;
-    auto fn = std::move(on_time_checkpoint_);
-    on_time_checkpoint_ = nullptr;
-    fn();
-  }
+  for (ReplayObserver* o : observers_) o->finish(*this);
 }
 
 void Replay::on_stack(uint32_t id, std::span<const uint64_t> frames, const ThreadLog& thread) {
   // Python frames belong to a stack's identity: two Python call sites reaching CUDA through the
   // same native frames are different stacks.
-  stacks_.add(thread.index(), id, frames, thread.python_frames(id));
+  stacks_->add(thread.index(), id, frames, thread.python_frames(id));
 }
 
 void Replay::on_py_code(const PyCode& code, const ThreadLog& thread) {
-  stacks_.add_code(thread.index(), code);
+  stacks_->add_code(thread.index(), code);
 }
 
 void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
-  // Checkpoints see the state after every event up to theirs: fire before anything later.
-  while (ev.seq > next_checkpoint_seq_) {
-    on_checkpoint_(checkpoints_[next_checkpoint_++]);
-    next_checkpoint_seq_ =
-        next_checkpoint_ < checkpoints_.size() ? checkpoints_[next_checkpoint_] : UINT64_MAX;
-    if (stop_after_last_ && next_checkpoint_seq_ == UINT64_MAX) throw Stop{};
-  }
-  if (ev.time_ns > time_checkpoint_ns_) {
-    time_checkpoint_ns_ = UINT64_MAX;
-    auto fn = std::move(on_time_checkpoint_);
-    on_time_checkpoint_ = nullptr;
-    fn();
-  }
+  // Observers waiting for a moment see the state after every event before this one.
+  if (ev.seq > wake_seq_ || ev.time_ns > wake_time_ns_) wake(ev);
 
   ++events_;
   last_seq_ = ev.seq;
   last_time_ns_ = ev.time_ns;
   const format::ApiInfo* api = apis_[ev.api];
-  if (api_ignored_[ev.api]) {
-    ++skipped_by_filter_;
-    return;
-  }
+  if (api_ignored_[ev.api]) return;
   if (!api) {
     ++anomalies_.unknown_api_events;
     ++anomalies_.unknown_api_ids[ev.api];
     return;
   }
-  const uint32_t stack = stacks_.id(thread.index(), ev.stack_id);
+  const uint32_t stack = stacks_->id(thread.index(), ev.stack_id);
   if (api->kind == EventKind::Alloc || api->kind == EventKind::Create) {
     if (thread.index() >= site_cache_.size()) site_cache_.resize(thread.index() + 1);
     auto& cache = site_cache_[thread.index()];
     if (ev.stack_id >= cache.size()) cache.resize(size_t{ev.stack_id} + 1);
     cache_slot_ = &cache[ev.stack_id];
   }
-  if (api->kind == EventKind::Alloc && ev.result == 0) note_graph_allocation(ev);
-  apply(ev, *api, stack);
-  // The allocated layer (PyTorch's blocks) sees each event once the core applied it.
-  blocks_.on_event(ev, format::event_kind_of(api->kind, ev.f.mask), stack, *this);
-}
-
-void Replay::apply(const format::Event& ev, const format::ApiInfo& api_info, uint32_t stack) {
-  const format::ApiInfo* api = &api_info;
+  event_stack_ = stack;
+  for (ReplayObserver* o : calls_) o->call(*this, ev, *api);
   switch (api->kind) {
     case EventKind::CaptureBegin:
     case EventKind::CaptureEnd:
     case EventKind::GraphLaunch:
-      return graph_event(ev, api->kind);
+      return;  // no memory of their own: GraphTracker follows them
     case EventKind::Alloc:
       return alloc(ev, *api, stack);
     case EventKind::Free:
@@ -159,31 +115,8 @@ void Replay::apply(const format::Event& ev, const format::ApiInfo& api_info, uin
       return address_free(ev, stack);
     case EventKind::BlockAlloc:
     case EventKind::BlockFree:
-      return;  // blocks_ keeps them: they live inside segments counted above, never twice
+      return;  // BlockLayer keeps them: inside segments counted above, never twice
   }
-}
-
-void Replay::graph_event(const format::Event& ev, EventKind kind) {
-  if (ev.result != 0) return;
-  auto it = std::find(capturing_streams_.begin(), capturing_streams_.end(), ev.f.stream);
-  if (kind == EventKind::CaptureBegin) {
-    ++graphs_.captures;
-    if (it == capturing_streams_.end()) capturing_streams_.push_back(ev.f.stream);
-  } else if (kind == EventKind::CaptureEnd) {
-    if (it != capturing_streams_.end()) capturing_streams_.erase(it);
-  } else {
-    ++graphs_.launches;
-  }
-}
-
-void Replay::note_graph_allocation(const format::Event& ev) {
-  if (graphs_.launches) ++graphs_.allocations_between_launches;
-  if (capturing_streams_.empty() || !ev.f.has(format::kHasStream)) return;
-  if (std::find(capturing_streams_.begin(), capturing_streams_.end(), ev.f.stream) ==
-      capturing_streams_.end())
-    return;
-  ++graphs_.capture_allocations;
-  graphs_.capture_bytes += ev.f.size;
 }
 
 uint16_t Replay::series_index(int32_t device, MemoryType memory) {
@@ -199,8 +132,6 @@ uint16_t Replay::series_index(int32_t device, MemoryType memory) {
     if (series_[i].key == key) return static_cast<uint16_t>(i);
   series_.emplace_back();
   series_.back().key = key;
-  since_peak_.emplace_back();
-  peak_pending_.push_back(false);
   const auto index = static_cast<uint16_t>(series_.size() - 1);
   if (direct) series_by_key_[slot] = index + 1;
   return index;
@@ -210,7 +141,7 @@ uint16_t Replay::pool_index(uint64_t handle, int32_t device) {
   for (size_t i = 0; i < pools_.size(); ++i)
     if (pools_[i].handle == handle && (handle != 0 || pools_[i].device == device))
       return static_cast<uint16_t>(i + 1);
-  pools_.push_back(Pool{handle, device});
+  pools_.push_back(PoolKey{handle, device});
   return static_cast<uint16_t>(pools_.size());
 }
 
@@ -228,56 +159,33 @@ uint32_t Replay::site_index(uint32_t stack, uint16_t series, uint8_t api, LiveKi
   return *slot;
 }
 
-// Peak capture: a series' live memory per site at its peak, in one pass. Every site change of a
-// series since its latest peak is logged; undoing the log from the current per-site totals gives
-// the totals at the peak. A new peak empties the log. When the log outgrows a bound proportional
-// to the number of sites, the peak's groups are taken right away and logging stops until the
-// next peak, so memory stays bounded and the time spent stays linear in the events.
 void Replay::site_changed(uint32_t site, int64_t bytes, int64_t count) {
   Site& st = sites_[site];
   st.bytes += static_cast<uint64_t>(bytes);
   st.count += static_cast<uint64_t>(count);
-  if (!capture_ || !peak_pending_[st.series]) return;
-  std::vector<Change>& log = since_peak_[st.series];
-  log.push_back({site, bytes, count});
-  if (log.size() > std::max<size_t>(4096, 4 * sites_.size())) take_peak_sites(st.series);
+  for (ReplayObserver* o : site_watchers_) o->site_changed(*this, site, bytes, count);
 }
 
-std::vector<SiteGroup> Replay::groups_of(uint16_t series, const std::vector<int64_t>* undo_bytes,
-                                         const std::vector<int64_t>* undo_count) const {
+std::vector<SiteGroup> Replay::site_groups(uint16_t series, std::span<const int64_t> minus_bytes,
+                                           std::span<const int64_t> minus_count) const {
   std::vector<SiteGroup> groups;
   for (size_t i = 0; i < sites_.size(); ++i) {
     const Site& st = sites_[i];
     if (st.series != series) continue;
     uint64_t bytes = st.bytes, count = st.count;
-    if (undo_bytes) {
-      bytes -= static_cast<uint64_t>((*undo_bytes)[i]);
-      count -= static_cast<uint64_t>((*undo_count)[i]);
-    }
+    if (i < minus_bytes.size()) bytes -= static_cast<uint64_t>(minus_bytes[i]);
+    if (i < minus_count.size()) count -= static_cast<uint64_t>(minus_count[i]);
     if (count) groups.push_back({series_[series].key, st.api, st.kind, st.stack, bytes, count});
   }
   sort_groups(groups);
   return groups;
 }
 
-void Replay::take_peak_sites(uint16_t series) {
-  std::vector<Change>& log = since_peak_[series];
-  std::vector<int64_t> undo_bytes(sites_.size()), undo_count(sites_.size());
-  for (const Change& c : log) {
-    undo_bytes[c.site] += c.bytes;
-    undo_count[c.site] += c.count;
-  }
-  series_[series].sites_at_peak = groups_of(series, &undo_bytes, &undo_count);
-  log.clear();
-  log.shrink_to_fit();
-  peak_pending_[series] = false;
-}
-
 std::vector<SiteGroup> Replay::sites_now(const std::function<bool(const SeriesKey&)>& want) const {
   std::vector<SiteGroup> all;
   for (size_t i = 0; i < series_.size(); ++i) {
     if (!want(series_[i].key)) continue;
-    std::vector<SiteGroup> g = groups_of(static_cast<uint16_t>(i), nullptr, nullptr);
+    std::vector<SiteGroup> g = site_groups(static_cast<uint16_t>(i));
     all.insert(all.end(), g.begin(), g.end());
   }
   sort_groups(all);
@@ -294,11 +202,7 @@ void Replay::became_live(uint32_t site, uint64_t bytes, const format::Event& ev)
     s.peak_bytes = s.live_bytes;
     s.peak_seq = ev.seq;
     s.peak_time_ns = ev.time_ns;
-    if (capture_) {
-      // The state now is the peak's: log what changes from here on.
-      since_peak_[index].clear();
-      peak_pending_[index] = true;
-    }
+    for (ReplayObserver* o : site_watchers_) o->new_peak(*this, index);
   }
   s.timeline.add(ev.seq, ev.time_ns, s.live_bytes);
 }
@@ -351,29 +255,17 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
     // (e.g. cudaDeviceReset). Count it and treat the old allocation as freed.
     ++anomalies_.reused_addresses;
     became_free(a->site, a->size, ev);
-    if (a->pool) {
-      Pool& p = pools_[a->pool - 1];
-      p.live_bytes -= a->size;
-      --p.live_count;
-    }
+    for (ReplayObserver* o : allocations_) o->freed(*this, *a);
   }
 
   uint16_t pool = 0;
   // Stream-ordered calls carry a stream; those without an explicit pool use the device's.
-  if (ev.f.has(format::kHasPool) || ev.f.has(format::kHasStream)) {
+  if (ev.f.has(format::kHasPool) || ev.f.has(format::kHasStream))
     pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, s.key.device);
-    Pool& p = pools_[pool - 1];
-    p.live_bytes += size;
-    ++p.live_count;
-    ++p.allocations;
-    if (p.live_bytes > p.high_water_bytes) {
-      p.high_water_bytes = p.live_bytes;
-      p.high_water_seq = ev.seq;
-    }
-  }
   const uint32_t site = site_index(stack, index, ev.api, LiveKind::Allocation);
   *a = {size, site, pool};
   became_live(site, size, ev);
+  for (ReplayObserver* o : allocations_) o->allocated(*this, ev, *a);
 }
 
 void Replay::failed(uint16_t index, const format::Event& ev, uint32_t stack) {
@@ -381,8 +273,7 @@ void Replay::failed(uint16_t index, const format::Event& ev, uint32_t stack) {
   ++s.failed;
   if (s.failures.size() < Series::kKeptFailures)
     s.failures.push_back({ev.seq, ev.time_ns, ev.f.size, ev.result, stack, ev.api});
-  // The failed call changes nothing: what is live now is what held the memory when it failed.
-  if (capture_ && s.failed == 1) s.sites_at_first_failure = groups_of(index, nullptr, nullptr);
+  for (ReplayObserver* o : site_watchers_) o->allocation_failed(*this, index);
 }
 
 void Replay::free(const format::Event& ev, uint32_t stack) {
@@ -401,11 +292,7 @@ void Replay::free(const format::Event& ev, uint32_t stack) {
   ++s.frees;
   ++s.frees_by_api[ev.api];
   became_free(a.site, a.size, ev);
-  if (a.pool) {
-    Pool& p = pools_[a.pool - 1];
-    p.live_bytes -= a.size;
-    --p.live_count;
-  }
+  for (ReplayObserver* o : allocations_) o->freed(*this, a);
 }
 
 void Replay::create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {

@@ -14,21 +14,23 @@
 //   ids this build does not know are counted and skipped.
 //
 // Live memory is also kept per call site (stack, api, series): what each site holds now costs
-// nothing to group, and with capture_sites() the replay keeps, in the same single pass, what
-// each site held at each series' peak and first failure (see PeakCapture in replay.cpp).
+// nothing to group. What a pass needs beyond this live-set core (who held the peak, pools, CUDA
+// graphs, checkpoints) is an observer attached to it (replay_observer.h); a Replay and its
+// observers live for one pass, so there is nothing to reset between passes.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <optional>
+#include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "analyzer/model/address_map.h"
-#include "analyzer/model/block_layer.h"
 #include "analyzer/log/event_visitor.h"
+#include "analyzer/model/address_map.h"
+#include "analyzer/model/replay_observer.h"
 #include "analyzer/model/stack_interner.h"
 #include "analyzer/model/timeline.h"
 #include "gmemhook/api_table.h"
@@ -90,9 +92,6 @@ struct Series {
   uint64_t physical_bytes = 0, mapped_bytes = 0, reserved_bytes = 0;
   uint64_t max_physical_bytes = 0, max_mapped_bytes = 0, max_reserved_bytes = 0;
   Timeline timeline;
-  // With Replay::capture_sites(), after finish(): the live memory grouped by call site at the
-  // peak, and at the first failed allocation (empty when none), largest first.
-  std::vector<SiteGroup> sites_at_peak, sites_at_first_failure;
 };
 
 // A call site of live memory (allocations or physical handles) and what it holds now.
@@ -138,14 +137,11 @@ struct Reservation {
 };
 
 // A stream-ordered memory pool: an explicit pool (cudaMallocFromPoolAsync) or a device's default
-// pool (cudaMallocAsync). Pools keep freed memory for reuse, so what a pool holds is at least its
-// high-water mark of live bytes until it is trimmed.
-struct Pool {
+// pool (cudaMallocAsync). The replay only tells pools apart; PoolTracker (pool_tracker.h) keeps
+// what each one holds.
+struct PoolKey {
   uint64_t handle = 0;  // 0: the default pool of `device`
   int32_t device = kNoDevice;
-  uint64_t live_bytes = 0, live_count = 0;
-  uint64_t high_water_bytes = 0, high_water_seq = 0;
-  uint64_t allocations = 0;
 };
 
 // Something the replay could not match, kept as an example for the report.
@@ -154,18 +150,6 @@ struct Unmatched {
   uint64_t address = 0;  // or the handle, for cuMemRelease
   uint32_t stack = 0;
   uint8_t api = 0;
-};
-
-// What CUDA graphs did: allocations made on a stream while it was being captured belong to the
-// graph (they are counted once, like any allocation), and launches replay the graph without
-// allocating again.
-struct GraphActivity {
-  uint64_t captures = 0;              // cudaStreamBeginCapture calls that succeeded
-  uint64_t capture_allocations = 0;   // successful allocations on a capturing stream
-  uint64_t capture_bytes = 0;
-  uint64_t launches = 0;              // cudaGraphLaunch calls that succeeded
-  uint64_t allocations_between_launches = 0;  // allocations after the first launch, any stream
-  bool any() const { return captures || launches; }
 };
 
 struct Anomalies {
@@ -187,48 +171,43 @@ struct Anomalies {
 
 class Replay : public EventVisitor {
  public:
-  Replay();
+  // A pass interns its stacks into `stacks`, which passes over the same process share: a stack
+  // keeps its id from one pass to the next. Events of entry points not in `only_apis` are skipped
+  // (--api; empty: none is).
+  explicit Replay(StackInterner& stacks, const std::vector<std::string>& only_apis = {});
 
-  // Skip every event whose entry point is not in `names` (empty: keep all). Call before a pass.
-  void keep_only_apis(const std::vector<std::string>& names);
-  uint64_t skipped_by_api_filter() const { return skipped_by_filter_; }
+  // Attaches `observer` to this pass (before it starts); it must outlive the pass.
+  void observe(ReplayObserver& observer);
+
   void on_event(const format::Event& ev, const ThreadLog& thread) override;
   void on_stack(uint32_t id, std::span<const uint64_t> frames, const ThreadLog& thread) override;
   void on_py_code(const PyCode& code, const ThreadLog& thread) override;
 
-  // Starts a new pass: the state is cleared, the stack ids stay valid.
-  void reset();
-
-  // Calls `fn(seq)` with the state after every event up to `seq` was applied, for each of these
-  // seqs (fired before the first later event, or by finish()). Set before a pass. With
-  // `stop_after_last`, the pass is cut short once the last one fired: on_event throws Stop,
-  // which the caller of ProcessReader::read_events catches (the reader rewinds on its next pass).
+  // What an observer throws to cut the pass short once it has all it wanted; the caller of
+  // ProcessReader::read_events catches it (the reader rewinds on its next pass).
   struct Stop {};
-  void set_checkpoints(std::vector<uint64_t> seqs, std::function<void(uint64_t seq)> fn,
-                       bool stop_after_last = false);
-  // Calls `fn` once, with the state right before the first event later than `time_ns`
-  // (absolute), or from finish() when there is none.
-  void set_time_checkpoint(uint64_t time_ns, std::function<void()> fn);
-  // Ends a pass: fires the checkpoints not reached, completes the site captures.
+  // Ends a pass that read every event: tells the observers.
   void finish();
-  // Keep Series::sites_at_peak and sites_at_first_failure during the pass. Set before it.
-  void capture_sites(bool on) { capture_ = on; }
 
   // Live memory grouped by call site right now, for the series `want` accepts, largest first.
   std::vector<SiteGroup> sites_now(const std::function<bool(const SeriesKey&)>& want) const;
+  // The same for series `series` (an index into series()). `minus_bytes` and `minus_count`, when
+  // given, are subtracted from what each site (by index) holds now.
+  std::vector<SiteGroup> site_groups(uint16_t series, std::span<const int64_t> minus_bytes = {},
+                                     std::span<const int64_t> minus_count = {}) const;
 
   const std::vector<Series>& series() const { return series_; }
-  const std::vector<Pool>& pools() const { return pools_; }
+  // Stream-ordered pools in order of first use; LiveAllocation::pool is 1 + an index here.
+  const std::vector<PoolKey>& pools() const { return pools_; }
   const std::vector<Site>& sites() const { return sites_; }
   const AddressMap<LiveAllocation>& live() const { return live_; }
   const std::unordered_map<uint64_t, PhysicalHandle>& handles() const { return handles_; }
   const std::map<uint64_t, Mapping>& mappings() const { return mappings_; }
   const std::map<uint64_t, Reservation>& reservations() const { return reservations_; }
   const Anomalies& anomalies() const { return anomalies_; }
-  const GraphActivity& graphs() const { return graphs_; }
-  const StackInterner& stacks() const { return stacks_; }
-  // The allocated layer: PyTorch's blocks inside the device series' segments (issue 9).
-  const BlockLayer& blocks() const { return blocks_; }
+  const StackInterner& stacks() const { return *stacks_; }
+  // The interned stack of the event being applied: what an observer's call() needs of it.
+  uint32_t event_stack() const { return event_stack_; }
 
   uint64_t events() const { return events_; }
   uint64_t last_seq() const { return last_seq_; }
@@ -242,37 +221,35 @@ class Replay : public EventVisitor {
   void became_free(uint32_t site, uint64_t bytes, const format::Event& ev);
   void site_changed(uint32_t site, int64_t bytes, int64_t count);
   void failed(uint16_t series, const format::Event& ev, uint32_t stack);
-  void take_peak_sites(uint16_t series);
-  std::vector<SiteGroup> groups_of(uint16_t series, const std::vector<int64_t>* undo_bytes,
-                                   const std::vector<int64_t>* undo_count) const;
   void unmatched(const format::Event& ev, uint64_t address, uint32_t stack, uint64_t& counter);
+  void wake(const format::Event& next);
+  void update_wake();
 
-  void apply(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void free(const format::Event& ev, uint32_t stack);
   void create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void release(const format::Event& ev, uint32_t stack);
   void map(const format::Event& ev, uint32_t stack);
   int32_t count_allocation(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
-  void graph_event(const format::Event& ev, format::EventKind kind);
-  void note_graph_allocation(const format::Event& ev);
   void unmap(const format::Event& ev, uint32_t stack);
   void reserve(const format::Event& ev, uint32_t stack);
   void address_free(const format::Event& ev, uint32_t stack);
   void drop_physical(uint64_t handle, const format::Event& ev);
 
   std::array<const format::ApiInfo*, 256> apis_{};
-  GraphActivity graphs_;
-  std::vector<uint64_t> capturing_streams_;  // few at a time: a vector beats a set
   std::array<bool, 256> api_ignored_{};  // --api: events of other entry points are skipped
-  uint64_t skipped_by_filter_ = 0;
-  StackInterner stacks_;
+  StackInterner* stacks_;
+
+  // Observers, and the same by what they watch: an empty list is all an unwatched moment costs.
+  std::vector<ReplayObserver*> observers_, calls_, allocations_, site_watchers_, moments_;
+  // The lowest wake_seq() and wake_time_ns() of moments_: two compares per event.
+  uint64_t wake_seq_ = UINT64_MAX, wake_time_ns_ = UINT64_MAX;
 
   std::vector<Series> series_;
   // Series index + 1 by (device + 1) * 4 + memory for devices below kDirectDevices.
   static constexpr int32_t kDirectDevices = 127;
   std::array<uint16_t, (kDirectDevices + 1) * 4> series_by_key_{};
-  std::vector<Pool> pools_;
+  std::vector<PoolKey> pools_;
   std::vector<Site> sites_;
   AddressMap<uint32_t> site_by_key_;  // (stack, series, api, kind) packed -> site index
   // The last site each (thread file, stack id) allocated at: its key and index. A stack nearly
@@ -288,29 +265,11 @@ class Replay : public EventVisitor {
   std::map<uint64_t, Mapping> mappings_;
   std::map<uint64_t, Reservation> reservations_;
   Anomalies anomalies_;
-  BlockLayer blocks_;
 
+  uint32_t event_stack_ = 0;
   uint64_t events_ = 0;
   uint64_t last_seq_ = 0;
   uint64_t last_time_ns_ = 0;
-
-  std::vector<uint64_t> checkpoints_;  // sorted
-  size_t next_checkpoint_ = 0;
-  uint64_t next_checkpoint_seq_ = UINT64_MAX;  // checked on every event: one compare
-  std::function<void(uint64_t)> on_checkpoint_;
-  bool stop_after_last_ = false;
-  uint64_t time_checkpoint_ns_ = UINT64_MAX;
-  std::function<void()> on_time_checkpoint_;
-
-  // Site capture: per series, the site changes since its latest peak, undone to recover what
-  // each site held at the peak (bounded: taken, and the log dropped, once it grows too long).
-  struct Change {
-    uint32_t site;
-    int64_t bytes, count;
-  };
-  bool capture_ = false;
-  std::vector<std::vector<Change>> since_peak_;  // by series index
-  std::vector<bool> peak_pending_;               // by series index
 };
 
 }  // namespace gmemhook::analysis

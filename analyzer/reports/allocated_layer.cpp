@@ -26,9 +26,9 @@ const char* things(const SiteGroup& g) {
   return is_block_api(g.api) ? "block(s)" : "allocation(s)";
 }
 
-const BlockDevice* blocks_of(const Replay& replay, const SeriesKey& key) {
+const BlockDevice* blocks_of(const BlockLayer& blocks, const SeriesKey& key) {
   if (key.memory != format::MemoryType::Device) return nullptr;
-  return replay.blocks().device(key.device);
+  return blocks.device(key.device);
 }
 
 namespace {
@@ -53,9 +53,9 @@ std::vector<SiteGroup> block_site_groups(const std::vector<BlockGroup>& groups) 
   return out;
 }
 
-std::vector<SiteGroup> with_blocks(const Replay& replay, std::vector<SiteGroup> groups,
+std::vector<SiteGroup> with_blocks(const Replay& replay, const BlockLayer& blocks,
+                                   std::vector<SiteGroup> groups,
                                    const std::function<bool(const SeriesKey&)>& want) {
-  const BlockLayer& blocks = replay.blocks();
   if (!blocks.any()) return groups;
   using Key = std::tuple<uint32_t, int32_t, int, uint8_t, int>;
   std::map<Key, size_t> index;
@@ -104,9 +104,9 @@ std::vector<SiteGroup> with_blocks(const Replay& replay, std::vector<SiteGroup> 
   return groups;
 }
 
-void append_allocated_summary(std::string& text, const Replay& replay, const Series& s,
+void append_allocated_summary(std::string& text, const BlockLayer& blocks, const Series& s,
                               const char* at_end) {
-  const BlockDevice* b = blocks_of(replay, s.key);
+  const BlockDevice* b = blocks_of(blocks, s.key);
   if (!b) return;
   text += fmt::format(
       "    tensors       PyTorch's caching allocator, inside the memory above: {} allocated, {} "
@@ -124,7 +124,7 @@ void append_allocated_summary(std::string& text, const Replay& replay, const Ser
                         plural(b->live_count, "block", "blocks"), at_end);
   else
     text += "      live at end 0 bytes\n";
-  const BlockLayer::Cached c = replay.blocks().cached(s.key.device);
+  const BlockLayer::Cached c = blocks.cached(s.key.device);
   if (c.segments)
     text +=
         fmt::format("      cached      {} in {} holding no block: PyTorch's cache, not a leak\n",
@@ -144,9 +144,9 @@ void append_allocated_summary(std::string& text, const Replay& replay, const Ser
                         plural(b->unknown_frees, "free", "frees"));
 }
 
-void write_allocated_summary(JsonWriter& json, const Replay& replay, const Series& s) {
+void write_allocated_summary(JsonWriter& json, const BlockLayer& blocks, const Series& s) {
   json.key("allocated");
-  const BlockDevice* b = blocks_of(replay, s.key);
+  const BlockDevice* b = blocks_of(blocks, s.key);
   if (!b) return json.null();
   json.begin_object();
   json.field("allocations", b->allocations);
@@ -156,7 +156,7 @@ void write_allocated_summary(JsonWriter& json, const Replay& replay, const Serie
   json.field("peak_seq", b->peak_seq);
   json.field("live_bytes_at_end", b->live_bytes);
   json.field("live_count_at_end", b->live_count);
-  const BlockLayer::Cached c = replay.blocks().cached(s.key.device);
+  const BlockLayer::Cached c = blocks.cached(s.key.device);
   json.field("cached_bytes_at_end", c.bytes);
   json.field("cached_segments_at_end", c.segments);
   json.field("allocated_at_reserved_peak", b->allocated_at_reserved_peak);
@@ -174,12 +174,12 @@ void write_allocated_summary(JsonWriter& json, const Replay& replay, const Serie
   json.end_object();
 }
 
-std::vector<CachedSegments> cached_now(const Replay& replay,
+std::vector<CachedSegments> cached_now(const BlockLayer& blocks,
                                        const std::function<bool(const SeriesKey&)>& want) {
   std::vector<CachedSegments> out;
-  for (const BlockDevice& b : replay.blocks().devices()) {
+  for (const BlockDevice& b : blocks.devices()) {
     if (!want({b.device, format::MemoryType::Device})) continue;
-    const BlockLayer::Cached c = replay.blocks().cached(b.device);
+    const BlockLayer::Cached c = blocks.cached(b.device);
     if (c.segments) out.push_back({b.device, c.bytes, c.segments});
   }
   return out;

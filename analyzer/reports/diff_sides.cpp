@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/log/run_dir.h"
+#include "analyzer/model/block_layer.h"
 #include "analyzer/model/live_view.h"
+#include "analyzer/model/peak_sites.h"
 #include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/report_common.h"
-#include "analyzer/log/run_dir.h"
 
 namespace gmemhook::analysis {
 
@@ -41,9 +43,12 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
   for (const auto& dir : find_process_dirs(run)) {
     ProcessReader reader = ProcessReader::open(dir);
     StackResolver stacks(reader);
-    Replay replay;
-    replay.keep_only_apis(options.apis);
-    replay.capture_sites(!options.leaks);
+    StackInterner interned;
+    Replay replay(interned, options.apis);
+    PeakSites captured;
+    if (!options.leaks) replay.observe(captured);
+    BlockLayer blocks;  // PyTorch's blocks (issue 9): compared when both sides have them
+    replay.observe(blocks);
     reader.read_events(replay);
     replay.finish();
 
@@ -62,13 +67,13 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
         p.devices.push_back(device_sites(s->key.device, s->live_bytes, live, replay, stacks));
       } else {
         p.devices.push_back(
-            device_sites(s->key.device, s->peak_bytes, s->sites_at_peak, replay, stacks));
+            device_sites(s->key.device, s->peak_bytes, captured.at_peak(s->key), replay, stacks));
       }
-      if (const BlockDevice* b = blocks_of(replay, s->key)) {
+      if (const BlockDevice* b = blocks_of(blocks, s->key)) {
         // The allocated layer: blocks (and, for --leaks, memory outside the allocator).
         const auto want = [&](const SeriesKey& k) { return k == s->key; };
         std::vector<SiteGroup> groups =
-            options.leaks ? with_blocks(replay, group_live(replay, want, false), want)
+            options.leaks ? with_blocks(replay, blocks, group_live(replay, want, false), want)
                           : block_site_groups(b->sites_at_peak);
         uint64_t total = b->peak_bytes;
         if (options.leaks) {

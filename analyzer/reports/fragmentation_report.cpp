@@ -9,6 +9,9 @@
 #include <algorithm>
 
 #include "analyzer/log/event_info.h"
+#include "analyzer/model/block_layer.h"
+#include "analyzer/model/checkpoints.h"
+#include "analyzer/model/pool_tracker.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/report_common.h"
@@ -18,7 +21,7 @@ namespace gmemhook::analysis {
 namespace {
 
 struct Snapshot {
-  std::string at;  // "peak", "first-failure", "time", "seq", "end"
+  Moment at = Moment::End;
   uint64_t seq = 0, time_ns = 0;
   Fragmentation f;
 };
@@ -60,8 +63,12 @@ class FragmentationReport : public Report {
 
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
-    Replay replay;
-    replay.keep_only_apis(options_.apis);
+    StackInterner interned;
+    Replay replay(interned, options_.apis);
+    PoolTracker pools;
+    replay.observe(pools);
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    replay.observe(blocks);
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader);
@@ -79,7 +86,7 @@ class FragmentationReport : public Report {
         d.first_failure = s.failures.front();
         seqs.push_back(s.failures.front().seq);
       }
-      if (const BlockDevice* b = blocks_of(replay, s.key)) {
+      if (const BlockDevice* b = blocks_of(blocks, s.key)) {
         d.blocks = true;
         d.most_idle_seq = b->worst_idle_seq;
         if (d.most_idle_seq) seqs.push_back(d.most_idle_seq);
@@ -89,39 +96,51 @@ class FragmentationReport : public Report {
     std::sort(devices.begin(), devices.end(),
               [](const DeviceFrames& a, const DeviceFrames& b) { return a.device < b.device; });
 
-    auto take = [&](DeviceFrames& d, const char* at) {
+    // The second pass's replay and pools, while it runs.
+    const PoolTracker* pools_now = &pools;
+    auto take = [&](const Replay& r, DeviceFrames& d, Moment at) {
       d.snapshots.push_back(
-          {at, replay.last_seq(), replay.last_time_ns(), measure_fragmentation(replay, d.device)});
+          {at, r.last_seq(), r.last_time_ns(), measure_fragmentation(r, *pools_now, d.device)});
     };
     // The end comes from this first pass; the second one stops after the last moment wanted.
     std::vector<Snapshot> at_end;
     for (DeviceFrames& d : devices) {
-      take(d, "end");
+      take(replay, d, Moment::End);
       at_end.push_back(std::move(d.snapshots.back()));
       d.snapshots.clear();
     }
     if (options_.at_seq) seqs.push_back(*options_.at_seq);
     if (!seqs.empty() || options_.at_seconds) {
-      replay.reset();
-      replay.set_checkpoints(
+      Replay second(interned, options_.apis);
+      PoolTracker second_pools;
+      pools_now = &second_pools;
+      second.observe(second_pools);
+      BlockLayer second_blocks;
+      second.observe(second_blocks);
+      Checkpoints at_seqs(
           seqs,
-          [&](uint64_t seq) {
+          [&](const Replay& r, uint64_t seq) {
             for (DeviceFrames& d : devices) {
-              if (d.peak_seq == seq) take(d, "peak");
-              if (d.blocks && d.peak_seq == seq) take_allocator(replay, d, "peak");
-              if (d.blocks && d.most_idle_seq == seq) take_allocator(replay, d, "most-idle");
-              if (d.first_failure && d.first_failure->seq == seq) take(d, "first-failure");
-              if (options_.at_seq && *options_.at_seq == seq) take(d, "seq");
+              if (d.peak_seq == seq) take(r, d, Moment::Peak);
+              if (d.blocks && d.peak_seq == seq) take_allocator(r, second_blocks, d, "peak");
+              if (d.blocks && d.most_idle_seq == seq)
+                take_allocator(r, second_blocks, d, "most-idle");
+              if (d.first_failure && d.first_failure->seq == seq) take(r, d, Moment::FirstFailure);
+              if (options_.at_seq && *options_.at_seq == seq) take(r, d, Moment::Seq);
             }
           },
           !options_.at_seconds);
-      if (options_.at_seconds && !options_.at_seq)
-        replay.set_time_checkpoint(at_time_ns(reader, *options_.at_seconds), [&] {
-          for (DeviceFrames& d : devices) take(d, "time");
+      second.observe(at_seqs);
+      std::optional<Checkpoints> at_time;
+      if (options_.at_seconds && !options_.at_seq) {
+        at_time.emplace(at_time_ns(reader, *options_.at_seconds), [&](const Replay& r) {
+          for (DeviceFrames& d : devices) take(r, d, Moment::Time);
         });
+        second.observe(*at_time);
+      }
       try {
-        reader.read_events(replay);
-        replay.finish();
+        reader.read_events(second);
+        second.finish();
       } catch (const Replay::Stop&) {
         // Every moment wanted was taken: the rest of the log cannot change them.
       }
@@ -137,13 +156,14 @@ class FragmentationReport : public Report {
     return facts;
   }
 
-  static void take_allocator(const Replay& replay, DeviceFrames& d, const char* at) {
+  static void take_allocator(const Replay& replay, const BlockLayer& blocks, DeviceFrames& d,
+                             const char* at) {
     DeviceFrames::AllocatorView v{at, replay.last_seq(), replay.last_time_ns(), 0, 0, {}};
     for (const Series& s : replay.series())
       if (s.key.device == d.device && s.key.memory == format::MemoryType::Device)
         v.reserved_bytes = s.live_bytes;
-    if (const BlockDevice* b = replay.blocks().device(d.device)) v.allocated_bytes = b->live_bytes;
-    v.segments = replay.blocks().segment_use(d.device);
+    if (const BlockDevice* b = blocks.device(d.device)) v.allocated_bytes = b->live_bytes;
+    v.segments = blocks.segment_use(d.device);
     d.allocator.push_back(std::move(v));
   }
 
@@ -163,7 +183,7 @@ class FragmentationReport : public Report {
       bool scattered = false;
       for (const Snapshot& s : d.snapshots) {
         const Fragmentation& f = s.f;
-        if (s.at == "first-failure" && d.first_failure) {
+        if (s.at == Moment::FirstFailure && d.first_failure) {
           const uint64_t want = d.first_failure->bytes;
           if (want > f.largest_gap_bytes && want <= f.gap_bytes)
             out.push_back(fmt::format(
@@ -171,7 +191,7 @@ class FragmentationReport : public Report {
                 "none of them (largest {}): fragmentation, not capacity.",
                 dev, human_size(want), human_size(f.gap_bytes), human_size(f.largest_gap_bytes)));
         }
-        if (s.at != "end" && f.gap_count >= 2 && f.fragmentation >= 0.5 &&
+        if (s.at != Moment::End && f.gap_count >= 2 && f.fragmentation >= 0.5 &&
             f.gap_bytes * 10 >= f.span_bytes)
           scattered = true;
       }
@@ -198,7 +218,7 @@ class FragmentationReport : public Report {
               human_size(idle), human_size(p.high_water_bytes), human_size(p.live_bytes)));
       }
       for (const Snapshot& s : d.snapshots) {
-        if (s.at != "peak") continue;
+        if (s.at != Moment::Peak) continue;
         const uint64_t lost = s.f.granted_bytes - s.f.live_bytes;
         if (lost >= (1u << 20) && lost * 10 >= s.f.granted_bytes)
           out.push_back(
@@ -214,13 +234,13 @@ class FragmentationReport : public Report {
                                  const Snapshot& s, const ProcessEnd& end) {
     const std::string when =
         fmt::format("{} (seq {})", human_duration(since_start(reader, s.time_ns)), s.seq);
-    if (s.at == "peak") return "at the peak, " + when;
-    if (s.at == "first-failure")
+    if (s.at == Moment::Peak) return "at the peak, " + when;
+    if (s.at == Moment::FirstFailure)
       return fmt::format("at the first failed allocation ({} of {}), {}",
                          api_name(d.first_failure->api), human_size(d.first_failure->bytes), when);
-    if (s.at == "end")
-      return end.kind == "exited" ? "at exit, " + when
-                                  : "at the end of the log (" + end.text + "), " + when;
+    if (s.at == Moment::End)
+      return end.kind == EndKind::Exited ? "at exit, " + when
+                                         : "at the end of the log (" + end.text + "), " + when;
     return "at " + when;
   }
 
@@ -308,10 +328,10 @@ class FragmentationReport : public Report {
         const Fragmentation& f = s.f;
         json.begin_object();
         write_series_fields(json, {d.device, format::MemoryType::Device});
-        json.field("at", s.at);
+        json.field("at", moment_name(s.at));
         json.field("seq", s.seq);
         json.field("time_ns", since_start(reader, s.time_ns));
-        if (s.at == "first-failure") {
+        if (s.at == Moment::FirstFailure) {
           json.key("failed_request");
           json.begin_object();
           json.field("api", api_name(d.first_failure->api));

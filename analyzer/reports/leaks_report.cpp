@@ -7,6 +7,8 @@
 #include <array>
 
 #include "analyzer/log/event_info.h"
+#include "analyzer/model/block_layer.h"
+#include "analyzer/model/checkpoints.h"
 #include "analyzer/output/stack_export.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/allocated_layer.h"
@@ -43,8 +45,8 @@ std::string where(const SiteGroup& g) {
 }
 
 // What the live set stands for at the chosen moment.
-struct Moment {
-  const char* at = "end";  // "end", "time", "seq"
+struct LiveAtMoment {
+  Moment at = Moment::End;  // or Time, Seq
   uint64_t seq = 0, time_ns = 0;
   std::vector<SiteGroup> groups;
   std::vector<CachedSegments> cached;  // PyTorch's cache: not leaks (issue 9)
@@ -59,30 +61,35 @@ class LeaksReport : public Report {
 
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
-    Replay replay;
-    replay.keep_only_apis(options_.apis);
-    Moment m;
+    StackInterner interned;
+    Replay replay(interned, options_.apis);
+    LiveAtMoment m;
     bool captured = false;
-    auto capture = [&](std::optional<uint64_t> time_ns) {
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    replay.observe(blocks);
+    auto capture = [&](const Replay& r, std::optional<uint64_t> time_ns) {
       const auto want = [&](const SeriesKey& k) { return wanted_series(options_, k); };
       // With PyTorch's blocks, the leaks are the tensors; the allocator's segments are not.
-      m.groups = with_blocks(replay, group_live(replay, want, true), want);
-      m.cached = cached_now(replay, want);
-      m.seq = replay.last_seq();
-      m.time_ns = time_ns.value_or(replay.last_time_ns());
+      m.groups = with_blocks(r, blocks, group_live(r, want, true), want);
+      m.cached = cached_now(blocks, want);
+      m.seq = r.last_seq();
+      m.time_ns = time_ns.value_or(r.last_time_ns());
       captured = true;
     };
+    std::optional<Checkpoints> moment;
     if (options_.at_seq) {
-      m.at = "seq";
-      replay.set_checkpoints({*options_.at_seq}, [&](uint64_t) { capture(std::nullopt); });
+      m.at = Moment::Seq;
+      moment.emplace(std::vector<uint64_t>{*options_.at_seq},
+                     [&](const Replay& r, uint64_t) { capture(r, std::nullopt); });
     } else if (options_.at_seconds) {
-      m.at = "time";
+      m.at = Moment::Time;
       const uint64_t at = at_time_ns(reader, *options_.at_seconds);
-      replay.set_time_checkpoint(at, [&, at] { capture(at); });
+      moment.emplace(at, [&, at](const Replay& r) { capture(r, at); });
     }
+    if (moment) replay.observe(*moment);
     reader.read_events(replay);
     replay.finish();
-    if (!captured) capture(std::nullopt);
+    if (!captured) capture(replay, std::nullopt);
     const ReadFacts facts = read_facts(reader);
     const ProcessEnd end = process_end(reader, facts, replay);
 
@@ -121,7 +128,7 @@ class LeaksReport : public Report {
 
   // --format folded / speedscope: memory only (address space holds none), a profile per series.
   void export_leaks(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                    const Moment& m) {
+                    const LiveAtMoment& m) {
     const size_t top = options_.top.value_or(0);
     for (const Series* s : ordered_series(replay)) {
       if (!wanted_series(options_, s->key)) continue;
@@ -129,23 +136,23 @@ class LeaksReport : public Report {
       for (const SiteGroup& g : m.groups) {
         if (!is_memory(g) || !(g.series == s->key) || (top && shown >= top)) continue;
         if (shown++ == 0)
-          export_->begin_profile(fmt::format(
-              "{}: {} live at {}", process_title(reader), series_label(s->key),
-              std::string_view(m.at) == "end" ? "end" : "seq " + std::to_string(m.seq)));
+          export_->begin_profile(
+              fmt::format("{}: {} live at {}", process_title(reader), series_label(s->key),
+                          m.at == Moment::End ? "end" : "seq " + std::to_string(m.seq)));
         export_->add(frames_of(stacks, replay, g.stack), g.bytes);
       }
     }
   }
 
   void write_text(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                  const ProcessEnd& end, const Moment& m, std::string& text) const {
-    const bool at_end = std::string_view(m.at) == "end";
+                  const ProcessEnd& end, const LiveAtMoment& m, std::string& text) const {
+    const bool at_end = m.at == Moment::End;
     std::string heading, verb;
     if (!at_end) {
       heading = fmt::format("live at {} (after seq {})",
                             human_duration(since_start(reader, m.time_ns)), m.seq);
       verb = fmt::format("Live at {}:", human_duration(since_start(reader, m.time_ns)));
-    } else if (end.kind == "exited") {
+    } else if (end.kind == EndKind::Exited) {
       heading = "never freed (leaked at exit)";
       verb = "Leaked";
     } else if (end.still_running) {
@@ -226,11 +233,11 @@ class LeaksReport : public Report {
                                     plural(by_memory[i].count, "allocation", "allocations")));
     text += "\nSUMMARY: gmemhook: ";
     if (parts.empty()) {
-      text += at_end ? (end.kind == "exited" ? "nothing leaked: every allocation was freed"
-                                             : "nothing was live when the log ends")
+      text += at_end ? (end.kind == EndKind::Exited ? "nothing leaked: every allocation was freed"
+                                                    : "nothing was live when the log ends")
                      : "nothing was live at that moment";
     } else {
-      text += (at_end && end.kind == "exited" ? "leaked " : "live: ");
+      text += (at_end && end.kind == EndKind::Exited ? "leaked " : "live: ");
       for (size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : "") + parts[i];
     }
     if (cached_bytes)
@@ -240,13 +247,13 @@ class LeaksReport : public Report {
   }
 
   void write_json(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                  const ReadFacts& facts, const ProcessEnd& end, const Moment& m,
+                  const ReadFacts& facts, const ProcessEnd& end, const LiveAtMoment& m,
                   JsonWriter& json) const {
     const size_t top = top_limit(options_, kTextTop);
     const size_t depth = depth_limit(options_, kTextDepth);
     json.begin_object();
     write_process_fields(json, reader, end);
-    json.field("at", m.at);
+    json.field("at", moment_name(m.at));
     json.field("at_seq", m.seq);
     json.field("at_time_ns", since_start(reader, m.time_ns));
     Total total;
@@ -263,7 +270,7 @@ class LeaksReport : public Report {
     json.key("by_memory");
     json.begin_object();
     for (size_t i = 0; i < 3; ++i) {
-      json.key(memory_name(static_cast<format::MemoryType>(i)));
+      json.key(format::to_string(static_cast<format::MemoryType>(i)));
       json.begin_object();
       json.field("bytes", by_memory[i].bytes);
       json.field("count", by_memory[i].count);

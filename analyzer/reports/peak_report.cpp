@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "analyzer/log/event_info.h"
+#include "analyzer/model/block_layer.h"
+#include "analyzer/model/peak_sites.h"
 #include "analyzer/output/stack_export.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/allocated_layer.h"
@@ -54,9 +56,12 @@ class PeakReport : public Report {
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
     // One pass: the replay keeps what each site held at each series' peak and first failure.
-    Replay replay;
-    replay.keep_only_apis(options_.apis);
-    replay.capture_sites(true);
+    StackInterner interned;
+    Replay replay(interned, options_.apis);
+    PeakSites captured;
+    replay.observe(captured);
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    replay.observe(blocks);
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader);
@@ -71,13 +76,13 @@ class PeakReport : public Report {
       p.peak_bytes = s.peak_bytes;
       p.peak_seq = s.peak_seq;
       p.peak_time_ns = s.peak_time_ns;
-      p.at_peak = held(s.peak_seq, s.sites_at_peak);
+      p.at_peak = held(s.peak_seq, captured.at_peak(s.key));
       if (!s.failures.empty()) {
         p.first_failure = s.failures.front();
-        p.at_failure = held(s.failures.front().seq, s.sites_at_first_failure);
+        p.at_failure = held(s.failures.front().seq, captured.at_first_failure(s.key));
         any_failure_ = true;
       }
-      if ((p.blocks = blocks_of(replay, s.key)))
+      if ((p.blocks = blocks_of(blocks, s.key)))
         p.allocated = held(p.blocks->peak_seq, block_site_groups(p.blocks->sites_at_peak));
       peaks.push_back(std::move(p));
     }

@@ -15,11 +15,9 @@ namespace gmemhook::analysis {
 
 enum class ReportKind { Summary, Leaks, Peak, Fragmentation };
 
-
 struct ReportOptions {
   std::filesystem::path run;  // a run directory or one process directory
   std::string run_arg;        // `run` as the user typed it, for the hint lines
-  bool json = false;  // format == Json (kept as a flag: every report asks it)
   OutputFormat format = OutputFormat::Text;
   std::optional<uint64_t> pid;       // only this process
   std::optional<int32_t> device;     // only this device (pinned host memory is on none)

@@ -50,7 +50,7 @@ ReadFacts read_facts(const ProcessReader& reader) {
 ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, const Replay& replay) {
   ProcessEnd e;
   if (const auto& end = reader.end()) {
-    e.kind = "exited";
+    e.kind = EndKind::Exited;
     e.exit_code = end->status;
     e.duration_ns = end->time_delta_ns;
     e.text = fmt::format("exited with status {}{} after {}", end->status,
@@ -58,7 +58,6 @@ ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, cons
                          human_duration(end->time_delta_ns));
     return e;
   }
-  e.kind = "unknown";
   e.duration_ns = replay.events() ? since_start(reader, replay.last_time_ns()) : 0;
   e.still_running = running_here(reader.info().pid, reader.info().exe);
   if (e.still_running) {
@@ -71,6 +70,24 @@ ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, cons
     if (e.text.starts_with(prefix)) e.text = e.text.substr(prefix.size());
   }
   return e;
+}
+
+const char* end_name(EndKind kind) { return kind == EndKind::Exited ? "exited" : "unknown"; }
+
+const char* moment_name(Moment moment) {
+  switch (moment) {
+    case Moment::Peak:
+      return "peak";
+    case Moment::FirstFailure:
+      return "first-failure";
+    case Moment::Time:
+      return "time";
+    case Moment::Seq:
+      return "seq";
+    case Moment::End:
+      return "end";
+  }
+  return "?";
 }
 
 std::string process_title(const ProcessReader& reader) {
@@ -93,7 +110,7 @@ void write_process_fields(JsonWriter& json, const ProcessReader& reader, const P
   write_rank_field(json, "rank", p.rank);
   write_rank_field(json, "local_rank", p.local_rank);
   write_rank_field(json, "world_size", p.world_size);
-  json.field("end", end.kind);
+  json.field("end", end_name(end.kind));
   json.field("exit_code", end.exit_code);
   json.field("still_running", end.still_running);
   json.field("duration_ns", end.duration_ns);
@@ -128,25 +145,23 @@ std::vector<const Series*> ordered_series(const Replay& replay) {
   return out;
 }
 
-const char* memory_name(format::MemoryType memory) { return format::to_string(memory); }
-
 void write_series_fields(JsonWriter& json, const SeriesKey& key) {
   json.key("device");
   if (key.device == kNoDevice)
     json.null();
   else
     json.value(key.device);
-  json.field("memory", memory_name(key.memory));
+  json.field("memory", format::to_string(key.memory));
 }
 
 size_t depth_limit(const ReportOptions& options, size_t text_default) {
   if (options.depth) return *options.depth;
-  return options.json ? 0 : text_default;
+  return options.format == OutputFormat::Json ? 0 : text_default;
 }
 
 size_t top_limit(const ReportOptions& options, size_t text_default) {
   if (options.top) return *options.top;
-  return options.json ? 0 : text_default;
+  return options.format == OutputFormat::Json ? 0 : text_default;
 }
 
 void append_frames(std::string& text, const std::vector<Frame>& frames, size_t depth,
@@ -246,9 +261,10 @@ int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, st
   }
   std::string json_text;
   JsonWriter json(json_text);
+  const bool as_json = options.format == OutputFormat::Json;
   try {
     const auto dirs = find_process_dirs(options.run);
-    if (options.json) {
+    if (as_json) {
       json.begin_object();
       json.field("run", options.run.string());
       json.key("processes");
@@ -261,7 +277,7 @@ int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, st
       StackResolver stacks(reader);
       std::string text;
       if (options.format == OutputFormat::Text && reported > 0) text += "\n";
-      const ReadFacts facts = report->process(reader, stacks, text, options.json ? &json : nullptr);
+      const ReadFacts facts = report->process(reader, stacks, text, as_json ? &json : nullptr);
       ++reported;
       std::fwrite(text.data(), 1, text.size(), out);
       for (const std::string& w : facts.warnings) fmt::print(err, "gmemhook: warning: {}\n", w);
@@ -272,7 +288,7 @@ int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, st
                  options.run.string());
       return kExitReportFailure;
     }
-    if (options.json) {
+    if (as_json) {
       json.end_array();
       json.end_object();
       std::fwrite(json_text.data(), 1, json_text.size(), out);

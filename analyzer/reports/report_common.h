@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/symbols/frame.h"
-#include "analyzer/output/json_writer.h"
-#include "analyzer/model/live_view.h"
 #include "analyzer/log/reader.h"
+#include "analyzer/model/live_view.h"
 #include "analyzer/model/replay.h"
+#include "analyzer/output/json_writer.h"
 #include "analyzer/reports/report.h"
+#include "analyzer/symbols/frame.h"
 #include "analyzer/symbols/stack_resolver.h"
 
 namespace gmemhook::analysis {
@@ -44,11 +44,14 @@ std::unique_ptr<Report> make_leaks_report(const ReportOptions& options);
 std::unique_ptr<Report> make_peak_report(const ReportOptions& options);
 std::unique_ptr<Report> make_fragmentation_report(const ReportOptions& options);
 
-// How a process ended, as far as its log tells.
+// How a process ended, as far as its log tells: Exited (an End record: exit() or _exit()), or
+// Unknown (none: killed, crashed, or still running). JSON's "killed" and "crashed" are reserved
+// for `gmemhook run`, which will see the signal.
+enum class EndKind { Exited, Unknown };
+const char* end_name(EndKind kind);  // "exited", "unknown"
+
 struct ProcessEnd {
-  // "exited" (an End record: exit() or _exit()), or "unknown" (none: killed, crashed, or still
-  // running). "killed" and "crashed" are reserved for `gmemhook run`, which will see the signal.
-  std::string kind;
+  EndKind kind = EndKind::Unknown;
   std::optional<int64_t> exit_code;
   bool still_running = false;  // no End record and the pid is alive with the same executable
   uint64_t duration_ns = 0;    // from the process file's start to the End record or last event
@@ -56,6 +59,11 @@ struct ProcessEnd {
 };
 // After the first pass (the abrupt-end text names the last record read).
 ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, const Replay& replay);
+
+// The moments a report shows the live set at: the peak, the first failed allocation, --at
+// seconds, --at-seq, the end of the log.
+enum class Moment { Peak, FirstFailure, Time, Seq, End };
+const char* moment_name(Moment moment);  // "peak", "first-failure", "time", "seq", "end"
 
 // "process 48213 python (rank 3 of 8)".
 std::string process_title(const ProcessReader& reader);
@@ -69,8 +77,6 @@ bool wanted_series(const ReportOptions& options, const SeriesKey& key);
 // The series in report order: device memory by device, then managed memory, then pinned host
 // memory (a log lists them in the order they were first used).
 std::vector<const Series*> ordered_series(const Replay& replay);
-// "device", "host-pinned", "managed".
-const char* memory_name(format::MemoryType memory);
 // Writes "device" (null for none) and "memory".
 void write_series_fields(JsonWriter& json, const SeriesKey& key);
 

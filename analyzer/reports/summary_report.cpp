@@ -6,6 +6,9 @@
 #include <algorithm>
 
 #include "analyzer/log/event_info.h"
+#include "analyzer/model/block_layer.h"
+#include "analyzer/model/graph_tracker.h"
+#include "analyzer/model/pool_tracker.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/report_common.h"
@@ -44,8 +47,15 @@ class SummaryReport : public Report {
 
   ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
                     JsonWriter* json) override {
-    Replay replay;
-    replay.keep_only_apis(options_.apis);
+    StackInterner interned;
+    Replay replay(interned, options_.apis);
+    PoolTracker pools;
+    GraphTracker graphs;
+    replay.observe(pools);
+    replay.observe(graphs);
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    replay.observe(blocks);
+    blocks_ = &blocks;
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader);
@@ -54,26 +64,26 @@ class SummaryReport : public Report {
     for (const Series& s : replay.series()) {
       if (!want(s.key)) continue;
       if (s.key.memory == format::MemoryType::Device) {
-        if (!blocks_of(replay, s.key)) device_live_ += s.live_bytes;
+        if (!blocks_of(blocks, s.key)) device_live_ += s.live_bytes;
         device_failed_ += s.failed;
       }
-      if (!blocks_of(replay, s.key)) any_live_ |= s.live_bytes > 0;
+      if (!blocks_of(blocks, s.key)) any_live_ |= s.live_bytes > 0;
     }
     // With PyTorch's blocks, what leaks is the tensors (and memory outside the allocator); the
     // segments it caches are not leaks, and the hint says so, as `leaks` does.
-    if (replay.blocks().any()) {
+    if (blocks.any()) {
       auto only_blocks_devices = [&](const SeriesKey& k) {
-        return want(k) && blocks_of(replay, k);
+        return want(k) && blocks_of(blocks, k);
       };
-      for (const SiteGroup& g :
-           with_blocks(replay, group_live(replay, only_blocks_devices, false), only_blocks_devices))
+      for (const SiteGroup& g : with_blocks(
+               replay, blocks, group_live(replay, only_blocks_devices, false), only_blocks_devices))
         device_live_ += g.bytes, any_live_ = true;
-      for (const CachedSegments& c : cached_now(replay, want)) cached_ += c.bytes;
+      for (const CachedSegments& c : cached_now(blocks, want)) cached_ += c.bytes;
     }
     if (json)
-      write_json(reader, replay, stacks, facts, end, *json);
+      write_json(reader, replay, pools, graphs.activity(), stacks, facts, end, *json);
     else
-      write_text(reader, replay, stacks, end, text);
+      write_text(reader, replay, pools, graphs.activity(), stacks, end, text);
     return facts;
   }
 
@@ -92,14 +102,15 @@ class SummaryReport : public Report {
   }
 
  private:
-  void write_text(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                  const ProcessEnd& end, std::string& text) {
+  void write_text(const ProcessReader& reader, const Replay& replay, const PoolTracker& pools,
+                  const GraphActivity& graphs, StackResolver& stacks, const ProcessEnd& end,
+                  std::string& text) {
     text += fmt::format("{}: {}\n", process_title(reader), end.text);
     text += fmt::format("  {}, {}; {}\n", plural(replay.events(), "event", "events"),
                         plural(reader.thread_count(), "thread", "threads"), reader.info().exe);
-    const char* at_end = end.kind == "exited" ? "leaked at exit"
-                         : end.still_running  ? "live so far"
-                                              : "live at the moment it died";
+    const char* at_end = end.kind == EndKind::Exited ? "leaked at exit"
+                         : end.still_running         ? "live so far"
+                                                     : "live at the moment it died";
     const size_t depth = depth_limit(options_, kTextDepth);
     // The timelines share one time axis, from the first change of any series to the end (the
     // time before the first CUDA call is usually start-up, and only flattens the picture).
@@ -129,12 +140,12 @@ class SummaryReport : public Report {
       if (s.live_count)
         text += fmt::format("    live at end   {} in {}: {}\n", size_and_bytes(s.live_bytes),
                             plural(s.live_count, "allocation", "allocations"),
-                            blocks_of(replay, s.key)
+                            blocks_of(*blocks_, s.key)
                                 ? "reserved by PyTorch's allocator (tensors below)"
                                 : at_end);
       else
         text += "    live at end   0 bytes\n";
-      append_allocated_summary(text, replay, s, at_end);
+      append_allocated_summary(text, *blocks_, s, at_end);
       if (has_vmm(s))
         text += fmt::format(
             "    virtual mem   at end {} physical, {} mapped, {} reserved; at most {}, {}, {}\n",
@@ -167,7 +178,7 @@ class SummaryReport : public Report {
     if (!any)
       text += options_.device ? fmt::format("  nothing recorded on device {}\n", *options_.device)
                               : "  no CUDA allocation recorded\n";
-    for (const Pool& p : replay.pools()) {
+    for (const Pool& p : pools.pools()) {
       if (options_.device && p.device != *options_.device) continue;
       text += fmt::format("  {}: {} live now, high-water mark {} ({})\n",
                           p.handle ? fmt::format("pool {:#x}", p.handle)
@@ -175,13 +186,12 @@ class SummaryReport : public Report {
                           human_size(p.live_bytes), human_size(p.high_water_bytes),
                           plural(p.allocations, "allocation", "allocations"));
     }
-    append_graphs(replay, text);
+    append_graphs(graphs, text);
     append_anomalies(replay, text);
   }
 
   // What CUDA graphs did, so graph memory is neither missed nor counted once per replay.
-  static void append_graphs(const Replay& replay, std::string& text) {
-    const GraphActivity& g = replay.graphs();
+  static void append_graphs(const GraphActivity& g, std::string& text) {
     if (!g.any()) return;
     text += fmt::format(
         "  cuda graphs   {} captured: {} of {} made while capturing, counted once as the "
@@ -222,13 +232,13 @@ class SummaryReport : public Report {
     }
   }
 
-  void write_json(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                  const ReadFacts& facts, const ProcessEnd& end, JsonWriter& json) {
+  void write_json(const ProcessReader& reader, const Replay& replay, const PoolTracker& pools,
+                  const GraphActivity& g, StackResolver& stacks, const ReadFacts& facts,
+                  const ProcessEnd& end, JsonWriter& json) {
     json.begin_object();
     write_process_fields(json, reader, end);
     json.field("events", replay.events());
     json.field("threads", static_cast<uint64_t>(reader.thread_count()));
-    const GraphActivity& g = replay.graphs();
     json.key("cuda_graphs");
     json.begin_object();
     json.field("captures", g.captures);
@@ -269,7 +279,7 @@ class SummaryReport : public Report {
       json.field("peak_seq", s.peak_seq);
       json.field("live_bytes_at_end", s.live_bytes);
       json.field("live_count_at_end", s.live_count);
-      write_allocated_summary(json, replay, s);
+      write_allocated_summary(json, *blocks_, s);
       json.key("virtual_memory");
       json.begin_object();
       json.field("physical_bytes", s.physical_bytes);
@@ -289,7 +299,7 @@ class SummaryReport : public Report {
     json.end_array();
     json.key("pools");
     json.begin_array();
-    for (const Pool& p : replay.pools()) {
+    for (const Pool& p : pools.pools()) {
       if (options_.device && p.device != *options_.device) continue;
       json.begin_object();
       json.key("pool");
@@ -331,6 +341,7 @@ class SummaryReport : public Report {
   }
 
   uint64_t device_live_ = 0, device_failed_ = 0, cached_ = 0;
+  const BlockLayer* blocks_ = nullptr;  // of the process being written (in process())
   bool any_live_ = false;
 };
 

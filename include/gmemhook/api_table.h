@@ -21,8 +21,9 @@
 // Allocator entry points return nothing and take only inputs: READ runs before the call and
 // clears `record` for calls that are not about GPU memory (they are forwarded all the same).
 //
-// Adding an entry point: one line here, one test in tests/interposer/entry_points_test.cpp, and
-// the simulated device in tests/fakecuda/ if it lacks the function.
+// Adding an entry point: one line here, a call of it in tests/interposer/scenario.cpp (the
+// recorder tests check every entry point of this table is reached), and the simulated device in
+// tests/fakecuda/ if it lacks the function.
 #define GMEMHOOK_FOR_EACH_API(X)                                                                   \
   /* runtime API */                                                                                \
   X(1, cudaMalloc, Runtime, Alloc, Device, (void** ptr, size_t size), (ptr, size),                 \

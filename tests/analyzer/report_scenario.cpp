@@ -147,6 +147,18 @@ std::string slurp(const std::filesystem::path& p) {
 
 std::string quote(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
+std::unique_ptr<Replayed> replay(const Scenario& s, bool with_end) {
+  const ProcessLogs logs = s.build(with_end);
+  auto reader = read_in_memory(logs);
+  auto r = std::make_unique<Replayed>();
+  r->replay.observe(r->pools);
+  r->replay.observe(r->graphs);
+  r->replay.observe(r->peaks);
+  reader.read_events(r->replay);
+  r->replay.finish();
+  return r;
+}
+
 CliResult run_cli(const std::string& args) {
   auto tmp = make_temp_dir("report-cli");
   const std::string cmd = std::string("'") + GMEMHOOK_CLI + "' " + args + " >" +

@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/graph_tracker.h"
+#include "analyzer/model/peak_sites.h"
+#include "analyzer/model/pool_tracker.h"
+#include "analyzer/model/replay.h"
 #include "log_builder.h"
 #include "sample_logs.h"
 
@@ -66,6 +70,16 @@ class Scenario {
   uint64_t time_ms_ = 0;
   uint64_t module_bias_ = kModuleBias;
 };
+
+// A process replayed in one pass, with every observer the model tests look at.
+struct Replayed {
+  analysis::StackInterner stacks;
+  analysis::Replay replay{stacks};
+  analysis::PoolTracker pools;
+  analysis::GraphTracker graphs;
+  analysis::PeakSites peaks;
+};
+std::unique_ptr<Replayed> replay(const Scenario& s, bool with_end = true);
 
 // The gmemhook binary run as a user would: exit status, stdout and stderr.
 struct CliResult {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "analyzer/model/replay.h"
 #include "block_scenario.h"
 
@@ -16,24 +18,33 @@ using analysis::Replay;
 
 constexpr uint64_t kMiB = BlockScenario::kMiB;
 
-struct Replayed {
-  BlockScenario b;
-  Replay r;
+// A pass with the allocated layer watching it.
+struct BlockRun {
+  analysis::StackInterner stacks;
+  Replay replay{stacks};
+  analysis::BlockLayer blocks;
 };
 
-void replay_block_scenario(Replayed& out) {
-  Scenario s(10);
-  out.b = add_block_scenario(s);
+std::unique_ptr<BlockRun> run_blocks(const Scenario& s) {
+  auto run = std::make_unique<BlockRun>();
+  run->replay.observe(run->blocks);
   auto reader = read_in_memory(s.build(true));
-  reader.read_events(out.r);
-  out.r.finish();
+  reader.read_events(run->replay);
+  run->replay.finish();
+  return run;
+}
+
+std::unique_ptr<BlockRun> run_block_scenario(BlockScenario* b = nullptr) {
+  Scenario s(10);
+  const BlockScenario made = add_block_scenario(s);
+  if (b) *b = made;
+  return run_blocks(s);
 }
 
 TEST(BlockLayer, ReservedLayerNeverCountsABlockTwice) {
-  Replayed x;
-  replay_block_scenario(x);
-  ASSERT_EQ(x.r.series().size(), 1u);
-  const analysis::Series& s = x.r.series()[0];
+  const auto x = run_block_scenario();
+  ASSERT_EQ(x->replay.series().size(), 1u);
+  const analysis::Series& s = x->replay.series()[0];
   EXPECT_EQ(s.allocations, 3u);  // the segments and the plain cudaMalloc, never the blocks
   EXPECT_EQ(s.peak_bytes, BlockScenario::kReservedPeak);
   EXPECT_EQ(s.peak_seq, BlockScenario::kReservedPeakSeq);
@@ -41,9 +52,8 @@ TEST(BlockLayer, ReservedLayerNeverCountsABlockTwice) {
 }
 
 TEST(BlockLayer, AllocatedPeakSitesAndTorchTotals) {
-  Replayed x;
-  replay_block_scenario(x);
-  const BlockDevice* d = x.r.blocks().device(0);
+  const auto x = run_block_scenario();
+  const BlockDevice* d = x->blocks.device(0);
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->allocations, 3u);
   EXPECT_EQ(d->frees, 2u);
@@ -66,9 +76,8 @@ TEST(BlockLayer, AllocatedPeakSitesAndTorchTotals) {
 }
 
 TEST(BlockLayer, SegmentsTheirBlocksAndTheCache) {
-  Replayed x;
-  replay_block_scenario(x);
-  const auto use = x.r.blocks().segment_use(0);
+  const auto x = run_block_scenario();
+  const auto use = x->blocks.segment_use(0);
   ASSERT_EQ(use.size(), 2u);  // the plain cudaMalloc never held a block
   EXPECT_EQ(use[0].address, BlockScenario::kSegA);
   EXPECT_EQ(use[0].allocated_bytes, 4096u);
@@ -78,12 +87,11 @@ TEST(BlockLayer, SegmentsTheirBlocksAndTheCache) {
   EXPECT_EQ(use[1].address, BlockScenario::kSegB);
   EXPECT_EQ(use[1].blocks, 0u);
   EXPECT_EQ(use[1].largest_free_bytes, 20 * kMiB);
-  const auto cached = x.r.blocks().cached(0);
+  const auto cached = x->blocks.cached(0);
   EXPECT_EQ(cached.bytes, BlockScenario::kCachedBytes);
   EXPECT_EQ(cached.segments, 1u);
-  const auto now = x.r.blocks().groups_now();
+  const auto now = x->blocks.groups_now();
   ASSERT_EQ(now.size(), 1u);
-  EXPECT_EQ(now[0].stack, x.r.blocks().groups_now()[0].stack);
   EXPECT_EQ(now[0].bytes, 4096u);
 }
 
@@ -96,27 +104,23 @@ TEST(BlockLayer, BlockOfAnExpandableSegmentSpanningTwoMappings) {
   s.create(11, 2, 2 * kMiB);
   s.map(11, 0x40200000, 2 * kMiB, 2);
   block_event(s, 11, 0x40000000 + kMiB, 2 * kMiB, 2 * kMiB, 4 * kMiB, 0);
-  auto reader = read_in_memory(s.build(true));
-  Replay r;
-  reader.read_events(r);
-  r.finish();
-  const auto use = r.blocks().segment_use(0);
+  const auto run = run_blocks(s);
+  const Replay& r = run->replay;
+  const auto use = run->blocks.segment_use(0);
   ASSERT_EQ(use.size(), 1u);  // the block starts in the first mapping: only it is marked
   EXPECT_EQ(use[0].allocated_bytes, kMiB);  // the part of the block inside it
-  EXPECT_EQ(r.blocks().device(0)->live_bytes, 2 * kMiB);
+  EXPECT_EQ(run->blocks.device(0)->live_bytes, 2 * kMiB);
   EXPECT_EQ(r.series()[0].live_bytes, 4 * kMiB);  // physical handles: the reserved layer
 }
 
 TEST(BlockLayer, FreeOfABlockNeverSeenIsCountedNotFatal) {
   Scenario s(10);
   block_event(s, 11, 0x5000, -512, 0, 0, 0);
-  auto reader = read_in_memory(s.build(true));
-  Replay r;
-  reader.read_events(r);
-  r.finish();
-  ASSERT_NE(r.blocks().device(0), nullptr);
-  EXPECT_EQ(r.blocks().device(0)->unknown_frees, 1u);
-  EXPECT_EQ(r.blocks().device(0)->live_bytes, 0u);
+  const auto run = run_blocks(s);
+  const Replay& r = run->replay;
+  ASSERT_NE(run->blocks.device(0), nullptr);
+  EXPECT_EQ(run->blocks.device(0)->unknown_frees, 1u);
+  EXPECT_EQ(run->blocks.device(0)->live_bytes, 0u);
 }
 
 }  // namespace

@@ -18,13 +18,10 @@ using format::MemoryType;
 
 constexpr uint64_t kMiB = 1 << 20;
 
-Replay replay(const Scenario& s) {
-  const ProcessLogs logs = s.build(true);
-  auto reader = read_in_memory(logs);
-  Replay r;
-  reader.read_events(r);
-  r.finish();
-  return r;
+// Device `device`'s layout at the end of the scenario.
+Fragmentation measure(const Scenario& s, int32_t device) {
+  const auto r = replay(s);
+  return analysis::measure_fragmentation(r->replay, r->pools, device);
 }
 
 TEST(GrantedBytes, RoundsToTheDocumentedGranularity) {
@@ -52,7 +49,7 @@ TEST(Fragmentation, ExactFiguresOfALayoutBuiltOnPurpose) {
   // Not device 0's: another device, and pinned host memory inside the span.
   s.alloc(11, ApiId::cudaMalloc, 0x104000, 4096, 1);
   s.alloc(11, ApiId::cudaMallocHost, 0x103000, 4096, 0);
-  const Fragmentation f = analysis::measure_fragmentation(replay(s), 0);
+  const Fragmentation f = measure(s, 0);
   EXPECT_EQ(f.live_count, 5u);
   EXPECT_EQ(f.live_bytes, 4096u + 4096 + 8192 + 256 + 1000);
   EXPECT_EQ(f.granted_bytes, 4096u + 4096 + 8192 + 512 + 1024);
@@ -75,7 +72,7 @@ TEST(Fragmentation, ExactFiguresOfALayoutBuiltOnPurpose) {
   EXPECT_EQ(f.histogram[3].min_bytes, 8192u);
   EXPECT_EQ(f.histogram[3].max_bytes, 16384u);
 
-  const Fragmentation other = analysis::measure_fragmentation(replay(s), 1);
+  const Fragmentation other = measure(s, 1);
   EXPECT_EQ(other.live_count, 1u);
   EXPECT_EQ(other.gap_bytes, 0u);
   EXPECT_EQ(other.fragmentation, 0.0);
@@ -87,7 +84,7 @@ TEST(Fragmentation, EqualHolesBetweenLiveBlocks) {
   const uint64_t base = 0x7f0000000000;
   for (uint64_t i = 0; i < 9; ++i) s.alloc(11, ApiId::cudaMalloc, base + i * 8 * kMiB, 8 * kMiB);
   for (uint64_t i = 1; i < 9; i += 2) s.free(11, ApiId::cudaFree, base + i * 8 * kMiB);
-  const Fragmentation f = analysis::measure_fragmentation(replay(s), 0);
+  const Fragmentation f = measure(s, 0);
   EXPECT_EQ(f.live_count, 5u);
   EXPECT_EQ(f.span_bytes, 72 * kMiB);
   EXPECT_EQ(f.gap_count, 4u);
@@ -104,7 +101,7 @@ TEST(Fragmentation, VmmMappingsArePartOfTheLayoutAndHandlesOfTheLiveBytes) {
   s.map(11, 0x40000000, 2 * kMiB, 1);
   s.map(11, 0x40800000, 2 * kMiB, 2);  // 6 MiB further on: one gap
   s.create(11, 3, 2 * kMiB);           // not mapped: memory, but no address
-  const Fragmentation f = analysis::measure_fragmentation(replay(s), 0);
+  const Fragmentation f = measure(s, 0);
   EXPECT_EQ(f.live_count, 3u);
   EXPECT_EQ(f.live_bytes, 6 * kMiB);
   EXPECT_EQ(f.granted_bytes, 6 * kMiB);
@@ -130,7 +127,7 @@ TEST(Fragmentation, PoolsReportLiveBytesAgainstTheirHighWaterMark) {
   }
   s.event(11, ApiId::cudaFreeAsync).f.set_address(0x1000000);
   s.event(11, ApiId::cudaFreeAsync).f.set_address(0x2000000);
-  const Fragmentation f = analysis::measure_fragmentation(replay(s), 0);
+  const Fragmentation f = measure(s, 0);
   ASSERT_EQ(f.pools.size(), 1u);
   EXPECT_EQ(f.pools[0].handle, 0xabcu);
   EXPECT_EQ(f.pools[0].live_bytes, kMiB);
@@ -149,7 +146,8 @@ TEST(GroupLive, LargestFirstThenByCountThenByStackOrder) {
   s.alloc(11, ApiId::cudaMalloc, 0x4000, 50, 0, a);
   s.alloc(11, ApiId::cudaMalloc, 0x5000, 300, 0, a);
   s.alloc(11, ApiId::cudaMallocHost, 0x6000, 999, 0, a);
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   const auto groups = analysis::group_live(
       r, [](const analysis::SeriesKey& k) { return k.memory == MemoryType::Device; }, false);
   ASSERT_EQ(groups.size(), 3u);

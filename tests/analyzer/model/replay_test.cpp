@@ -7,9 +7,11 @@
 
 #include <map>
 #include <random>
+#include <tuple>
 #include <unordered_map>
 
 #include "analyzer/model/address_map.h"
+#include "analyzer/model/checkpoints.h"
 #include "analyzer/model/live_view.h"
 #include "analyzer/model/timeline.h"
 #include "report_scenario.h"
@@ -23,15 +25,6 @@ using format::ApiId;
 using format::MemoryType;
 
 constexpr uint64_t kMiB = 1 << 20;
-
-Replay replay(const Scenario& s, bool with_end = true) {
-  const ProcessLogs logs = s.build(with_end);
-  auto reader = read_in_memory(logs);
-  Replay r;
-  reader.read_events(r);
-  r.finish();
-  return r;
-}
 
 const Series* series(const Replay& r, int32_t device, MemoryType memory = MemoryType::Device) {
   for (const Series& s : r.series())
@@ -47,7 +40,8 @@ TEST(Replay, LiveSetPeakAndEnd) {
   s.free(11, ApiId::cudaFree, 0x1000);                 // seq 3: 300
   s.alloc(11, ApiId::cudaMalloc, 0x3000, 250, 0, st);  // seq 4: 550, the peak
   s.free(11, ApiId::cudaFree, 0x2000);                 // seq 5: 250
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   const Series* d = series(r, 0);
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(r.series().size(), 1u);
@@ -72,7 +66,8 @@ TEST(Replay, FreesTakeTheDeviceOfTheirAllocation) {
   s.alloc(11, ApiId::cudaMalloc, 0x1000, 64, 1);
   s.alloc(11, ApiId::cuMemAlloc_v2, 0x2000, 32, 3);
   s.free(11, ApiId::cudaFree, 0x2000);  // no device field: the allocation's device 3
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   ASSERT_NE(series(r, 1), nullptr);
   ASSERT_NE(series(r, 3), nullptr);
   EXPECT_EQ(series(r, analysis::kNoDevice), nullptr);
@@ -89,7 +84,8 @@ TEST(Replay, UnknownFreesAreCountedNotFatal) {
   s.free(11, ApiId::cudaFree, 0);           // free(nullptr): allowed
   s.free(11, ApiId::cudaFree, 0x1000);
   s.free(11, ApiId::cudaFree, 0x1000);  // twice
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   EXPECT_EQ(r.anomalies().unknown_frees, 2u);
   EXPECT_EQ(r.anomalies().null_frees, 1u);
   ASSERT_EQ(r.anomalies().examples.size(), 2u);
@@ -105,7 +101,8 @@ TEST(Replay, FailedAllocationsNeverEnterTheLiveSet) {
   const uint32_t st = s.stack(11, {0x401234});
   s.alloc(11, ApiId::cudaMalloc, 0x1000, 64);
   s.alloc(11, ApiId::cudaMalloc, 0, 1 << 30, 0, st, 2);  // out of memory
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   const Series* d = series(r, 0);
   EXPECT_EQ(d->allocations, 1u);
   EXPECT_EQ(d->failed, 1u);
@@ -126,7 +123,8 @@ TEST(Replay, DevicePinnedAndManagedMemoryAreKeptApart) {
   s.alloc(11, ApiId::cudaMallocHost, 0x2000, 200, 0);  // recorded with the current device
   s.alloc(11, ApiId::cudaMallocManaged, 0x3000, 300, 0);
   s.create(11, 7, 2 * kMiB, 0, 0, /*host=*/true);  // cuMemCreate of host memory
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   ASSERT_EQ(r.series().size(), 3u);
   EXPECT_EQ(series(r, 0)->peak_bytes, 100u);
   const Series* pinned = series(r, analysis::kNoDevice, MemoryType::HostPinned);
@@ -151,18 +149,20 @@ TEST(Replay, StreamOrderedFreesCountWhenIssuedAndPoolsKeepHighWaterMarks) {
   s.event(11, ApiId::cudaFreeAsync).f.set_address(0x1000);  // counts now, not when it completes
   async(ApiId::cuMemAllocFromPoolAsync, 0x3000, 16, 0xbeef);
   s.event(11, ApiId::cuMemFreeAsync).f.set_address(0x2000);
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   const Series* d = series(r, 0);
   EXPECT_EQ(d->peak_bytes, 96u);
   EXPECT_EQ(d->peak_seq, 2u);
   EXPECT_EQ(d->live_bytes, 16u);
-  ASSERT_EQ(r.pools().size(), 2u);
-  const analysis::Pool& def = r.pools()[0];
+  const std::vector<analysis::Pool>& pools = run->pools.pools();
+  ASSERT_EQ(pools.size(), 2u);
+  const analysis::Pool& def = pools[0];
   EXPECT_EQ(def.handle, 0u);
   EXPECT_EQ(def.device, 0);
   EXPECT_EQ(def.live_bytes, 0u);
   EXPECT_EQ(def.high_water_bytes, 64u);
-  const analysis::Pool& own = r.pools()[1];
+  const analysis::Pool& own = pools[1];
   EXPECT_EQ(own.handle, 0xbeefu);
   EXPECT_EQ(own.live_bytes, 16u);
   EXPECT_EQ(own.high_water_bytes, 48u);
@@ -192,8 +192,9 @@ TEST(Replay, GraphCaptureOwnsItsAllocationsAndLaunchesAllocateNothing) {
   on_stream(ApiId::cudaStreamEndCapture, 0x77).f.set_handle(0x900);
   async(0x4000, 256, 0x77);  // after the capture ended
   for (int i = 0; i < 5; ++i) on_stream(ApiId::cudaGraphLaunch, 0x77).f.set_handle(0x901);
-  const Replay r = replay(s);
-  const analysis::GraphActivity& g = r.graphs();
+  const auto run = replay(s);
+  const Replay& r = run->replay;
+  const analysis::GraphActivity& g = run->graphs.activity();
   EXPECT_EQ(g.captures, 1u);
   EXPECT_EQ(g.capture_allocations, 2u);
   EXPECT_EQ(g.capture_bytes, 4608u);
@@ -211,14 +212,16 @@ TEST(Replay, VmmReleaseWhileMappedFreesAtTheLastUnmap) {
   s.map(11, 0x10200000, 2 * kMiB, 1);   // seq 4: the same handle twice
   s.release(11, 1);                     // seq 5: still mapped, still memory
   s.unmap(11, 0x10000000, 2 * kMiB);    // seq 6: one mapping left
-  const Replay mid = replay(s);
+  const auto mid_run = replay(s);
+  const Replay& mid = mid_run->replay;
   EXPECT_EQ(series(mid, 0)->physical_bytes, 2 * kMiB);
   EXPECT_EQ(series(mid, 0)->live_bytes, 2 * kMiB);
   EXPECT_EQ(series(mid, 0)->mapped_bytes, 2 * kMiB);
   EXPECT_EQ(series(mid, 0)->frees, 1u);      // the release is counted when issued
   s.unmap(11, 0x10200000, 2 * kMiB);         // seq 7: now it is gone
   s.address_free(11, 0x10000000, 8 * kMiB);  // seq 8
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   const Series* d = series(r, 0);
   EXPECT_EQ(d->physical_bytes, 0u);
   EXPECT_EQ(d->live_bytes, 0u);
@@ -240,10 +243,12 @@ TEST(Replay, VmmUnmapThenReleaseFreesAtTheRelease) {
   s.create(11, 1, 4 * kMiB);
   s.map(11, 0x10000000, 4 * kMiB, 1);
   s.unmap(11, 0x10000000, 4 * kMiB);
-  const Replay mid = replay(s);
+  const auto mid_run = replay(s);
+  const Replay& mid = mid_run->replay;
   EXPECT_EQ(series(mid, 0)->live_bytes, 4 * kMiB);  // unmapped but not released: still memory
   s.release(11, 1);
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   EXPECT_EQ(series(r, 0)->live_bytes, 0u);
   EXPECT_EQ(series(r, 0)->peak_bytes, 4 * kMiB);
   EXPECT_EQ(series(r, 0)->peak_seq, 1u);
@@ -260,7 +265,8 @@ TEST(Replay, VmmOneUnmapCoversBackToBackMappings) {
   s.unmap(11, 0x20000000, 4 * kMiB);  // both mappings at once
   s.unmap(11, 0x30000000, 2 * kMiB);  // nothing mapped there
   s.release(11, 99);                  // never created
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   const Series* d = series(r, 1);
   EXPECT_EQ(d->live_bytes, 0u);
   EXPECT_EQ(d->mapped_bytes, 0u);
@@ -272,7 +278,8 @@ TEST(Replay, VmmOneUnmapCoversBackToBackMappings) {
 TEST(Replay, VmmCreateFailureIsAFailedAllocation) {
   Scenario s(10);
   s.create(11, 0, 64 * kMiB, 0, 0, false, 2);
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   EXPECT_EQ(series(r, 0)->failed, 1u);
   EXPECT_EQ(series(r, 0)->failures[0].api, uint8_t(ApiId::cuMemCreate));
   EXPECT_EQ(series(r, 0)->live_bytes, 0u);
@@ -286,7 +293,8 @@ TEST(Replay, UnknownApiIdsAreCountedAndSkipped) {
   ev.api = 77;  // a newer recorder's entry point
   ev.f.set_address(0x2000);
   ev.f.set_size(1 << 20);
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   EXPECT_EQ(r.events(), 2u);
   EXPECT_EQ(r.anomalies().unknown_api_events, 1u);
   EXPECT_EQ(r.anomalies().unknown_api_ids[77], 1u);
@@ -313,7 +321,8 @@ TEST(Replay, AllocatorBlocksAreNotCountedOnTopOfTheirSegments) {
   free.f.set_free();
   free.f.set_device(0);
   free.f.set_totals(allocated - 4096, 2 << 20);
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   ASSERT_EQ(r.series().size(), 1u);
   EXPECT_EQ(series(r, 0)->allocations, 1u);
   EXPECT_EQ(series(r, 0)->frees, 0u);
@@ -328,7 +337,8 @@ TEST(Replay, AnAddressHandedOutAgainMeansAMissedFree) {
   Scenario s(10);
   s.alloc(11, ApiId::cudaMalloc, 0x1000, 64);
   s.alloc(11, ApiId::cudaMalloc, 0x1000, 32);  // its free was not recorded (e.g. a reset)
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   EXPECT_EQ(r.anomalies().reused_addresses, 1u);
   EXPECT_EQ(series(r, 0)->live_bytes, 32u);
   EXPECT_EQ(series(r, 0)->live_count, 1u);
@@ -342,7 +352,8 @@ TEST(Replay, IdenticalStacksOfTwoThreadsAreOneStack) {
   const uint32_t b = s.stack(12, {0x401000, 0x402000});
   s.alloc(11, ApiId::cudaMalloc, 0x1000, 64, 0, a);
   s.alloc(12, ApiId::cudaMalloc, 0x2000, 32, 0, b);
-  const Replay r = replay(s);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
   const auto groups = analysis::group_live(
       r, [](const analysis::SeriesKey&) { return true; }, false);
   ASSERT_EQ(groups.size(), 1u);
@@ -384,7 +395,8 @@ TEST(Replay, PythonFramesArePartOfAStacksIdentity) {
   thread(11, 0, {20, 40});
   thread(12, 3, {20});  // the same code object as id 4 here
   auto reader = read_in_memory(logs);
-  Replay r;
+  analysis::StackInterner stacks;
+  Replay r(stacks);
   reader.read_events(r);
   r.finish();
   const auto groups = analysis::group_live(
@@ -400,13 +412,17 @@ TEST(Replay, CheckpointsSeeTheStateAfterTheirEvent) {
   for (uint64_t i = 1; i <= 6; ++i) s.alloc(11, ApiId::cudaMalloc, 0x1000 * i, 10 * i);
   const ProcessLogs logs = s.build(true);
   auto reader = read_in_memory(logs);
-  Replay r;
+  analysis::StackInterner stacks;
+  Replay r(stacks);
   std::vector<std::pair<uint64_t, uint64_t>> seen;  // (seq, live bytes)
-  r.set_checkpoints({4, 2, 99}, [&](uint64_t seq) {
-    seen.push_back({seq, r.series()[0].live_bytes});
+  analysis::Checkpoints at_seqs({4, 2, 99}, [&](const Replay& now, uint64_t seq) {
+    seen.push_back({seq, now.series()[0].live_bytes});
   });
   uint64_t at_time = 0;
-  r.set_time_checkpoint(kStartNs + 2500000, [&] { at_time = r.series()[0].live_bytes; });
+  analysis::Checkpoints at_2500us(kStartNs + 2500000,
+                                  [&](const Replay& now) { at_time = now.series()[0].live_bytes; });
+  r.observe(at_seqs);
+  r.observe(at_2500us);
   reader.read_events(r);
   r.finish();
   const std::vector<std::pair<uint64_t, uint64_t>> expected = {{2, 30}, {4, 100}, {99, 210}};
@@ -419,18 +435,52 @@ TEST(Replay, APassCanStopAfterItsLastCheckpoint) {
   for (uint64_t i = 1; i <= 6; ++i) s.alloc(11, ApiId::cudaMalloc, 0x1000 * i, 10);
   const ProcessLogs logs = s.build(true);
   auto reader = read_in_memory(logs);
-  Replay r;
+  analysis::StackInterner stacks;
+  Replay r(stacks);
   uint64_t live = 0;
-  r.set_checkpoints(
-      {3}, [&](uint64_t) { live = r.series()[0].live_bytes; }, true);
+  analysis::Checkpoints at_3(
+      {3}, [&](const Replay& now, uint64_t) { live = now.series()[0].live_bytes; }, true);
+  r.observe(at_3);
   EXPECT_THROW(reader.read_events(r), Replay::Stop);
   EXPECT_EQ(live, 30u);
   EXPECT_EQ(r.last_seq(), 3u);
   // The reader starts over on the next pass.
-  Replay again;
+  Replay again(stacks);
   reader.read_events(again);
   again.finish();
   EXPECT_EQ(again.series()[0].live_bytes, 60u);
+}
+
+// A pass is a new Replay with new observers: nothing of an earlier pass over the same reader
+// (a stream still capturing at its end, counters, the --api filter) carries over into the next.
+TEST(Replay, ASecondPassStartsClean) {
+  Scenario s(10);
+  s.event(11, ApiId::cudaStreamBeginCapture).f.set_stream(0x77);  // never ended
+  format::Event& a = s.event(11, ApiId::cudaMallocAsync);
+  a.f.set_stream(0x77);
+  a.f.set_address(0x1000);
+  a.f.set_size(4096);
+  a.f.set_device(0);
+  s.alloc(11, ApiId::cudaMalloc, 0x2000, 64);
+  const ProcessLogs logs = s.build(true);
+  auto reader = read_in_memory(logs);
+  analysis::StackInterner stacks;
+  auto pass = [&](const std::vector<std::string>& apis) {
+    Replay r(stacks, apis);
+    analysis::GraphTracker graphs;
+    analysis::PoolTracker pools;
+    r.observe(graphs);
+    r.observe(pools);
+    reader.read_events(r);
+    r.finish();
+    return std::make_tuple(r.series()[0].live_bytes, graphs.activity().capture_allocations,
+                           graphs.activity().captures, pools.pools().size());
+  };
+  const auto first = pass({"cudaMalloc"});
+  EXPECT_EQ(first, std::make_tuple(uint64_t{64}, uint64_t{0}, uint64_t{0}, size_t{0}));
+  const auto second = pass({});
+  EXPECT_EQ(second, std::make_tuple(uint64_t{4160}, uint64_t{1}, uint64_t{1}, size_t{1}));
+  EXPECT_EQ(pass({}), second);
 }
 
 // The one-pass capture of who held the memory at each peak and first failure must agree with
@@ -461,24 +511,27 @@ TEST(Replay, SitesCapturedInOnePassMatchASecondPass) {
   }
   const ProcessLogs logs = s.build(true);
   auto reader = read_in_memory(logs);
-  Replay one;
-  one.capture_sites(true);
+  analysis::StackInterner interned;
+  Replay one(interned);
+  analysis::PeakSites captured;
+  one.observe(captured);
   reader.read_events(one);
   one.finish();
 
-  Replay two;
+  Replay two(interned);
   std::vector<uint64_t> seqs;
   for (const Series& x : one.series()) {
     seqs.push_back(x.peak_seq);
     if (!x.failures.empty()) seqs.push_back(x.failures[0].seq);
   }
   std::map<std::pair<size_t, uint64_t>, std::vector<analysis::SiteGroup>> seen;
-  two.set_checkpoints(seqs, [&](uint64_t seq) {
-    for (size_t i = 0; i < two.series().size(); ++i) {
-      const analysis::SeriesKey key = two.series()[i].key;
-      seen[{i, seq}] = two.sites_now([&](const analysis::SeriesKey& k) { return k == key; });
+  analysis::Checkpoints at_seqs(seqs, [&](const Replay& now, uint64_t seq) {
+    for (size_t i = 0; i < now.series().size(); ++i) {
+      const analysis::SeriesKey key = now.series()[i].key;
+      seen[{i, seq}] = now.sites_now([&](const analysis::SeriesKey& k) { return k == key; });
     }
   });
+  two.observe(at_seqs);
   reader.read_events(two);
   two.finish();
 
@@ -494,13 +547,15 @@ TEST(Replay, SitesCapturedInOnePassMatchASecondPass) {
   ASSERT_EQ(one.series().size(), 2u);
   for (size_t i = 0; i < one.series().size(); ++i) {
     const Series& x = one.series()[i];
-    ASSERT_FALSE(x.sites_at_peak.empty());
+    const std::vector<analysis::SiteGroup>& at_peak = captured.at_peak(x.key);
+    ASSERT_FALSE(at_peak.empty());
     uint64_t total = 0;
-    for (const auto& g : x.sites_at_peak) total += g.bytes;
+    for (const auto& g : at_peak) total += g.bytes;
     EXPECT_EQ(total, x.peak_bytes);
-    EXPECT_TRUE(same(x.sites_at_peak, seen[{i, x.peak_seq}])) << "series " << i;
+    EXPECT_TRUE(same(at_peak, seen[{i, x.peak_seq}])) << "series " << i;
     ASSERT_FALSE(x.failures.empty());
-    EXPECT_TRUE(same(x.sites_at_first_failure, seen[{i, x.failures[0].seq}])) << "series " << i;
+    EXPECT_TRUE(same(captured.at_first_failure(x.key), seen[{i, x.failures[0].seq}]))
+        << "series " << i;
   }
 }
 

@@ -1,0 +1,37 @@
+// Graph capture and launch bookkeeping (see graph_tracker.h).
+#include "analyzer/model/graph_tracker.h"
+
+#include <algorithm>
+
+namespace gmemhook::analysis {
+
+using format::EventKind;
+
+void GraphTracker::call(const Replay&, const format::Event& ev, const format::ApiInfo& api) {
+  if (ev.result != 0) return;
+  const auto it = [&] {
+    return std::find(capturing_streams_.begin(), capturing_streams_.end(), ev.f.stream);
+  };
+  switch (api.kind) {
+    case EventKind::CaptureBegin:
+      ++activity_.captures;
+      if (it() == capturing_streams_.end()) capturing_streams_.push_back(ev.f.stream);
+      return;
+    case EventKind::CaptureEnd:
+      if (auto at = it(); at != capturing_streams_.end()) capturing_streams_.erase(at);
+      return;
+    case EventKind::GraphLaunch:
+      ++activity_.launches;
+      return;
+    case EventKind::Alloc:
+      if (activity_.launches) ++activity_.allocations_between_launches;
+      if (!ev.f.has(format::kHasStream) || it() == capturing_streams_.end()) return;
+      ++activity_.capture_allocations;
+      activity_.capture_bytes += ev.f.size;
+      return;
+    default:
+      return;
+  }
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,64 @@
+// What a pass over a process's events can watch besides the live set (replay.h): the peak's call
+// sites, pools, CUDA graphs, checkpoints. Each observer keeps its own state and lives for one pass,
+// so a second pass, with new observers, starts clean by construction.
+#pragma once
+
+#include <cstdint>
+
+#include "gmemhook/api_table.h"
+#include "gmemhook/codec.h"
+
+namespace gmemhook::analysis {
+
+class Replay;
+struct LiveAllocation;
+
+class ReplayObserver {
+ public:
+  // Which calls an observer wants, fixed when it is attached: the replay makes only those, so what
+  // nobody watches costs nothing per event.
+  enum Watch : unsigned {
+    kCalls = 1u << 0,        // call()
+    kAllocations = 1u << 1,  // allocated(), freed()
+    kSites = 1u << 2,        // site_changed(), new_peak(), allocation_failed()
+    kMoments = 1u << 3,      // wake_seq(), wake_time_ns(), wake()
+  };
+
+  explicit ReplayObserver(unsigned watch) : watch_(watch) {}
+  virtual ~ReplayObserver() = default;
+  unsigned watch() const { return watch_; }
+
+  // kCalls: every event the replay applies (a known entry point that --api keeps), before it
+  // changes anything.
+  virtual void call(const Replay&, const format::Event&, const format::ApiInfo&) {}
+
+  // kAllocations: an allocation (cudaMalloc family, pinned, managed, stream-ordered) entered the
+  // live set, or left it (freed, or its address handed out again).
+  virtual void allocated(const Replay&, const format::Event&, const LiveAllocation&) {}
+  virtual void freed(const Replay&, const LiveAllocation&) {}
+
+  // kSites: what site `site` (Replay::sites()) holds changed by `bytes` and `count`: the site's
+  // totals already say so, its series' not yet.
+  virtual void site_changed(const Replay&, uint32_t /*site*/, int64_t /*bytes*/,
+                            int64_t /*count*/) {}
+  // kSites: series `series` reached a new peak: the replay's state now is the peak's.
+  virtual void new_peak(const Replay&, uint16_t /*series*/) {}
+  // kSites: an allocation of series `series` failed: the state now is what held the memory then
+  // (a failed call changes nothing).
+  virtual void allocation_failed(const Replay&, uint16_t /*series*/) {}
+
+  // kMoments: the replay calls wake() before the first event whose seq is above wake_seq() or
+  // whose time is above wake_time_ns(), so the state is the one after every earlier event. Both
+  // are read again after each wake() and may throw Replay::Stop to cut the pass short.
+  virtual uint64_t wake_seq() const { return UINT64_MAX; }
+  virtual uint64_t wake_time_ns() const { return UINT64_MAX; }
+  virtual void wake(const Replay&, const format::Event& /*next*/) {}
+
+  // The pass read every event (not called when a Replay::Stop cut it short).
+  virtual void finish(const Replay&) {}
+
+ private:
+  unsigned watch_;
+};
+
+}  // namespace gmemhook::analysis
