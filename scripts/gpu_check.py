@@ -201,7 +201,7 @@ def main():
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
-                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,graph,pybench")
+                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,graph,pybench")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -213,6 +213,7 @@ def main():
                      ("leaks", lambda: check_leak_samples(c)),
                      ("python", lambda: check_python_leak(c, a.python)),
                      ("gpt2", lambda: check_gpt2(c, a.python)),
+                     ("blocks", lambda: check_blocks(c, a.python)),
                      ("graph", lambda: check_cuda_graph(c, a.python)),
                      ("ddp", lambda: check_ddp(c, a.python)),
                      ("ctests", lambda: check_gpu_ctests(c)),
@@ -349,6 +350,64 @@ def check_gpt2(c, py):
     got = d["live_bytes_at_end"] if d else None
     c.row("train_gpt2 SIGKILLed after step 3: live bytes on device 0", printed, got,
           printed is not None and printed == got, "torch.cuda.memory_allocated() printed before the kill")
+
+
+def check_blocks(c, py):
+    """Issue 9: PyTorch's caching-allocator blocks against torch's own counters, with the default
+    allocator and with expandable_segments (where segments come from cuMemCreate/cuMemMap), then
+    a SIGKILLed GPT-2 run with the default allocator. Small step counts: the GPU time is short."""
+    samples = os.path.join(os.path.dirname(__file__), "..", "samples")
+    for name, conf in (("default", None), ("expandable", "expandable_segments:True")):
+        env = {"PYTORCH_CUDA_ALLOC_CONF": conf} if conf else {}
+        cmd = [py, os.path.join(samples, "torch_blocks_check.py"), "--steps", "5"]
+        if not conf:  # the default allocator: an inherited setting must not leak in
+            cmd = ["env", "-u", "PYTORCH_CUDA_ALLOC_CONF"] + cmd
+        out, run = c.traced("blocks-" + name, cmd, env)
+        torch_says = stats_line(out, "torch_blocks")
+        d = device_entry(c.report("summary", run))
+        a = d["allocated"] if d else None
+        if torch_says is None or a is None:
+            c.row("blocks (%s): allocated layer" % name, "torch_blocks line and blocks",
+                  "missing", False, "torch printed %s; summary device 0 %s" % (torch_says, d))
+            continue
+        c.row("blocks (%s): block allocations" % name, torch_says["allocations"], a["allocations"],
+              torch_says["allocations"] == a["allocations"], "memory_stats()['allocation.all.allocated']")
+        c.row("blocks (%s): allocated peak" % name, torch_says["max_allocated"], a["peak_bytes"],
+              torch_says["max_allocated"] == a["peak_bytes"], "torch.cuda.max_memory_allocated()")
+        c.row("blocks (%s): live blocks at exit" % name, torch_says["allocated"],
+              a["live_bytes_at_end"], torch_says["allocated"] == a["live_bytes_at_end"],
+              "torch.cuda.memory_allocated() printed at exit")
+    # GPT-2 with the default allocator, killed after step 2: the blocks live at the kill are
+    # what memory_allocated() printed, and the allocated peak's sites are the model's lines.
+    script = os.path.join(samples, "train_gpt2.py")
+    run = os.path.join(c.out, "runs", "gpt2-blocks-killed")
+    shutil.rmtree(run, ignore_errors=True)
+    e = dict(os.environ, LD_PRELOAD=c.hook, GMEMHOOK_OUT=run, PYTHONUNBUFFERED="1")
+    e.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    p = subprocess.Popen([py, script, "--batch", "8", "--steps", "4", "--stop-after-step", "2"],
+                         env=e, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    printed = None
+    for line in p.stdout:
+        if line.startswith("MEMORY_ALLOCATED "):
+            printed = int(line.split()[1])
+            break
+    p.kill()
+    p.wait()
+    d = device_entry(c.report("summary", run))
+    got = d["allocated"]["live_bytes_at_end"] if d and d["allocated"] else None
+    c.row("train_gpt2 (default allocator) SIGKILLed after step 2: live blocks on device 0",
+          printed, got, printed is not None and printed == got,
+          "torch.cuda.memory_allocated() printed before the kill")
+    peak = c.report("peak", run, "--top", "5")
+    dev = peak["processes"][0]["devices"][0] if peak["processes"][0]["devices"] else {}
+    sites = ((dev.get("allocated") or {}).get("sites") or [])[:5]
+    with_py = [s for s in sites if python_frames(s["stack"])]
+    named = [s for s in with_py
+             if any((f.get("file") or "").endswith("modeling_gpt2.py") for f in python_frames(s["stack"]))]
+    c.row("train_gpt2 (default allocator) allocated peak: top-5 tensor sites with Python frames "
+          "that name modeling_gpt2.py", "all of them (>0)", "%d of %d" % (len(named), len(with_py)),
+          len(with_py) > 0 and len(named) == len(with_py),
+          "sites without Python frames were allocated by autograd's backward threads")
 
 
 def check_cupy_peak(c, py):

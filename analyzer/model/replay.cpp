@@ -90,6 +90,7 @@ void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
     if (ev.stack_id >= cache.size()) cache.resize(size_t{ev.stack_id} + 1);
     cache_slot_ = &cache[ev.stack_id];
   }
+  event_stack_ = stack;
   for (ReplayObserver* o : calls_) o->call(*this, ev, *api);
   switch (api->kind) {
     case EventKind::CaptureBegin:
@@ -114,7 +115,7 @@ void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
       return address_free(ev, stack);
     case EventKind::BlockAlloc:
     case EventKind::BlockFree:
-      return;  // PyTorch's blocks live inside segments counted above: never count them twice
+      return;  // BlockLayer keeps them: inside segments counted above, never twice
   }
 }
 

@@ -206,6 +206,8 @@ class Replay : public EventVisitor {
   const std::map<uint64_t, Reservation>& reservations() const { return reservations_; }
   const Anomalies& anomalies() const { return anomalies_; }
   const StackInterner& stacks() const { return *stacks_; }
+  // The interned stack of the event being applied: what an observer's call() needs of it.
+  uint32_t event_stack() const { return event_stack_; }
 
   uint64_t events() const { return events_; }
   uint64_t last_seq() const { return last_seq_; }
@@ -264,6 +266,7 @@ class Replay : public EventVisitor {
   std::map<uint64_t, Reservation> reservations_;
   Anomalies anomalies_;
 
+  uint32_t event_stack_ = 0;
   uint64_t events_ = 0;
   uint64_t last_seq_ = 0;
   uint64_t last_time_ns_ = 0;

@@ -29,6 +29,7 @@ struct Comparison {
   int32_t device = -1;
   uint64_t base_bytes = 0, new_bytes = 0;
   std::vector<SiteDiff> sites;
+  bool allocated_layer = false;  // PyTorch's blocks on both sides: tensors compared
   int64_t delta() const { return int64_t(new_bytes) - int64_t(base_bytes); }
 };
 
@@ -50,9 +51,26 @@ std::vector<Comparison> compare(const std::vector<ProcessSites>& base,
       if (p)
         for (const DeviceSites& d : p->devices) devices.insert(d.device);
     for (int32_t device : devices) {
-      Comparison c{b, n, device, 0, 0, {}};
+      Comparison c{b, n, device, 0, 0, {}, false};
       const DeviceSites* bd = on_device(b, device);
       const DeviceSites* nd = on_device(n, device);
+      if (bd && nd && bd->has_allocated && nd->has_allocated) {
+        // Both have PyTorch's blocks: compare the tensors, not the allocator's segments.
+        auto tensors = [device](const DeviceSites& d) {
+          DeviceSites t;
+          t.device = device;
+          t.total_bytes = d.allocated_total_bytes;
+          t.sites = d.allocated_sites;
+          return t;
+        };
+        const DeviceSites ba = tensors(*bd), na = tensors(*nd);
+        c.allocated_layer = true;
+        c.base_bytes = ba.total_bytes;
+        c.new_bytes = na.total_bytes;
+        c.sites = diff_sites(&ba, &na, lines);
+        out.push_back(std::move(c));
+        continue;
+      }
       c.base_bytes = bd ? bd->total_bytes : 0;
       c.new_bytes = nd ? nd->total_bytes : 0;
       c.sites = diff_sites(bd, nd, lines);
@@ -103,7 +121,8 @@ class DiffWriter {
     const StackStyle style{o_.native, o_.depth.value_or(kTextDepth)};
     const char* total_name = o_.leaks ? "leaked" : "peak";
     for (const Comparison& c : comparisons_) {
-      t += fmt::format("\n{} -> {}, device {}\n", side_title(c.base), side_title(c.now), c.device);
+      t += fmt::format("\n{} -> {}, device {}{}\n", side_title(c.base), side_title(c.now), c.device,
+                       c.allocated_layer ? ", allocated in PyTorch's blocks (tensors)" : "");
       t += fmt::format("  {:6} base {}\n", total_name, size_and_bytes(c.base_bytes));
       t += fmt::format("  {:6} new  {}\n", total_name, size_and_bytes(c.new_bytes));
       t += fmt::format("  {:6} {} ({})\n", "delta", signed_size(c.delta()),
@@ -223,6 +242,7 @@ class DiffWriter {
     write_side(j, "base", o_.base.string(), c.base, c.base_bytes);
     write_side(j, "new", o_.now.string(), c.now, c.new_bytes);
     j.field("delta_bytes", c.delta());
+    j.field("layer", c.allocated_layer ? "allocated" : "reserved");
     j.key("device");
     if (c.base || c.now)
       j.value(c.device);

@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include "analyzer/log/run_dir.h"
+#include "analyzer/model/block_layer.h"
 #include "analyzer/model/live_view.h"
 #include "analyzer/model/peak_sites.h"
+#include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
@@ -45,6 +47,8 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
     Replay replay(interned, options.apis);
     PeakSites captured;
     if (!options.leaks) replay.observe(captured);
+    BlockLayer blocks;  // PyTorch's blocks (issue 9): compared when both sides have them
+    replay.observe(blocks);
     reader.read_events(replay);
     replay.finish();
 
@@ -64,6 +68,23 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
       } else {
         p.devices.push_back(
             device_sites(s->key.device, s->peak_bytes, captured.at_peak(s->key), replay, stacks));
+      }
+      if (const BlockDevice* b = blocks_of(blocks, s->key)) {
+        // The allocated layer: blocks (and, for --leaks, memory outside the allocator).
+        const auto want = [&](const SeriesKey& k) { return k == s->key; };
+        std::vector<SiteGroup> groups =
+            options.leaks ? with_blocks(replay, blocks, group_live(replay, want, false), want)
+                          : block_site_groups(b->sites_at_peak);
+        uint64_t total = b->peak_bytes;
+        if (options.leaks) {
+          total = 0;
+          for (const SiteGroup& g : groups) total += g.bytes;
+        }
+        DeviceSites a = device_sites(s->key.device, total, groups, replay, stacks);
+        DeviceSites& d = p.devices.back();
+        d.has_allocated = true;
+        d.allocated_total_bytes = a.total_bytes;
+        d.allocated_sites = std::move(a.sites);
       }
     }
     for (const ReadWarning& w : reader.warnings()) warnings.add(w.to_string());

@@ -9,9 +9,11 @@
 #include <algorithm>
 
 #include "analyzer/log/event_info.h"
+#include "analyzer/model/block_layer.h"
 #include "analyzer/model/checkpoints.h"
 #include "analyzer/model/pool_tracker.h"
 #include "analyzer/output/text_format.h"
+#include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
@@ -29,6 +31,16 @@ struct DeviceFrames {
   uint64_t peak_seq = 0;
   std::optional<Failure> first_failure;
   std::vector<Snapshot> snapshots;  // in the order above
+  // PyTorch's caching allocator (issue 9): its segments at the reserved peak and at the moment
+  // most of what it reserved held no block.
+  struct AllocatorView {
+    const char* at = "peak";  // "peak", "most-idle"
+    uint64_t seq = 0, time_ns = 0, reserved_bytes = 0, allocated_bytes = 0;
+    std::vector<SegmentUse> segments;
+  };
+  bool blocks = false;
+  uint64_t most_idle_seq = 0;
+  std::vector<AllocatorView> allocator;
 };
 
 bool uses_pytorch(const ProcessReader& reader) {
@@ -74,6 +86,8 @@ class FragmentationReport : public Report {
     Replay replay(interned, options_.apis);
     PoolTracker pools;
     replay.observe(pools);
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    replay.observe(blocks);
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader, replay);
@@ -90,6 +104,11 @@ class FragmentationReport : public Report {
       if (!s.failures.empty()) {
         d.first_failure = s.failures.front();
         seqs.push_back(s.failures.front().seq);
+      }
+      if (const BlockDevice* b = blocks_of(blocks, s.key)) {
+        d.blocks = true;
+        d.most_idle_seq = b->worst_idle_seq;
+        if (d.most_idle_seq) seqs.push_back(d.most_idle_seq);
       }
       devices.push_back(std::move(d));
     }
@@ -115,11 +134,16 @@ class FragmentationReport : public Report {
       PoolTracker second_pools;
       pools_now = &second_pools;
       second.observe(second_pools);
+      BlockLayer second_blocks;
+      second.observe(second_blocks);
       Checkpoints at_seqs(
           seqs,
           [&](const Replay& r, uint64_t seq) {
             for (DeviceFrames& d : devices) {
               if (d.peak_seq == seq) take(r, d, Moment::Peak);
+              if (d.blocks && d.peak_seq == seq) take_allocator(r, second_blocks, d, "peak");
+              if (d.blocks && d.most_idle_seq == seq)
+                take_allocator(r, second_blocks, d, "most-idle");
               if (d.first_failure && d.first_failure->seq == seq) take(r, d, Moment::FirstFailure);
               if (options_.at_seq && *options_.at_seq == seq) take(r, d, Moment::Seq);
             }
@@ -149,6 +173,17 @@ class FragmentationReport : public Report {
     else
       write_text(reader, end, devices, remedies, text);
     return facts;
+  }
+
+  static void take_allocator(const Replay& replay, const BlockLayer& blocks, DeviceFrames& d,
+                             const char* at) {
+    DeviceFrames::AllocatorView v{at, replay.last_seq(), replay.last_time_ns(), 0, 0, {}};
+    for (const Series& s : replay.series())
+      if (s.key.device == d.device && s.key.memory == format::MemoryType::Device)
+        v.reserved_bytes = s.live_bytes;
+    if (const BlockDevice* b = blocks.device(d.device)) v.allocated_bytes = b->live_bytes;
+    v.segments = blocks.segment_use(d.device);
+    d.allocator.push_back(std::move(v));
   }
 
   void finish(std::string& text) override {
@@ -289,6 +324,19 @@ class FragmentationReport : public Report {
         }
       }
     }
+    for (const DeviceFrames& d : devices)
+      for (const DeviceFrames::AllocatorView& v : d.allocator) {
+        text += fmt::format(
+            "\n{}, PyTorch's caching allocator {}, {} (seq {}): {} reserved, {} allocated, {} "
+            "idle\n",
+            device_name(d.device),
+            std::string_view(v.at) == "peak" ? "at the reserved peak"
+                                             : "when most reserved memory held no block",
+            human_duration(since_start(reader, v.time_ns)), v.seq, human_size(v.reserved_bytes),
+            human_size(v.allocated_bytes),
+            human_size(v.reserved_bytes - std::min(v.reserved_bytes, v.allocated_bytes)));
+        append_segment_view(text, v.segments);
+      }
     if (!remedies.empty()) {
       text += "\n";
       for (const std::string& r : remedies) text += "remedy: " + r + "\n";
@@ -364,6 +412,21 @@ class FragmentationReport : public Report {
         json.end_object();
       }
     }
+    json.end_array();
+    json.key("allocator");
+    json.begin_array();
+    for (const DeviceFrames& d : devices)
+      for (const DeviceFrames::AllocatorView& v : d.allocator) {
+        json.begin_object();
+        json.field("device", d.device);
+        json.field("at", v.at);
+        json.field("seq", v.seq);
+        json.field("time_ns", since_start(reader, v.time_ns));
+        json.field("reserved_bytes", v.reserved_bytes);
+        json.field("allocated_bytes", v.allocated_bytes);
+        write_segment_view(json, v.segments);
+        json.end_object();
+      }
     json.end_array();
     json.key("remedies");
     json.begin_array();

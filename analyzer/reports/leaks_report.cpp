@@ -7,10 +7,12 @@
 #include <array>
 
 #include "analyzer/log/event_info.h"
+#include "analyzer/model/block_layer.h"
 #include "analyzer/model/checkpoints.h"
 #include "analyzer/output/stack_export.h"
 #include "analyzer/output/stack_text.h"
 #include "analyzer/output/text_format.h"
+#include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
@@ -40,7 +42,7 @@ const char* kind_name(LiveKind k) {
 
 // "(cudaMalloc, device 0)", "(cudaMallocHost, pinned host memory)".
 std::string where(const SiteGroup& g) {
-  return fmt::format("({}, {})", api_name(g.api), series_label(g.series));
+  return fmt::format("({}, {})", site_api_name(g.api), series_label(g.series));
 }
 
 // What the live set stands for at the chosen moment.
@@ -48,6 +50,7 @@ struct LiveAtMoment {
   Moment at = Moment::End;  // or Time, Seq
   uint64_t seq = 0, time_ns = 0;
   std::vector<SiteGroup> groups;
+  std::vector<CachedSegments> cached;  // PyTorch's cache: not leaks (issue 9)
 };
 
 class LeaksReport : public Report {
@@ -63,9 +66,13 @@ class LeaksReport : public Report {
     Replay replay(interned, options_.apis);
     LiveAtMoment m;
     bool captured = false;
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    replay.observe(blocks);
     auto capture = [&](const Replay& r, std::optional<uint64_t> time_ns) {
-      m.groups = group_live(
-          r, [&](const SeriesKey& k) { return wanted_series(options_, k); }, true);
+      const auto want = [&](const SeriesKey& k) { return wanted_series(options_, k); };
+      // With PyTorch's blocks, the leaks are the tensors; the allocator's segments are not.
+      m.groups = with_blocks(r, blocks, group_live(r, want, true), want);
+      m.cached = cached_now(blocks, want);
       m.seq = r.last_seq();
       m.time_ns = time_ns.value_or(r.last_time_ns());
       captured = true;
@@ -182,9 +189,11 @@ class LeaksReport : public Report {
       ++shown;
       const SiteGroup& g = *memory[row.members.front()];
       const bool physical = g.kind == LiveKind::Physical;
-      text += fmt::format("\n{} {} in {} {}{}:\n", verb, size_and_bytes(row.bytes),
-                          plural(row.count, physical ? "physical allocation" : "allocation",
-                                 physical ? "physical allocations" : "allocations"),
+      const std::string things_held =
+          physical ? plural(row.count, "physical allocation", "physical allocations")
+          : is_block_api(g.api) ? plural(row.count, "block", "blocks")
+                                : plural(row.count, "allocation", "allocations");
+      text += fmt::format("\n{} {} in {} {}{}:\n", verb, size_and_bytes(row.bytes), things_held,
                           where(g), physical ? " created from" : " allocated from");
       append_site_stacks(text, row_stacks(row, sites), style, "    ");
     }
@@ -217,6 +226,13 @@ class LeaksReport : public Report {
       append_frames(text, frames_of(stacks, replay, g.stack), style, "    ");
     }
 
+    uint64_t cached_bytes = 0;
+    if (!m.cached.empty()) text += "\n";
+    for (const CachedSegments& c : m.cached) {
+      text += cached_line(c);
+      cached_bytes += c.bytes;
+    }
+
     std::vector<std::string> parts;
     static const char* const kMemoryWords[] = {"device memory", "pinned host memory",
                                                "managed memory"};
@@ -227,15 +243,17 @@ class LeaksReport : public Report {
                                     plural(by_memory[i].count, "allocation", "allocations")));
     text += "\nSUMMARY: gmemhook: ";
     if (parts.empty()) {
-      text += at_end
-                  ? (end.kind == EndKind::Exited ? "nothing leaked: every allocation was freed.\n"
-                                                 : "nothing was live when the log ends.\n")
-                  : "nothing was live at that moment.\n";
+      text += at_end ? (end.kind == EndKind::Exited ? "nothing leaked: every allocation was freed"
+                                                    : "nothing was live when the log ends")
+                     : "nothing was live at that moment";
     } else {
       text += (at_end && end.kind == EndKind::Exited ? "leaked " : "live: ");
       for (size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : "") + parts[i];
-      text += ".\n";
     }
+    if (cached_bytes)
+      text += fmt::format(" ({} more cached by PyTorch's allocator, not leaked)",
+                          human_size(cached_bytes));
+    text += ".\n";
   }
 
   void write_json(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
@@ -280,7 +298,7 @@ class LeaksReport : public Report {
         json.begin_object();
         write_series_fields(json, g.series);
         json.field("api", api_name(g.api));
-        json.field("kind", kind_name(g.kind));
+        json.field("kind", is_block_api(g.api) ? "block" : kind_name(g.kind));
         json.field("bytes", g.bytes);
         json.field("count", g.count);
         write_frames(json, frames_of(stacks, replay, g.stack), depth);
@@ -288,6 +306,7 @@ class LeaksReport : public Report {
       }
       json.end_array();
     }
+    write_cached(json, m.cached);
     write_warnings(json, facts, stacks);
     json.end_object();
   }

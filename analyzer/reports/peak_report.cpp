@@ -5,10 +5,12 @@
 
 #include "analyzer/log/cuda_errors.h"
 #include "analyzer/log/event_info.h"
+#include "analyzer/model/block_layer.h"
 #include "analyzer/model/peak_sites.h"
 #include "analyzer/output/stack_export.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/framework_pool.h"
+#include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
@@ -31,6 +33,9 @@ struct SeriesPeak {
   std::optional<Failure> first_failure;
   Held at_peak, at_failure;
   std::optional<std::string> pool_note;  // framework_pool_note()
+  // PyTorch's blocks on this device (issue 9): the allocated peak and who held it; null if none.
+  const BlockDevice* blocks = nullptr;
+  Held allocated;
 };
 
 Held held(uint64_t seq, const std::vector<SiteGroup>& sites) {
@@ -58,6 +63,8 @@ class PeakReport : public Report {
     Replay replay(interned, options_.apis);
     PeakSites captured;
     replay.observe(captured);
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    replay.observe(blocks);
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader, replay);
@@ -67,7 +74,11 @@ class PeakReport : public Report {
     for (const Series* series : ordered_series(replay)) {
       const Series& s = *series;
       if (!wanted_series(options_, s.key) || (s.peak_seq == 0 && s.failed == 0)) continue;
-      SeriesPeak p{s.key, s.peak_bytes, s.peak_seq, s.peak_time_ns, std::nullopt, {}, {}, {}};
+      SeriesPeak p;
+      p.key = s.key;
+      p.peak_bytes = s.peak_bytes;
+      p.peak_seq = s.peak_seq;
+      p.peak_time_ns = s.peak_time_ns;
       p.at_peak = held(s.peak_seq, captured.at_peak(s.key));
       p.pool_note = framework_pool_note(reader, s);
       if (!s.failures.empty()) {
@@ -75,6 +86,8 @@ class PeakReport : public Report {
         p.at_failure = held(s.failures.front().seq, captured.at_first_failure(s.key));
         any_failure_ = true;
       }
+      if ((p.blocks = blocks_of(blocks, s.key)))
+        p.allocated = held(p.blocks->peak_seq, block_site_groups(p.blocks->sites_at_peak));
       peaks.push_back(std::move(p));
     }
 
@@ -130,10 +143,12 @@ class PeakReport : public Report {
         continue;
       }
       ++shown;
+      const SiteGroup& g = h.sites[row.members.front()];
       text += fmt::format("  {} {:5.1f}%  in {} ({}) from:\n", size_and_bytes(row.bytes),
                           whole ? 100.0 * double(row.bytes) / double(whole) : 0.0,
-                          plural(row.count, "allocation", "allocations"),
-                          sites[row.members.front()].kind);
+                          is_block_api(g.api) ? plural(row.count, "block", "blocks")
+                                              : plural(row.count, "allocation", "allocations"),
+                          site_api_name(g.api));
       append_site_stacks(text, row_stacks(row, sites), stack_style(options_, kTextDepth), "      ");
     }
     if (rest_count)
@@ -148,12 +163,29 @@ class PeakReport : public Report {
     text += fmt::format("{}: {}\n", process_title(reader), end.text);
     if (peaks.empty()) text += "  nothing was ever live\n";
     for (const SeriesPeak& p : peaks) {
+      if (p.blocks && p.blocks->peak_seq) {
+        // Tensors first: what the program asked for, inside what the allocator reserved below.
+        const BlockDevice& b = *p.blocks;
+        text += fmt::format("\n{} allocated (PyTorch tensors): peak {} at {} (seq {}) in {}\n",
+                            series_label(p.key), size_and_bytes(b.peak_bytes),
+                            human_duration(since_start(reader, b.peak_time_ns)), b.peak_seq,
+                            plural(p.allocated.count, "block", "blocks"));
+        text += "PEAK TENSOR CONSUMERS\n";
+        append_sites(text, replay, stacks, p.allocated, b.peak_bytes);
+      }
       if (p.peak_seq) {
-        text += fmt::format("\n{}: peak {} at {} (seq {}) in {}\n", series_label(p.key),
+        text += fmt::format("\n{}{}: peak {} at {} (seq {}) in {}\n", series_label(p.key),
+                            p.blocks ? " reserved (segments from CUDA)" : "",
                             size_and_bytes(p.peak_bytes),
                             human_duration(since_start(reader, p.peak_time_ns)), p.peak_seq,
                             plural(p.at_peak.count, "allocation", "allocations"));
         if (p.pool_note) text += "note: " + *p.pool_note + "\n";
+        if (p.blocks)
+          text += fmt::format(
+              "  of which allocated in blocks {}, allocator overhead (reserved - allocated) {}\n",
+              human_size(p.blocks->allocated_at_reserved_peak),
+              size_and_bytes(p.peak_bytes -
+                             std::min(p.peak_bytes, p.blocks->allocated_at_reserved_peak)));
         text += "PEAK MEMORY CONSUMERS\n";
         append_sites(text, replay, stacks, p.at_peak, p.peak_bytes);
       }
@@ -190,6 +222,24 @@ class PeakReport : public Report {
     json.end_array();
   }
 
+  // "allocated": the allocated layer's peak and sites, and the reserved peak's overhead.
+  void write_allocated(JsonWriter& json, const ProcessReader& reader, const Replay& replay,
+                       StackResolver& stacks, const SeriesPeak& p) const {
+    json.key("allocated");
+    if (!p.blocks) return json.null();
+    const BlockDevice& b = *p.blocks;
+    json.begin_object();
+    json.field("peak_bytes", b.peak_bytes);
+    json.field("peak_seq", b.peak_seq);
+    json.field("peak_time_ns", since_start(reader, b.peak_time_ns));
+    json.field("live_count", p.allocated.count);
+    write_sites(json, replay, stacks, p.allocated, b.peak_bytes);
+    json.field("allocated_at_reserved_peak", b.allocated_at_reserved_peak);
+    json.field("overhead_at_reserved_peak",
+               p.peak_bytes - std::min(p.peak_bytes, b.allocated_at_reserved_peak));
+    json.end_object();
+  }
+
   void write_json(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
                   const ReadFacts& facts, const ProcessEnd& end,
                   const std::vector<SeriesPeak>& peaks, JsonWriter& json) const {
@@ -205,6 +255,7 @@ class PeakReport : public Report {
       json.field("peak_seq", p.peak_seq);
       json.field("live_count", p.at_peak.count);
       write_sites(json, replay, stacks, p.at_peak, p.peak_bytes);
+      write_allocated(json, reader, replay, stacks, p);
       json.key("first_failure");
       if (!p.first_failure) {
         json.null();

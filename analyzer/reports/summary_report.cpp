@@ -7,10 +7,12 @@
 
 #include "analyzer/log/cuda_errors.h"
 #include "analyzer/log/event_info.h"
+#include "analyzer/model/block_layer.h"
 #include "analyzer/model/graph_tracker.h"
 #include "analyzer/model/pool_tracker.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/framework_pool.h"
+#include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
@@ -53,17 +55,32 @@ class SummaryReport : public Report {
     GraphTracker graphs;
     replay.observe(pools);
     replay.observe(graphs);
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    replay.observe(blocks);
+    blocks_ = &blocks;
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader, replay);
     const ProcessEnd end = process_end(reader, facts, replay);
+    const auto want = [&](const SeriesKey& k) { return wanted_series(options_, k); };
     for (const Series& s : replay.series()) {
-      if (!wanted_series(options_, s.key)) continue;
+      if (!want(s.key)) continue;
       if (s.key.memory == format::MemoryType::Device) {
-        device_live_ += s.live_bytes;
+        if (!blocks_of(blocks, s.key)) device_live_ += s.live_bytes;
         device_failed_ += s.failed;
       }
-      any_live_ |= s.live_bytes > 0;
+      if (!blocks_of(blocks, s.key)) any_live_ |= s.live_bytes > 0;
+    }
+    // With PyTorch's blocks, what leaks is the tensors (and memory outside the allocator); the
+    // segments it caches are not leaks, and the hint says so, as `leaks` does.
+    if (blocks.any()) {
+      auto only_blocks_devices = [&](const SeriesKey& k) {
+        return want(k) && blocks_of(blocks, k);
+      };
+      for (const SiteGroup& g : with_blocks(
+               replay, blocks, group_live(replay, only_blocks_devices, false), only_blocks_devices))
+        device_live_ += g.bytes, any_live_ = true;
+      for (const CachedSegments& c : cached_now(blocks, want)) cached_ += c.bytes;
     }
     if (json)
       write_json(reader, replay, pools, graphs.activity(), stacks, facts, end, *json);
@@ -79,10 +96,11 @@ class SummaryReport : public Report {
       text += hint_line("gmemhook peak " + run, "what held the memory when an allocation failed");
     else if (any_live_)
       text += hint_line("gmemhook leaks " + run,
-                        device_live_ ? human_size(device_live_) + " of device memory never freed"
-                                     : "memory that was never freed");
+                        (device_live_ ? human_size(device_live_) + " of device memory never freed"
+                                      : std::string("memory that was never freed")) +
+                            cached_note());
     else
-      text += hint_line("gmemhook peak " + run, "who held the memory at the peak");
+      text += hint_line("gmemhook peak " + run, "who held the memory at the peak" + cached_note());
   }
 
  private:
@@ -123,9 +141,13 @@ class SummaryReport : public Report {
         text += "    peak          0 bytes (nothing was ever live)\n";
       if (s.live_count)
         text += fmt::format("    live at end   {} in {}: {}\n", size_and_bytes(s.live_bytes),
-                            plural(s.live_count, "allocation", "allocations"), at_end);
+                            plural(s.live_count, "allocation", "allocations"),
+                            blocks_of(*blocks_, s.key)
+                                ? "reserved by PyTorch's allocator (tensors below)"
+                                : at_end);
       else
         text += "    live at end   0 bytes\n";
+      append_allocated_summary(text, *blocks_, s, at_end);
       if (has_vmm(s))
         text += fmt::format(
             "    virtual mem   at end {} physical, {} mapped, {} reserved; at most {}, {}, {}\n",
@@ -262,6 +284,7 @@ class SummaryReport : public Report {
       json.field("peak_seq", s.peak_seq);
       json.field("live_bytes_at_end", s.live_bytes);
       json.field("live_count_at_end", s.live_count);
+      write_allocated_summary(json, *blocks_, s);
       json.key("virtual_memory");
       json.begin_object();
       json.field("physical_bytes", s.physical_bytes);
@@ -316,7 +339,14 @@ class SummaryReport : public Report {
   }
 
   const ReportOptions& options_;
-  uint64_t device_live_ = 0, device_failed_ = 0;
+  // "; 38.0 MiB more cached by PyTorch's allocator, not leaked", or nothing.
+  std::string cached_note() const {
+    return cached_ ? "; " + human_size(cached_) + " more cached by PyTorch's allocator, not leaked"
+                   : std::string();
+  }
+
+  uint64_t device_live_ = 0, device_failed_ = 0, cached_ = 0;
+  const BlockLayer* blocks_ = nullptr;  // of the process being written (in process())
   bool any_live_ = false;
 };
 
