@@ -201,7 +201,7 @@ def main():
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
-                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,graph,pybench")
+                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -214,6 +214,7 @@ def main():
                      ("python", lambda: check_python_leak(c, a.python)),
                      ("gpt2", lambda: check_gpt2(c, a.python)),
                      ("blocks", lambda: check_blocks(c, a.python)),
+                     ("userfirst", lambda: check_user_first(c, a.python)),
                      ("graph", lambda: check_cuda_graph(c, a.python)),
                      ("ddp", lambda: check_ddp(c, a.python)),
                      ("ctests", lambda: check_gpu_ctests(c)),
@@ -408,6 +409,51 @@ def check_blocks(c, py):
           "that name modeling_gpt2.py", "all of them (>0)", "%d of %d" % (len(named), len(with_py)),
           len(with_py) > 0 and len(named) == len(with_py),
           "sites without Python frames were allocated by autograd's backward threads")
+
+
+def check_user_first(c, py):
+    """Issue 10: in the text reports of a GPT-2 run (default allocator, killed after step 2; the
+    blocks check's run), each site with Python frames is headed by a modeling_gpt2.py line.
+    The texts are kept in OUT for the README's excerpt."""
+    run = os.path.join(c.out, "runs", "gpt2-blocks-killed")
+    if not os.path.isdir(run):
+        check_blocks(c, py)
+    texts = {}
+    for report in ("peak", "leaks"):
+        p = subprocess.run([c.cli, report, run, "--top", "5"], capture_output=True, text=True,
+                           timeout=300)
+        texts[report] = p.stdout
+        with open(os.path.join(c.out, "gpt2-%s.txt" % report), "w") as f:
+            f.write(p.stdout + "\n--- stderr ---\n" + p.stderr)
+    peak = c.report("peak", run, "--top", "5")
+    dev = peak["processes"][0]["devices"][0] if peak["processes"][0]["devices"] else {}
+    sites = ((dev.get("allocated") or {}).get("sites") or [])[:5]
+    heads = []
+    for s in sites:
+        if not python_frames(s["stack"]):
+            continue
+        u = s.get("user_frame")
+        f = s["stack"][u] if isinstance(u, int) and 0 <= u < len(s["stack"]) else {}
+        heads.append("%s:%s" % (os.path.basename(f.get("file") or "?"), f.get("line")))
+    good = [h for h in heads if h.startswith("modeling_gpt2.py:")]
+    # In the text, the line under each site's heading is its user frame.
+    lines = texts["peak"].splitlines()
+    text_heads = [lines[i + 1].strip() for i, l in enumerate(lines[:-1])
+                  if l.rstrip().endswith("from:") and ("block" in l)]
+    c.row("train_gpt2 peak (text + JSON): user frame of the top tensor sites with Python frames",
+          "modeling_gpt2.py:<line> for all (>0)", ", ".join(heads) or "none",
+          len(heads) > 0 and len(good) == len(heads),
+          "text first lines: %s" % " | ".join(t[:60] for t in text_heads[:5]))
+    leaks = c.report("leaks", run, "--top", "10")
+    lk = [l for l in leaks["processes"][0].get("leaks", []) if python_frames(l["stack"])]
+    lheads = []
+    for l in lk:
+        u = l.get("user_frame")
+        f = l["stack"][u] if isinstance(u, int) and 0 <= u < len(l["stack"]) else {}
+        lheads.append("%s:%s" % (os.path.basename(f.get("file") or "?"), f.get("line")))
+    c.row("train_gpt2 leaks at the kill (info): user frames of the top sites with Python frames",
+          "-", ", ".join(lheads) or "none", True,
+          "tensors live at the kill: activations (model lines) and parameters/optimizer state")
 
 
 def check_cupy_peak(c, py):
