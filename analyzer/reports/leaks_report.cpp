@@ -141,7 +141,7 @@ class LeaksReport : public Report {
       heading = fmt::format("live at {} (after seq {})",
                             human_duration(since_start(reader, m.time_ns)), m.seq);
       verb = fmt::format("Live at {}:", human_duration(since_start(reader, m.time_ns)));
-    } else if (end.kind == "exited") {
+    } else if (exited_with_full_log(end)) {
       heading = "never freed (leaked at exit)";
       verb = "Leaked";
     } else if (end.still_running) {
@@ -215,11 +215,11 @@ class LeaksReport : public Report {
                                     plural(by_memory[i].count, "allocation", "allocations")));
     text += "\nSUMMARY: gmemhook: ";
     if (parts.empty()) {
-      text += at_end ? (end.kind == "exited" ? "nothing leaked: every allocation was freed.\n"
-                                             : "nothing was live when the log ends.\n")
+      text += at_end ? (exited_with_full_log(end) ? "nothing leaked: every allocation was freed.\n"
+                                                  : "nothing was live when the log ends.\n")
                      : "nothing was live at that moment.\n";
     } else {
-      text += (at_end && end.kind == "exited" ? "leaked " : "live: ");
+      text += (at_end && exited_with_full_log(end) ? "leaked " : "live: ");
       for (size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : "") + parts[i];
       text += ".\n";
     }

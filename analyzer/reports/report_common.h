@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/symbols/frame.h"
-#include "analyzer/output/json_writer.h"
-#include "analyzer/model/live_view.h"
 #include "analyzer/log/reader.h"
+#include "analyzer/model/live_view.h"
 #include "analyzer/model/replay.h"
+#include "analyzer/output/json_writer.h"
 #include "analyzer/reports/report.h"
+#include "analyzer/symbols/frame.h"
 #include "analyzer/symbols/stack_resolver.h"
 
 namespace gmemhook::analysis {
@@ -23,6 +23,7 @@ namespace gmemhook::analysis {
 struct ReadFacts {
   std::vector<std::string> warnings;      // torn tails, unfinished module snapshots ...
   std::optional<std::string> abrupt_end;  // abrupt_end_message(): no End record
+  std::optional<std::string> incomplete;  // incomplete_log_message(): events never written
 };
 ReadFacts read_facts(const ProcessReader& reader);
 
@@ -53,7 +54,13 @@ struct ProcessEnd {
   bool still_running = false;  // no End record and the pid is alive with the same executable
   uint64_t duration_ns = 0;    // from the process file's start to the End record or last event
   std::string text;            // "exited with status 0 after 1.06 ms", "ended abruptly ..."
+  bool incomplete = false;     // events are missing from the log (the text says how many)
 };
+// Whether what is live at the end was really never freed: the process exited and its log holds
+// every event (issue 15: an incomplete log never says "nothing leaked").
+inline bool exited_with_full_log(const ProcessEnd& e) {
+  return e.kind == "exited" && !e.incomplete;
+}
 // After the first pass (the abrupt-end text names the last record read).
 ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, const Replay& replay);
 

@@ -109,7 +109,7 @@ TEST(Codec, NoteAndEnd) {
   EXPECT_EQ(note, bytes("\x02hi"));
 
   Bytes end = encoded(format::EndPayload{format::EndHow::UnderscoreExit, -1, 10, 128, true});
-  EXPECT_EQ(end, bytes("\x02\x01\x0a\x80\x01\x01"));  // zigzag(-1) = 1
+  EXPECT_EQ(end, bytes("\x02\x01\x0a\x80\x01\x01\x00\x00\x00"));  // zigzag(-1) = 1
 
   format::EndPayload e;
   DecodeError err;
@@ -130,7 +130,7 @@ TEST(Codec, DecodeReportsTheFirstBadField) {
   DecodeError err;
   EXPECT_FALSE(format::decode(b.data(), b.size(), &e, &err));
   EXPECT_EQ(err.kind, DecodeError::Kind::Unexpected);
-  EXPECT_STREQ(err.field, "how = 1 (exit) or 2 (_exit)");
+  EXPECT_STREQ(err.field, "how = 1 (exit), 2 (_exit) or 3 (exec)");
   EXPECT_EQ(err.value, 9u);
 }
 
