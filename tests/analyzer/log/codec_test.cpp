@@ -121,6 +121,24 @@ TEST(Codec, NoteAndEnd) {
   EXPECT_TRUE(e.cuda_used);
 }
 
+// Versions 1 and 2 wrote End without the tail of what was not recorded; version 3 carries it.
+TEST(Codec, EndOfEarlierVersionsAndTheNotRecordedTail) {
+  Bytes v2 = bytes("\x01\x00\x07\x05\x01");
+  format::EndPayload e;
+  DecodeError err;
+  ASSERT_TRUE(format::decode(v2.data(), v2.size(), &e, &err));
+  EXPECT_EQ(e.last_seq, 7u);
+  EXPECT_EQ(e.not_recorded, 0u);
+
+  format::EndPayload lost{format::EndHow::Exec, 0, 100, 5, true, 60, 41, 28};
+  Bytes v3 = encoded(lost);
+  ASSERT_TRUE(format::decode(v3.data(), v3.size(), &e, &err));
+  EXPECT_EQ(e.how, format::EndHow::Exec);
+  EXPECT_EQ(e.not_recorded, 60u);
+  EXPECT_EQ(e.first_lost_seq, 41u);
+  EXPECT_EQ(e.write_error, 28u);
+}
+
 // The first bad field is the one reported, even though decoding reads on to the end.
 TEST(Codec, DecodeReportsTheFirstBadField) {
   Bytes b = encoded(format::EndPayload{format::EndHow::Exit, 0, 0, 0, false});
