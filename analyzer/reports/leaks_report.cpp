@@ -147,6 +147,9 @@ class LeaksReport : public Report {
     } else if (end.still_running) {
       heading = "live so far";
       verb = "Live so far:";
+    } else if (end.incomplete) {  // issue 15: the log stopped, the process did not die there
+      heading = "live when the log stops";
+      verb = "Live when the log stops:";
     } else {
       heading = "live at the moment it died";
       verb = "Live when it died:";

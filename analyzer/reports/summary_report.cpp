@@ -85,6 +85,7 @@ class SummaryReport : public Report {
                         plural(reader.thread_count(), "thread", "threads"), reader.info().exe);
     const char* at_end = exited_with_full_log(end) ? "leaked at exit"
                          : end.still_running       ? "live so far"
+                         : end.incomplete          ? "live when the log stops"
                                                    : "live at the moment it died";
     const size_t depth = depth_limit(options_, kTextDepth);
     // The timelines share one time axis, from the first change of any series to the end (the

@@ -24,6 +24,7 @@ TEST(IncompleteLog, ReportsSayHowManyEventsAreMissingAndNeverNothingLeaked) {
         << report << ":\n"
         << r.out;
     EXPECT_EQ(r.out.find("nothing leaked"), std::string::npos) << report << ":\n" << r.out;
+    EXPECT_EQ(r.out.find("died"), std::string::npos) << report << ":\n" << r.out;
   }
   std::filesystem::remove_all(run);
 }
