@@ -1,17 +1,80 @@
-// Reads GMEMHOOK_* variables. Runs in the library constructor, before the program's main.
+// Reads GMEMHOOK_* variables. Runs in the library constructor, before the program's main. A value
+// that makes no sense is replaced by the default and said once (issue 15); the warning waits for
+// the process's first CUDA call, so a process that never uses CUDA prints nothing (issue 10).
 #include "config.h"
+
+#include <strings.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+
+#include "text.h"
 
 namespace gmemhook {
 
 Config g_config;
 
 namespace {
-bool env_flag(const char* name) {
+FixedString<2048> g_warnings;
+
+void warn(const char* name, const char* value, const char* expected, const char* used) {
+  g_warnings.append("gmemhook: ").append(name).append("=").append(value).append(": expected ");
+  g_warnings.append(expected).append("; using ").append(used).append("\n");
+}
+
+// 1/0, true/false, yes/no, on/off. Unset or empty: `def`.
+bool env_flag(const char* name, bool def = false) {
   const char* v = getenv(name);
-  return v && *v && std::strcmp(v, "0") != 0 && std::strcmp(v, "false") != 0;
+  if (!v || !*v) return def;
+  for (const char* t : {"1", "true", "yes", "on"})
+    if (strcasecmp(v, t) == 0) return true;
+  for (const char* f : {"0", "false", "no", "off"})
+    if (strcasecmp(v, f) == 0) return false;
+  warn(name, v, "1 or 0", def ? "1" : "0");
+  return def;
+}
+
+// A whole decimal number in [lo, hi], else `def` with a warning.
+long env_number(const char* name, long lo, long hi, long def, const char* expected) {
+  const char* v = getenv(name);
+  if (!v || !*v) return def;
+  char* end = nullptr;
+  long n = strtol(v, &end, 10);
+  if (end && *end == '\0' && n >= lo && n <= hi) return n;
+  FixedString<24> used;
+  used.append_int(def);
+  warn(name, v, expected, used.c_str());
+  return def;
+}
+
+// GMEMHOOK_OUT, made absolute here and handed down: a child that changed directory must still
+// write into the same run (a relative path split runs in two).
+void load_out_dir() {
+  const char* o = getenv("GMEMHOOK_OUT");
+  if (!o || !*o) return;
+  FixedString<PATH_MAX> abs;
+  if (o[0] != '/') {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof(cwd))) {
+      warn("GMEMHOOK_OUT", o, "a directory reachable from the working directory",
+           "the working directory");
+      return;
+    }
+    abs.append(cwd).append("/");
+  }
+  abs.append(o);
+  // Trailing slashes would only double up in the paths shown to the user.
+  size_t n = abs.size();
+  while (n > 1 && abs.c_str()[n - 1] == '/') --n;
+  if (abs.truncated() || n >= sizeof(g_config.out_dir)) {
+    warn("GMEMHOOK_OUT", "...", "a path shorter than PATH_MAX", "the working directory");
+    return;
+  }
+  std::memcpy(g_config.out_dir, abs.c_str(), n);
+  g_config.out_dir[n] = '\0';
+  if (std::strcmp(g_config.out_dir, o) != 0) setenv("GMEMHOOK_OUT", g_config.out_dir, 1);
 }
 }  // namespace
 
@@ -19,16 +82,19 @@ void load_config() {
   g_config.disabled = env_flag("GMEMHOOK_DISABLE");
   g_config.free_stacks = env_flag("GMEMHOOK_FREE_STACKS");
   g_config.quiet = env_flag("GMEMHOOK_QUIET");
-  if (const char* p = getenv("GMEMHOOK_PYTHON"); p && *p)
-    g_config.python = env_flag("GMEMHOOK_PYTHON");
+  g_config.python = env_flag("GMEMHOOK_PYTHON", true);
   g_config.python_force_unsupported = env_flag("GMEMHOOK_PYTHON_FORCE_UNSUPPORTED");
-  if (const char* d = getenv("GMEMHOOK_DEPTH"); d && *d) {
-    char* end = nullptr;
-    long v = strtol(d, &end, 10);
-    if (end && *end == '\0' && v >= 0) g_config.depth = v > kMaxDepth ? kMaxDepth : static_cast<int>(v);
-  }
-  if (const char* o = getenv("GMEMHOOK_OUT"); o && *o && std::strlen(o) < sizeof(g_config.out_dir))
-    std::strcpy(g_config.out_dir, o);
+  g_config.depth = static_cast<int>(
+      env_number("GMEMHOOK_DEPTH", 0, kMaxDepth, 64, "a number of frames from 0 to 256"));
+  g_config.test_disk_full_after =
+      env_number("GMEMHOOK_TEST_DISK_FULL_AFTER", -1, 1L << 30, -1, "a number of chunks");
+  load_out_dir();
+}
+
+void print_config_warnings() {
+  if (g_warnings.size() == 0) return;
+  write_stderr(g_warnings.c_str(), g_warnings.size());
+  g_warnings.clear();
 }
 
 }  // namespace gmemhook

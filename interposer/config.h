@@ -6,15 +6,18 @@
 namespace gmemhook {
 
 struct Config {
-  bool disabled = false;      // GMEMHOOK_DISABLE=1: pass every call through, record nothing
-  int depth = 64;             // GMEMHOOK_DEPTH: native frames per stack (0 = no stacks)
-  bool free_stacks = false;   // GMEMHOOK_FREE_STACKS=1: also unwind on frees/unmaps/releases
-  bool quiet = false;         // GMEMHOOK_QUIET=1: no summary line on stderr at exit
-  bool python = true;         // GMEMHOOK_PYTHON=0: no Python frames in stacks
+  bool disabled = false;     // GMEMHOOK_DISABLE=1: pass every call through, record nothing
+  int depth = 64;            // GMEMHOOK_DEPTH: native frames per stack (0 = no stacks)
+  bool free_stacks = false;  // GMEMHOOK_FREE_STACKS=1: also unwind on frees/unmaps/releases
+  bool quiet = false;        // GMEMHOOK_QUIET=1: no summary line on stderr at exit
+  bool python = true;        // GMEMHOOK_PYTHON=0: no Python frames in stacks
   // GMEMHOOK_PYTHON_FORCE_UNSUPPORTED=1: treat a supported interpreter as unsupported (tests the
   // native-only fallback and its note on any machine).
   bool python_force_unsupported = false;
   char out_dir[PATH_MAX] = {};  // GMEMHOOK_OUT: run directory; empty = the working directory
+  // GMEMHOOK_TEST_DISK_FULL_AFTER=N: the log writer acts as if the disk filled up after N chunks
+  // of this process (tests the write-failure path where no small file system can be mounted).
+  long test_disk_full_after = -1;
 };
 
 inline constexpr int kMaxDepth = 256;
@@ -22,5 +25,7 @@ inline constexpr int kMaxDepth = 256;
 // Filled by load_config() before any hook records; read-only afterwards.
 extern Config g_config;
 void load_config();
+// Prints what load_config() found wrong with the environment, once; malloc-free.
+void print_config_warnings();
 
 }  // namespace gmemhook

@@ -1,5 +1,7 @@
 // Start-up (library constructor), fork children, and the end record at exit — including
 // os._exit(), which skips exit handlers and so is hooked directly.
+#include "lifecycle.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -7,11 +9,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 
 #include "config.h"
-#include "lifecycle.h"
 #include "process_log.h"
 #include "python_frames.h"
+#include "record_loss.h"
 #include "recorder.h"
 #include "text.h"
 #include "unwinder.h"
@@ -33,6 +36,13 @@ void print_summary() {
   if (t.failed) m.append(", ").append_uint(t.failed).append(" failed allocations");
   if (t.blocks) m.append(", ").append_uint(t.blocks).append(" PyTorch blocks");
   m.append(" recorded in ").append(process_dir_for_display());
+  if (LossReport loss = loss_report(); loss.not_recorded) {
+    // Said on the same line: a reader of the summary must not take the counts as complete.
+    m.append("; log incomplete: ").append_uint(loss.not_recorded);
+    m.append(" events not recorded from event ").append_uint(loss.first_seq).append(" on (");
+    const char* name = strerrorname_np(loss.error);
+    m.append(name ? name : "write failed").append(")");
+  }
   m.append(" (run: gmemhook summary ").append(process_dir_for_display()).append(")\n");
   write_stderr(m.c_str(), m.size());
 }
@@ -46,8 +56,17 @@ void finish(fmt::EndHow how, int status) {
   // Only once, and only in the process that owns the log: a vfork child shares our memory and
   // must not mark the parent's log as ended.
   if (!owns_process_log() || g_ended.exchange(true)) return;
-  write_end_record(how, status, totals().cuda_used);
+  write_end_record(how, status, totals().cuda_used, loss_report());
   print_summary();
+}
+
+void before_exec() {
+  if (recording_enabled()) finish(fmt::EndHow::Exec, 0);
+}
+
+// The reader keeps the last End record, so the one written at the real exit replaces this one.
+void exec_failed() {
+  if (owns_process_log()) g_ended.store(false);
 }
 
 namespace {
@@ -65,11 +84,11 @@ __attribute__((constructor)) void start() {
   init_resolvers();
   // Through the trampoline with RTLD_NEXT: glibc's _exit, the definition after ours.
   g_real_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
+  init_exec_hooks();
   if (g_config.disabled) return;
   init_unwinder();
   init_recorder();
-  if (!open_process_log(true)) return;
-  refresh_modules_if_changed();
+  // No directory yet: it is made at the first CUDA call (process_log.h, ensure_process_log).
   init_python_frames();
   pthread_atfork(nullptr, nullptr, fork_child);
   on_exit(at_exit, nullptr);
@@ -84,13 +103,13 @@ bool recording_enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
 // _exit() skips atexit/on_exit handlers (Python's os._exit uses it): record the end, then exit.
 // _Exit is the C99 name of the same call.
-#define GMEMHOOK_DEFINE_EXIT(NAME)                                                            \
-  extern "C" __attribute__((visibility("default"), noreturn)) void NAME(int status) {         \
-    if (gmemhook::recording_enabled())                                                        \
-      gmemhook::finish(gmemhook::format::EndHow::UnderscoreExit, status);                     \
-    if (gmemhook::g_real_exit) gmemhook::g_real_exit(status);                                 \
-    syscall(SYS_exit_group, status);                                                          \
-    __builtin_unreachable();                                                                  \
+#define GMEMHOOK_DEFINE_EXIT(NAME)                                                    \
+  extern "C" __attribute__((visibility("default"), noreturn)) void NAME(int status) { \
+    if (gmemhook::recording_enabled())                                                \
+      gmemhook::finish(gmemhook::format::EndHow::UnderscoreExit, status);             \
+    if (gmemhook::g_real_exit) gmemhook::g_real_exit(status);                         \
+    syscall(SYS_exit_group, status);                                                  \
+    __builtin_unreachable();                                                          \
   }
 GMEMHOOK_DEFINE_EXIT(_exit)
 GMEMHOOK_DEFINE_EXIT(_Exit)

@@ -6,10 +6,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 
+#include "config.h"
 #include "text.h"
 
 namespace gmemhook {
@@ -24,20 +26,36 @@ inline void commit_header(uint8_t* at, uint16_t header) {
   asm volatile("" ::: "memory");
   std::memcpy(at, &header, sizeof(header));
 }
+
+// GMEMHOOK_TEST_DISK_FULL_AFTER (config.h): counts chunk mappings process-wide.
+std::atomic<long> g_chunks_mapped{0};
+bool test_disk_full() {
+  if (g_config.test_disk_full_after < 0) return false;
+  return g_chunks_mapped.fetch_add(1, std::memory_order_relaxed) >= g_config.test_disk_full_after;
+}
 }  // namespace
 
 bool LogFile::create(const char* dir, const char* name, format::FileKind kind, uint64_t tid,
                      uint32_t chunk_size, uint64_t start_monotonic_ns) {
   FixedString<PATH_MAX> p;
   p.append(dir).append("/").append(name);
-  if (p.truncated()) return false;
+  if (p.truncated()) {
+    error_ = ENAMETOOLONG;
+    return false;
+  }
   std::memcpy(path_, p.c_str(), p.size() + 1);
   chunk_size_ = chunk_size;
 
   int fd = open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
+  if (fd < 0) {
+    error_ = errno;
+    return false;
+  }
   ::close(fd);
-  if (!map_chunk(0)) return false;
+  if (!map_chunk(0)) {
+    unlink(path_);  // an empty file would only read as a thread that recorded nothing
+    return false;
+  }
 
   format::FileHeader h{};
   std::memcpy(h.magic, format::kMagic, sizeof(h.magic));
@@ -57,15 +75,24 @@ bool LogFile::create(const char* dir, const char* name, format::FileKind kind, u
 
 bool LogFile::map_chunk(uint64_t index) {
   int fd = open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) {
+    error_ = errno;
+    return false;
+  }
   off_t offset = static_cast<off_t>(index * chunk_size_);
   // Reserve real blocks before touching the mapping: writing into a hole on a full disk would
   // raise SIGBUS in the traced program.
-  int err = posix_fallocate(fd, offset, chunk_size_);
+  int err = test_disk_full() ? ENOSPC : posix_fallocate(fd, offset, chunk_size_);
   void* m = MAP_FAILED;
-  if (err == 0) m = mmap(nullptr, chunk_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+  if (err == 0) {
+    m = mmap(nullptr, chunk_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+    if (m == MAP_FAILED) err = errno;
+  }
   ::close(fd);
-  if (m == MAP_FAILED) return false;
+  if (m == MAP_FAILED) {
+    error_ = err;
+    return false;
+  }
   chunk_ = static_cast<uint8_t*>(m);
   chunk_index_ = index;
   pos_ = 0;

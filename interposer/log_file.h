@@ -13,7 +13,8 @@ namespace gmemhook {
 class LogFile {
  public:
   // Creates `dir/name` exclusively (0600, never through a symlink) and writes its header.
-  // Returns false (and leaves the object unusable) when the file can't be created.
+  // Returns false (and leaves the object unusable) when the file can't be created; error() then
+  // says why (EEXIST only when the name was taken), and no empty file is left behind.
   bool create(const char* dir, const char* name, format::FileKind kind, uint64_t tid,
               uint32_t chunk_size, uint64_t start_monotonic_ns);
 
@@ -39,6 +40,9 @@ class LogFile {
 
   bool alive() const { return chunk_ != nullptr; }
   const char* path() const { return path_; }
+  // The errno of the failure that made the log unusable (0 while none). posix_fallocate returns
+  // its error rather than setting errno, so errno itself can't be trusted after a failure.
+  int error() const { return error_; }
 
  private:
   // Makes room for a record with an n-byte payload at pos_, ending the chunk first if it can't
@@ -57,6 +61,7 @@ class LogFile {
   uint64_t chunk_index_ = 0;
   size_t pos_ = 0;  // offset of the next record inside the current chunk
   uint32_t chunk_size_ = 0;
+  int error_ = 0;
 };
 
 }  // namespace gmemhook

@@ -42,6 +42,9 @@ struct ProcessState {
 };
 
 ProcessState g_process;
+// ensure_process_log(): not tried, being opened, open, failed.
+enum OpenState : int { kNotOpened, kOpening, kOpen, kFailed };
+std::atomic<int> g_open_state{kNotOpened};
 std::atomic<uint64_t> g_seq{0};
 std::atomic<uint64_t> g_fork_generation{0};
 uint64_t g_start_ns = 0;
@@ -82,6 +85,18 @@ bool make_dirs(const char* path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// Why the run directory is unsafe to create files in, or nullptr (issue 15, like ssh refusing
+// key files others can write): another user who can rename entries there could swap our
+// directory for a symlink and have us write wherever it points.
+const char* unsafe_parent(const char* path) {
+  struct stat st {};
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return "not a directory";
+  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+    return "writable by other users without the sticky bit";
+  if (st.st_uid != geteuid() && st.st_uid != 0) return "owned by another user";
+  return nullptr;
+}
+
 void read_exe(char* out, size_t cap) {
   ssize_t n = readlink("/proc/self/exe", out, cap - 1);
   out[n > 0 ? n : 0] = '\0';
@@ -95,7 +110,8 @@ const char* base_name(const char* path) {
 void warn(const char* what, const char* path, int err) {
   FixedString<PATH_MAX + 256> m;
   m.append("gmemhook: ").append(what).append(" ").append(path).append(": ");
-  m.append(strerror(err)).append("; GPU allocations of this process are not recorded\n");
+  append_errno(m, err);
+  m.append("; GPU allocations of this process are not recorded\n");
   write_stderr(m.c_str(), m.size());
 }
 
@@ -168,6 +184,15 @@ bool open_process_log(bool warn_on_failure) {
     display.append("./");
     leaf.append("gmemhook.");
   }
+  if (const char* why = unsafe_parent(parent.c_str())) {
+    if (warn_on_failure) {
+      FixedString<PATH_MAX + 256> m;
+      m.append("gmemhook: refusing to write into ").append(parent.c_str()).append(": ");
+      m.append(why).append("; GPU allocations of this process are not recorded\n");
+      write_stderr(m.c_str(), m.size());
+    }
+    return false;
+  }
   leaf.append(g_process.exe[0] ? base_name(g_process.exe) : "unknown").append(".");
   leaf.append_uint(static_cast<uint64_t>(g_process.pid));
 
@@ -197,7 +222,8 @@ bool open_process_log(bool warn_on_failure) {
 
   if (!g_process.file.create(g_process.dir, fmt::kProcessFileName, fmt::FileKind::Process, 0,
                              kProcessChunk, g_start_ns)) {
-    if (warn_on_failure) warn("cannot write", g_process.dir, errno ? errno : EIO);
+    if (warn_on_failure) warn("cannot write", g_process.dir, g_process.file.error());
+    rmdir(g_process.dir);  // nothing in it: it would only read as a process that left no log
     return false;
   }
   {
@@ -206,6 +232,22 @@ bool open_process_log(bool warn_on_failure) {
   }
   g_process.ready.store(true, std::memory_order_release);
   return true;
+}
+
+bool ensure_process_log() {
+  int state = g_open_state.load(std::memory_order_acquire);
+  if (state == kOpen) return true;
+  if (state == kFailed) return false;
+  if (state == kNotOpened && g_open_state.compare_exchange_strong(state, kOpening)) {
+    print_config_warnings();
+    bool ok = open_process_log(true);
+    g_open_state.store(ok ? kOpen : kFailed, std::memory_order_release);
+    if (ok) refresh_modules_if_changed();
+    return ok;
+  }
+  // Another thread is opening it: only the first CUDA call of a process can wait here.
+  while ((state = g_open_state.load(std::memory_order_acquire)) == kOpening) usleep(50);
+  return state == kOpen;
 }
 
 bool process_log_ready() { return g_process.ready.load(std::memory_order_acquire); }
@@ -223,6 +265,7 @@ void on_fork_child() {
   // directory lazily, at its first CUDA call (a child that only execs never needs one).
   g_process_lock.clear();
   g_process.ready.store(false, std::memory_order_relaxed);
+  g_open_state.store(kNotOpened, std::memory_order_relaxed);
   g_process.file = LogFile{};  // the parent's mapping is left alone: it is shared with the parent
   g_process.modules_written = LoadCounters{~0ull, ~0ull};
   g_seq.store(0, std::memory_order_relaxed);
@@ -245,12 +288,13 @@ void write_process_note(const char* text) {
   write_note_locked(text);
 }
 
-void write_end_record(fmt::EndHow how, int status, bool cuda_used) {
+void write_end_record(fmt::EndHow how, int status, bool cuda_used, const LossReport& loss) {
   if (!process_log_ready() || getpid() != g_process.pid) return;
   ProcessLock lock;
   if (!cuda_used) write_note_locked("CUDA was never used: no allocation entry point was called");
-  g_process.file.append(
-      fmt::EndPayload{how, status, last_seq(), monotonic_ns() - g_start_ns, cuda_used});
+  g_process.file.append(fmt::EndPayload{how, status, last_seq(), monotonic_ns() - g_start_ns,
+                                        cuda_used, loss.not_recorded, loss.first_seq,
+                                        static_cast<uint64_t>(loss.error)});
 }
 
 }  // namespace gmemhook

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "gmemhook/format.h"
+#include "record_loss.h"
 
 namespace gmemhook {
 
@@ -12,6 +13,11 @@ namespace gmemhook {
 // and the first module snapshot. On failure prints one warning (if `warn`) and returns false:
 // the program then runs on untouched and nothing is recorded. Malloc-free (fork children).
 bool open_process_log(bool warn);
+
+// Opens the log at the process's first CUDA call (issue 10: a process that never uses CUDA leaves
+// no directory), once: concurrent first calls wait for the one opening it, a failure is warned
+// about once and never retried. True when the log is usable.
+bool ensure_process_log();
 
 // Whether this process (this pid) has a usable log; false before open or after failure.
 bool process_log_ready();
@@ -32,7 +38,7 @@ void on_fork_child();
 void refresh_modules_if_changed();
 
 void write_process_note(const char* text);
-void write_end_record(format::EndHow how, int status, bool cuda_used);
+void write_end_record(format::EndHow how, int status, bool cuda_used, const LossReport& loss);
 
 uint64_t monotonic_ns();
 

@@ -14,6 +14,7 @@
 #include "process_log.h"
 #include "python_frames.h"
 #include "real_symbols.h"
+#include "record_loss.h"
 #include "stack_table.h"
 #include "text.h"
 #include "unwinder.h"
@@ -59,8 +60,17 @@ void thread_finished(void* p) {
   // The ThreadLog itself stays in the registry so its counts reach the exit summary.
 }
 
+// Why the calling thread has no log, for the loss warning: its file could not be created.
+__attribute__((tls_model("initial-exec"))) thread_local int t_create_error = 0;
+
 ThreadLog* create_thread_log() {
-  if (!process_log_ready() && !open_process_log(false)) return nullptr;
+  // After a failed write the disk is full or the directory unusable: trying again on every CUDA
+  // call is what made a full disk cost seconds (issue 15).
+  if (recording_broken()) return nullptr;
+  if (!ensure_process_log()) {
+    t_create_error = EIO;
+    return nullptr;
+  }
   void* m =
       mmap(nullptr, sizeof(ThreadLog), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return nullptr;
@@ -78,9 +88,11 @@ ThreadLog* create_thread_log() {
     if (log->file.create(process_dir(), name.c_str(), fmt::FileKind::Thread, tid, kThreadChunk,
                          start))
       break;
-    if (errno != EEXIST) break;
+    if (log->file.error() != EEXIST) break;
+    log->file = LogFile{};
   }
   if (!log->file.alive()) {
+    t_create_error = log->file.error();
     munmap(m, sizeof(ThreadLog));
     return nullptr;
   }
@@ -185,7 +197,15 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
                   EventClock clock) {
   g_cuda_used.store(true, std::memory_order_relaxed);
   ThreadLog* log = thread_log();
-  if (!log || !log->file.alive()) return;
+  if (!log || !log->file.alive()) {
+    // Still take a sequence number: the gap it leaves is what tells a reader events are missing.
+    if (clock.seq == 0) clock.seq = next_seq();
+    // Without a process log there is nowhere to say it: opening it already warned.
+    if (process_log_ready())
+      note_not_recorded(clock.seq, log ? log->file.path() : process_dir(),
+                        log ? log->file.error() : t_create_error);
+    return;
+  }
 
   bool releases = is_release_kind(kind);
   bool graph = is_graph_kind(kind);
@@ -204,7 +224,10 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   ev.f = f;
   uint8_t buf[fmt::kMaxEventPayload];
   size_t n = fmt::encode_event(buf, ev, log->deltas);
-  log->file.append(fmt::RecordType::Event, buf, n);
+  if (!log->file.append(fmt::RecordType::Event, buf, n)) {
+    note_not_recorded(ev.seq, log->file.path(), log->file.error());
+    return;
+  }
 
   if (result != 0 && !releases && !graph)
     log->failed.fetch_add(1, std::memory_order_relaxed);
@@ -232,6 +255,7 @@ Totals totals() {
 void init_recorder() { g_key_ok = pthread_key_create(&g_thread_key, thread_finished) == 0; }
 
 void recorder_fork_child() {
+  loss_fork_child();
   g_registry.store(nullptr, std::memory_order_relaxed);
   g_cuda_used.store(false, std::memory_order_relaxed);
 }

@@ -53,6 +53,16 @@ class FixedString {
   bool truncated_ = false;
 };
 
+// Appends "No space left on device (ENOSPC)": strerrordesc_np never translates, so never
+// allocates (strerror may, through gettext).
+template <size_t N>
+void append_errno(FixedString<N>& m, int error) {
+  const char* desc = strerrordesc_np(error);
+  const char* name = strerrorname_np(error);
+  m.append(desc ? desc : "unknown error");
+  if (name) m.append(" (").append(name).append(")");
+}
+
 // Writes a message to stderr with write(2): safe in hooks, fork children and exit handlers.
 void write_stderr(const char* s, size_t n);
 inline void write_stderr(const char* s) { write_stderr(s, std::strlen(s)); }

@@ -1,7 +1,9 @@
 // ProcessReader: opening a process's logs and merging its thread files by sequence number.
 #include "analyzer/log/reader.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <queue>
 
 namespace gmemhook::analysis {
@@ -45,6 +47,7 @@ std::span<const uint64_t> ProcessReader::stack(size_t thread_index, uint32_t sta
 void ProcessReader::read_events(EventVisitor& v) {
   events_read_ = 0;
   last_seq_ = 0;
+  first_gap_after_.reset();
   pass_warnings_.clear();
 
   // Min-heap of (current seq, thread index): each file contributes its next unread event.
@@ -79,6 +82,7 @@ void ProcessReader::read_events(EventVisitor& v) {
       throw ReadError(t.name(), t.current_offset(),
                       "event record: expected a sequence number no other thread file uses, seq " +
                           std::to_string(ev.seq) + " also appears in " + previous->name());
+    if (ev.seq != last_seq_ + 1 && !first_gap_after_) first_gap_after_ = last_seq_;
     t.deliver_pending(v);
     v.on_event(ev, t);
     ++events_read_;
@@ -117,6 +121,36 @@ std::optional<std::string> abrupt_end_message(const ProcessReader& r) {
     return "process " + pid + " ended abruptly before recording any event (killed or crashed)";
   return "process " + pid + " ended abruptly after record " + std::to_string(r.last_seq()) +
          " (killed or crashed)";
+}
+
+std::optional<MissingEvents> missing_events(const ProcessReader& r) {
+  MissingEvents m;
+  const auto& end = r.end();
+  const uint64_t handed_out = end ? std::max(end->last_seq, r.last_seq()) : r.last_seq();
+  uint64_t holes = handed_out > r.events_read() ? handed_out - r.events_read() : 0;
+  // Without an End record the process was killed: each thread may have taken a seq and died
+  // before committing its event. That is not a failure of the log.
+  if (!end) holes = holes > r.thread_count() ? holes - r.thread_count() : 0;
+  m.count = std::max<uint64_t>(holes, end ? end->not_recorded : 0);
+  if (m.count == 0) return std::nullopt;
+  m.after_seq = r.first_gap_after().value_or(r.last_seq());
+  if (end && end->not_recorded && end->first_lost_seq)
+    m.after_seq = std::min(m.after_seq, end->first_lost_seq - 1);
+  if (end) m.write_error = static_cast<int>(end->write_error);
+  return m;
+}
+
+std::optional<std::string> incomplete_log_message(const ProcessReader& r) {
+  auto m = missing_events(r);
+  if (!m) return std::nullopt;
+  std::string text = "log incomplete: \u2265 " + std::to_string(m->count) + " event" +
+                     (m->count == 1 ? "" : "s") + " not recorded after event " +
+                     std::to_string(m->after_seq);
+  if (m->write_error) {
+    const char* desc = strerrordesc_np(m->write_error);
+    text += std::string(" (the recorder could not write: ") + (desc ? desc : "unknown error") + ")";
+  }
+  return text;
 }
 
 }  // namespace gmemhook::analysis

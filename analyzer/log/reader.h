@@ -55,6 +55,9 @@ class ProcessReader {
   // After a pass: events delivered and the highest seq seen (0 when none).
   uint64_t events_read() const { return events_read_; }
   uint64_t last_seq() const { return last_seq_; }
+  // After a pass: the seq of the last event before the first missing sequence number (every
+  // event takes one, so a hole is an event that was never written), or nullopt when none is.
+  std::optional<uint64_t> first_gap_after() const { return first_gap_after_; }
 
   // What was cut short but still used: truncated tails, unfinished snapshots, empty thread
   // files. Pass-time warnings are refreshed by each pass.
@@ -71,10 +74,25 @@ class ProcessReader {
   std::vector<ReadWarning> pass_warnings_;
   uint64_t events_read_ = 0;
   uint64_t last_seq_ = 0;
+  std::optional<uint64_t> first_gap_after_;
 };
 
 // "process 48213 ended abruptly after record 17 (killed or crashed)" when the process file has
 // no End record; nullopt when it has one. Meaningful after a pass.
 std::optional<std::string> abrupt_end_message(const ProcessReader& r);
+
+// Events the log lacks: sequence numbers handed out (up to the End record's, or the last event's
+// when there is none) that no thread file holds, and what the recorder itself counted as not
+// written. A killed process may leave one event per thread half-written: those are not counted.
+// Meaningful after a pass.
+struct MissingEvents {
+  uint64_t count = 0;      // at least this many
+  uint64_t after_seq = 0;  // the last event recorded before the first missing one
+  int write_error = 0;     // errno the recorder reported, 0 when unknown
+};
+std::optional<MissingEvents> missing_events(const ProcessReader& r);
+// "log incomplete: ≥ 1234 events not recorded after event 95182 (the recorder could not write:
+// No space left on device)", or nullopt for a complete log.
+std::optional<std::string> incomplete_log_message(const ProcessReader& r);
 
 }  // namespace gmemhook::analysis

@@ -153,12 +153,15 @@ class LeaksReport : public Report {
       heading = fmt::format("live at {} (after seq {})",
                             human_duration(since_start(reader, m.time_ns)), m.seq);
       verb = fmt::format("Live at {}:", human_duration(since_start(reader, m.time_ns)));
-    } else if (end.kind == EndKind::Exited) {
+    } else if (exited_with_full_log(end)) {
       heading = "never freed (leaked at exit)";
       verb = "Leaked";
     } else if (end.still_running) {
       heading = "live so far";
       verb = "Live so far:";
+    } else if (end.incomplete) {  // issue 15: the log stopped, the process did not die there
+      heading = "live when the log stops";
+      verb = "Live when the log stops:";
     } else {
       heading = "live at the moment it died";
       verb = "Live when it died:";
@@ -243,11 +246,11 @@ class LeaksReport : public Report {
                                     plural(by_memory[i].count, "allocation", "allocations")));
     text += "\nSUMMARY: gmemhook: ";
     if (parts.empty()) {
-      text += at_end ? (end.kind == EndKind::Exited ? "nothing leaked: every allocation was freed"
-                                                    : "nothing was live when the log ends")
+      text += at_end ? (exited_with_full_log(end) ? "nothing leaked: every allocation was freed"
+                                                  : "nothing was live when the log ends")
                      : "nothing was live at that moment";
     } else {
-      text += (at_end && end.kind == EndKind::Exited ? "leaked " : "live: ");
+      text += (at_end && exited_with_full_log(end) ? "leaked " : "live: ");
       for (size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : "") + parts[i];
     }
     if (cached_bytes)

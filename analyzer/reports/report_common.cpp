@@ -63,10 +63,14 @@ ReadFacts read_facts(const ProcessReader& reader, const Replay& replay) {
       f.devices.push_back(s.key.device);
   for (const ReadWarning& w : reader.warnings()) f.warnings.push_back(w.to_string());
   f.abrupt_end = abrupt_end_message(reader);
+  f.incomplete = incomplete_log_message(reader);
   return f;
 }
 
-ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, const Replay& replay) {
+namespace {
+// What the End record (or its absence) says.
+ProcessEnd process_end_of_log(const ProcessReader& reader, const ReadFacts& facts,
+                              const Replay& replay) {
   ProcessEnd e;
   if (const auto& end = reader.end()) {
     e.kind = EndKind::Exited;
@@ -75,6 +79,9 @@ ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, cons
     e.text = fmt::format("exited with status {}{} after {}", end->status,
                          end->how == format::EndHow::UnderscoreExit ? " (_exit)" : "",
                          human_duration(end->time_delta_ns));
+    // Issue 10: the image was replaced, not killed; its memory went with it, as at an exit.
+    if (end->how == format::EndHow::Exec)
+      e.text = "replaced by exec after " + human_duration(end->time_delta_ns);
     return e;
   }
   e.duration_ns = replay.events() ? since_start(reader, replay.last_time_ns()) : 0;
@@ -87,6 +94,16 @@ ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, cons
     e.text = facts.abrupt_end.value_or("ended abruptly (killed or crashed)");
     const std::string prefix = "process " + std::to_string(reader.info().pid) + " ";
     if (e.text.starts_with(prefix)) e.text = e.text.substr(prefix.size());
+  }
+  return e;
+}
+}  // namespace
+
+ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, const Replay& replay) {
+  ProcessEnd e = process_end_of_log(reader, facts, replay);
+  if (facts.incomplete) {
+    e.incomplete = true;
+    e.text += "; " + *facts.incomplete;
   }
   return e;
 }
@@ -139,6 +156,7 @@ void write_warnings(JsonWriter& json, const ReadFacts& facts, const StackResolve
   json.key("warnings");
   json.begin_array();
   if (facts.abrupt_end) json.value(*facts.abrupt_end);
+  if (facts.incomplete) json.value(*facts.incomplete);
   for (const std::string& w : facts.warnings) json.value(w);
   for (const std::string& w : stacks.warnings()) json.value(w);
   json.end_array();

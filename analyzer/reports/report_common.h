@@ -26,6 +26,7 @@ struct ReadFacts {
   std::vector<std::string> warnings;      // torn tails, unfinished module snapshots ...
   std::optional<std::string> abrupt_end;  // abrupt_end_message(): no End record
   std::vector<int32_t> devices;           // the devices the replay saw memory of, for --device
+  std::optional<std::string> incomplete;  // incomplete_log_message(): events never written
 };
 ReadFacts read_facts(const ProcessReader& reader, const Replay& replay);
 
@@ -59,7 +60,13 @@ struct ProcessEnd {
   bool still_running = false;  // no End record and the pid is alive with the same executable
   uint64_t duration_ns = 0;    // from the process file's start to the End record or last event
   std::string text;            // "exited with status 0 after 1.06 ms", "ended abruptly ..."
+  bool incomplete = false;     // events are missing from the log (the text says how many)
 };
+// Whether what is live at the end was really never freed: the process exited and its log holds
+// every event (issue 15: an incomplete log never says "nothing leaked").
+inline bool exited_with_full_log(const ProcessEnd& e) {
+  return e.kind == "exited" && !e.incomplete;
+}
 // After the first pass (the abrupt-end text names the last record read).
 ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, const Replay& replay);
 

@@ -110,9 +110,10 @@ class SummaryReport : public Report {
     text += fmt::format("{}: {}\n", process_title(reader), end.text);
     text += fmt::format("  {}, {}; {}\n", plural(replay.events(), "event", "events"),
                         plural(reader.thread_count(), "thread", "threads"), reader.info().exe);
-    const char* at_end = end.kind == EndKind::Exited ? "leaked at exit"
-                         : end.still_running         ? "live so far"
-                                                     : "live at the moment it died";
+    const char* at_end = exited_with_full_log(end) ? "leaked at exit"
+                         : end.still_running       ? "live so far"
+                         : end.incomplete          ? "live when the log stops"
+                                                   : "live at the moment it died";
     const StackStyle style = stack_style(options_, kTextDepth);
     // The timelines share one time axis, from the first change of any series to the end (the
     // time before the first CUDA call is usually start-up, and only flattens the picture).

@@ -318,6 +318,9 @@ class FieldReader {
     return ok();
   }
   bool ok() const { return error_.kind == DecodeError::Kind::None; }
+  // Whether every byte was read: fields added to a record by a later version are read only when
+  // present.
+  bool at_end() const { return in_.at_end(); }
 
  private:
   void missing(const char* field, DecodeError::Shape shape) {
@@ -577,6 +580,10 @@ struct EndPayload {
   uint64_t last_seq = 0;
   uint64_t time_delta_ns = 0;  // since the process file's start
   bool cuda_used = false;
+  // Version 3: what the recorder could not write (format.h).
+  uint64_t not_recorded = 0;
+  uint64_t first_lost_seq = 0;
+  uint64_t write_error = 0;
 };
 
 template <class Out>
@@ -586,14 +593,16 @@ void encode_fields(Out& w, const EndPayload& e) {
   w.varint(e.last_seq);
   w.varint(e.time_delta_ns);
   w.u8(e.cuda_used ? 1 : 0);
+  w.varint(e.not_recorded);
+  w.varint(e.first_lost_seq);
+  w.varint(e.write_error);
 }
 
 inline bool decode(const uint8_t* p, size_t n, EndPayload* e, DecodeError* err) {
   FieldReader in(p, n);
   uint8_t how = in.u8("how");
-  in.expect(how == static_cast<uint8_t>(EndHow::Exit) ||
-                how == static_cast<uint8_t>(EndHow::UnderscoreExit),
-            "how = 1 (exit) or 2 (_exit)", how);
+  in.expect(how >= static_cast<uint8_t>(EndHow::Exit) && how <= static_cast<uint8_t>(EndHow::Exec),
+            "how = 1 (exit), 2 (_exit) or 3 (exec)", how);
   e->how = static_cast<EndHow>(how);
   e->status = in.zigzag("status");
   e->last_seq = in.varint("seq");
@@ -601,6 +610,11 @@ inline bool decode(const uint8_t* p, size_t n, EndPayload* e, DecodeError* err) 
   uint8_t used = in.u8("cuda_used");
   in.expect(used <= 1, "cuda_used = 0 or 1", used);
   e->cuda_used = used == 1;
+  if (!in.at_end()) {  // version 3
+    e->not_recorded = in.varint("not_recorded");
+    e->first_lost_seq = in.varint("first_lost");
+    e->write_error = in.varint("error");
+  }
   return in.finish(err);
 }
 

@@ -28,8 +28,10 @@ namespace gmemhook::format {
 
 inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
 // Version 2: the event's field mask is a varint with renumbered bits, allocator totals and a
-// free marker (see "Event payload"). Readers still accept version 1.
-inline constexpr uint16_t kFormatVersion = 2;
+// free marker (see "Event payload"). Version 3: the End record says how many events the recorder
+// could not write and why, and an image replaced by exec ends with how = Exec. Readers still
+// accept versions 1 and 2 (their End records simply lack the tail).
+inline constexpr uint16_t kFormatVersion = 3;
 inline constexpr uint16_t kOldestReadableVersion = 1;
 inline constexpr const char* kProcessFileName = "process.gmh";
 inline constexpr const char* kThreadFilePrefix = "thread.";
@@ -73,7 +75,7 @@ static_assert(sizeof(FileHeader) == 64);
 enum class RecordType : uint8_t {
   // Small records.
   Event = 0x01,     // thread files
-  End = 0x02,       // process file: the process ended through exit()/_exit()
+  End = 0x02,       // process file: the process ended through exit()/_exit()/exec
   ModulesBegin = 0x03,  // process file: a new snapshot of loaded objects follows
   ChunkEnd = 0x7f,  // rest of this chunk is unused; continue at the next chunk boundary
   // Big records.
@@ -260,8 +262,14 @@ inline constexpr uint16_t fields_from_version1(uint8_t mask) {
 //   varint  seq          last sequence number handed out
 //   varint  time_delta   ns since the process file's start
 //   u8      cuda_used    1 if any CUDA allocation entry point was called
+//   From version 3 on (absent before):
+//   varint  not_recorded events that took a sequence number but could not be written (a write
+//                        failed: disk full, quota ...); 0 for a complete log
+//   varint  first_lost   sequence number of the first of them (0 when none)
+//   varint  error        errno of the write failure that stopped recording (0 when none)
 // ---------------------------------------------------------------------------------------------
-enum class EndHow : uint8_t { Exit = 1, UnderscoreExit = 2 };
+// Exec: the image was replaced by exec; the new image, if it uses CUDA, has its own directory.
+enum class EndHow : uint8_t { Exit = 1, UnderscoreExit = 2, Exec = 3 };
 
 // Memory a record refers to. Pinned host memory and managed memory are kept apart from device
 // memory in every report.

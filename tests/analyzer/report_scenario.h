@@ -52,6 +52,8 @@ class Scenario {
   void map(uint64_t tid, uint64_t address, uint64_t size, uint64_t handle);
   void unmap(uint64_t tid, uint64_t address, uint64_t size);
 
+  // Hands out `n` sequence numbers no file records: events the recorder could not write.
+  void skip_events(uint64_t n) { seq_ += n; }
   uint64_t last_seq() const { return seq_; }
   // The logs, with an End record (exit status `status`) or without one (killed).
   ProcessLogs build(bool with_end, int64_t status = 0) const;

@@ -212,13 +212,7 @@ TEST_F(TorchBlocks, CpuOnlyProcessRecordsNothing) {
   ASSERT_TRUE(r.exited(0)) << r.err;
   EXPECT_EQ(r.out, "received 20\n") << "every CPU report forwarded";
   EXPECT_EQ(r.err, "") << "no summary line: CUDA was never used";
-  auto dirs = process_dirs(out);
-  ASSERT_EQ(dirs.size(), 1u);
-  LoggedProcess p = read_process(dirs[0]);
-  EXPECT_EQ(p.thread_files, 0u);
-  EXPECT_TRUE(p.events.empty());
-  ASSERT_TRUE(p.end.has_value());
-  EXPECT_FALSE(p.end->cuda_used);
+  EXPECT_TRUE(fs::is_empty(out)) << "no directory: CUDA was never used (issue 10)";
 }
 
 // Without PyTorch the symbol has no definition behind ours: calls do nothing and never crash.
@@ -227,9 +221,7 @@ TEST_F(TorchBlocks, NoNextDefinitionIsANoOp) {
   RunResult r = run(blocks_command("no-next"), traced_env(out));
   ASSERT_TRUE(r.exited(0)) << r.err;
   EXPECT_EQ(r.out, "called\n") << "the hook defines the symbol";
-  auto dirs = process_dirs(out);
-  ASSERT_EQ(dirs.size(), 1u);
-  EXPECT_TRUE(read_process(dirs[0]).events.empty());
+  EXPECT_TRUE(fs::is_empty(out)) << "nothing recorded, so no directory";
   RunResult plain =
       run(blocks_command("no-next"), {{"LD_LIBRARY_PATH", GMEMHOOK_TEST_FAKECUDA_DIR}});
   EXPECT_EQ(plain.out, "absent\n");

@@ -50,7 +50,8 @@ LoggedProcess only_process(const fs::path& run) {
 }
 
 uint64_t value_of(const LoggedEvent& e) {
-  return e.kind == EventKind::Create || e.kind == EventKind::Release ? e.ev.f.handle : e.ev.f.address;
+  return e.kind == EventKind::Create || e.kind == EventKind::Release ? e.ev.f.handle
+                                                                     : e.ev.f.address;
 }
 
 class EntryPoints : public ::testing::TestWithParam<std::string> {};
@@ -157,7 +158,8 @@ TEST(Fork, ChildForkedWhileThreadsAllocateHasItsOwnLog) {
   std::istringstream in(r.out);
   std::string word, pid, ptr;
   while (in >> word) {
-    if (word == "child" && in >> pid >> ptr) child_ptrs[pid].push_back(std::stoull(ptr, nullptr, 16));
+    if (word == "child" && in >> pid >> ptr)
+      child_ptrs[pid].push_back(std::stoull(ptr, nullptr, 16));
   }
   ASSERT_EQ(child_ptrs.size(), 5u);
   auto dirs = process_dirs(out);
@@ -232,8 +234,8 @@ INSTANTIATE_TEST_SUITE_P(Ways, Death,
                          });
 
 TEST(Untouched, UnwritableOutputLeavesOutputAndExitCodeAlone) {
-  RunResult plain = run({scenario_path(), "plain", "7"},
-                        {{"LD_LIBRARY_PATH", GMEMHOOK_TEST_FAKECUDA_DIR}});
+  RunResult plain =
+      run({scenario_path(), "plain", "7"}, {{"LD_LIBRARY_PATH", GMEMHOOK_TEST_FAKECUDA_DIR}});
   auto env = traced_env("/etc/passwd/cannot-be-a-directory");
   RunResult traced = run({scenario_path(), "plain", "7"}, env);
   ASSERT_TRUE(plain.exited(7));
@@ -257,7 +259,7 @@ TEST(Untouched, ExitStatusRecordedAndSummaryLinePrinted) {
   EXPECT_TRUE(r.err.starts_with("gmemhook: 1 allocations, 0 frees recorded in ")) << r.err;
   EXPECT_NE(r.err.find("(run: gmemhook summary "), std::string::npos);
   // Private by default: the log may hold paths and arguments.
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(p.dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   ASSERT_EQ(stat((p.dir / "process.gmh").c_str(), &st), 0);
@@ -274,17 +276,29 @@ TEST(Untouched, DisabledIsAPassThrough) {
   EXPECT_TRUE(fs::is_empty(out)) << "nothing written when disabled";
 }
 
-TEST(Untouched, ProgramWithoutCudaSaysSoInItsLog) {
+// Issue 10: a process that never calls CUDA leaves no directory and prints nothing.
+TEST(Untouched, ProgramWithoutCudaLeavesNoTrace) {
   fs::path out = temp_dir("nocuda");
-  RunResult r = run({"/bin/sh", "-c", "echo hi; exit 4"}, traced_env(out));
+  RunResult r = run({"/bin/sh", "-c", "echo hi; /bin/true; exit 4"}, traced_env(out));
   EXPECT_TRUE(r.exited(4));
   EXPECT_EQ(r.out, "hi\n");
   EXPECT_EQ(r.err, "") << "nothing on stderr when CUDA was never used";
+  EXPECT_TRUE(fs::is_empty(out)) << "no directory for a process that never used CUDA";
+}
+
+// An image replaced by exec ends its log with how = Exec; a shell that only execs the CUDA
+// program leaves nothing, and the program's own directory is the only one.
+TEST(Untouched, ExecIsRecordedAsSuchAndShellsLeaveNothing) {
+  fs::path out = temp_dir("exec");
+  RunResult r = run({"/bin/sh", "-c", "/bin/true; exec \"$0\" exec-after-cuda", scenario_path()},
+                    traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "replaced\n");
   LoggedProcess p = only_process(out);
-  EXPECT_TRUE(p.events.empty());
   ASSERT_TRUE(p.end.has_value());
-  EXPECT_FALSE(p.end->cuda_used);
-  EXPECT_EQ(p.end->status, 4);
+  EXPECT_EQ(p.end->how, format::EndHow::Exec);
+  EXPECT_TRUE(p.end->cuda_used);
+  EXPECT_EQ(p.events.size(), 1u);
 }
 
 TEST(SelfContained, OnlyGlibcDependenciesAndOnlyHookedSymbolsExported) {
@@ -296,9 +310,10 @@ TEST(SelfContained, OnlyGlibcDependenciesAndOnlyHookedSymbolsExported) {
     std::string l = line;
     if (l.find("(NEEDED)") == std::string::npos) continue;
     ++needed;
-    bool glibc = l.find("[libc.so") != std::string::npos || l.find("[libdl.so") != std::string::npos ||
-                 l.find("[libpthread.so") != std::string::npos || l.find("[libm.so") != std::string::npos ||
-                 l.find("[ld-linux") != std::string::npos;
+    bool glibc =
+        l.find("[libc.so") != std::string::npos || l.find("[libdl.so") != std::string::npos ||
+        l.find("[libpthread.so") != std::string::npos || l.find("[libm.so") != std::string::npos ||
+        l.find("[ld-linux") != std::string::npos;
     EXPECT_TRUE(glibc) << l;
   }
   pclose(f);
@@ -312,6 +327,7 @@ TEST(SelfContained, OnlyGlibcDependenciesAndOnlyHookedSymbolsExported) {
     name.pop_back();
     ++exported;
     bool ours = name.starts_with("cu") || name == "dlsym" || name == "_exit" || name == "_Exit" ||
+                name.starts_with("exec") || name == "fexecve" ||
                 std::any_of(std::begin(format::kApis), std::end(format::kApis),
                             [&](const format::ApiInfo& a) { return name == a.name; });
     EXPECT_TRUE(ours) << "unexpected export " << name;

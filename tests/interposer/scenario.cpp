@@ -394,6 +394,15 @@ int plain(int code) {
   return code;
 }
 
+// One allocation, then the image is replaced (issue 10: its log must say exec, not killed).
+int exec_after_cuda() {
+  void* p;
+  CHECK_RT(cudaMalloc(&p, 4096));
+  std::fflush(stdout);
+  execl("/bin/sh", "sh", "-c", "echo replaced", static_cast<char*>(nullptr));
+  return 98;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -408,6 +417,7 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_while_allocating(arg(2, 10));
   if (mode == "die" && argc > 2) return die_while_allocating(argv[2], arg(3, 500));
   if (mode == "plain") return plain(arg(2, 0));
+  if (mode == "exec-after-cuda") return exec_after_cuda();
   std::fprintf(stderr, "scenario: unknown mode %s\n", mode.c_str());
   return 2;
 }

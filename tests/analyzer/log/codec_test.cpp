@@ -109,7 +109,7 @@ TEST(Codec, NoteAndEnd) {
   EXPECT_EQ(note, bytes("\x02hi"));
 
   Bytes end = encoded(format::EndPayload{format::EndHow::UnderscoreExit, -1, 10, 128, true});
-  EXPECT_EQ(end, bytes("\x02\x01\x0a\x80\x01\x01"));  // zigzag(-1) = 1
+  EXPECT_EQ(end, bytes("\x02\x01\x0a\x80\x01\x01\x00\x00\x00"));  // zigzag(-1) = 1
 
   format::EndPayload e;
   DecodeError err;
@@ -121,6 +121,24 @@ TEST(Codec, NoteAndEnd) {
   EXPECT_TRUE(e.cuda_used);
 }
 
+// Versions 1 and 2 wrote End without the tail of what was not recorded; version 3 carries it.
+TEST(Codec, EndOfEarlierVersionsAndTheNotRecordedTail) {
+  Bytes v2 = bytes("\x01\x00\x07\x05\x01");
+  format::EndPayload e;
+  DecodeError err;
+  ASSERT_TRUE(format::decode(v2.data(), v2.size(), &e, &err));
+  EXPECT_EQ(e.last_seq, 7u);
+  EXPECT_EQ(e.not_recorded, 0u);
+
+  format::EndPayload lost{format::EndHow::Exec, 0, 100, 5, true, 60, 41, 28};
+  Bytes v3 = encoded(lost);
+  ASSERT_TRUE(format::decode(v3.data(), v3.size(), &e, &err));
+  EXPECT_EQ(e.how, format::EndHow::Exec);
+  EXPECT_EQ(e.not_recorded, 60u);
+  EXPECT_EQ(e.first_lost_seq, 41u);
+  EXPECT_EQ(e.write_error, 28u);
+}
+
 // The first bad field is the one reported, even though decoding reads on to the end.
 TEST(Codec, DecodeReportsTheFirstBadField) {
   Bytes b = encoded(format::EndPayload{format::EndHow::Exit, 0, 0, 0, false});
@@ -130,7 +148,7 @@ TEST(Codec, DecodeReportsTheFirstBadField) {
   DecodeError err;
   EXPECT_FALSE(format::decode(b.data(), b.size(), &e, &err));
   EXPECT_EQ(err.kind, DecodeError::Kind::Unexpected);
-  EXPECT_STREQ(err.field, "how = 1 (exit) or 2 (_exit)");
+  EXPECT_STREQ(err.field, "how = 1 (exit), 2 (_exit) or 3 (exec)");
   EXPECT_EQ(err.value, 9u);
 }
 

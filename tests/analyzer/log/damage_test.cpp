@@ -48,10 +48,10 @@ ProcessLogs with_thread(ThreadLogBuilder& t) {
 
 TEST(Damage, WrongVersionNamesBothVersions) {
   ProcessLogs logs = small_two_thread_process(true);
-  header_of(logs.process).version = 3;
+  header_of(logs.process).version = 4;
   EXPECT_EQ(read_error(logs),
-            "process.gmh: offset 8: was written by format version 3; this gmemhook reads "
-            "versions 1 to 2");
+            "process.gmh: offset 8: was written by format version 4; this gmemhook reads "
+            "versions 1 to 3");
   logs = small_two_thread_process(true);
   header_of(logs.process).version = 0;
   EXPECT_CONTAINS(read_error(logs), "process.gmh: offset 8: was written by format version 0");
@@ -254,9 +254,9 @@ TEST(Damage, RecordsInTheWrongFile) {
 
   ProcessLogBuilder bad_end(4242, kStartNs);
   bad_end.info({});
-  bad_end.file.record(RecordType::End, varints({3, 0, 0, 0, 0}));
+  bad_end.file.record(RecordType::End, varints({4, 0, 0, 0, 0}));
   logs.process = bad_end.file.bytes();
-  EXPECT_CONTAINS(read_error(logs), "end record: expected how = 1 (exit) or 2 (_exit), got 3");
+  EXPECT_CONTAINS(read_error(logs), "end record: expected how = 1 (exit), 2 (_exit) or 3 (exec), got 4");
 }
 
 }  // namespace

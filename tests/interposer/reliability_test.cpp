@@ -1,0 +1,186 @@
+// Faults in the recorder's own writing (issue 15): a full disk, at start or mid-run, costs the
+// traced program nothing, is said once on stderr, and leaves a log that says it is incomplete.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "harness.h"
+
+namespace gmemhook::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+size_t files_under(const fs::path& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) n += e.is_regular_file();
+  return n;
+}
+
+// A tmpfs of `bytes` at a fresh directory, unmounted by the destructor; skipped where the test
+// may not mount (the fault-injection knob covers the same path there).
+class SmallDisk {
+ public:
+  explicit SmallDisk(size_t bytes) : dir_(temp_dir("small-disk")) {
+    std::string opts = "size=" + std::to_string(bytes) + ",mode=0700";
+    mounted_ = mount("tmpfs", dir_.c_str(), "tmpfs", 0, opts.c_str()) == 0;
+  }
+  ~SmallDisk() {
+    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+  bool mounted_ = false;
+};
+
+// 4 threads × 20000 pairs, the disk full after three chunks: the program runs to the end with its
+// own output and status, one warning names the cause, the exit line and the End record count
+// every event that was not written, and the reader finds the same gap on its own.
+TEST(DiskFull, MidRunLatchesCountsAndSaysSo) {
+  fs::path out = temp_dir("disk-full-mid");
+  auto env = traced_env(out);
+  env["GMEMHOOK_TEST_DISK_FULL_AFTER"] = "3";
+  RunResult r = run({scenario_path(), "threads", "4", "20000"}, env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "failures 0\n");
+  EXPECT_EQ(count_of(r.err, "gmemhook: cannot write"), 1u) << r.err;
+  EXPECT_NE(r.err.find("No space left on device (ENOSPC)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("log incomplete"), std::string::npos) << r.err;
+
+  auto dirs = process_dirs(out);
+  ASSERT_EQ(dirs.size(), 1u);
+  auto reader = analysis::ProcessReader::open(dirs[0]);
+  reader.for_each_event([](const format::Event&, const analysis::ThreadLog&) {});
+  ASSERT_TRUE(reader.end());
+  const auto& end = *reader.end();
+  EXPECT_EQ(end.last_seq, 4u * 20000 * 2);
+  EXPECT_GT(end.not_recorded, 0u);
+  EXPECT_EQ(reader.events_read() + end.not_recorded, end.last_seq) << "every event is counted";
+  EXPECT_EQ(end.write_error, static_cast<uint64_t>(ENOSPC));
+  auto missing = analysis::missing_events(reader);
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->count, end.not_recorded);
+  auto text = analysis::incomplete_log_message(reader);
+  ASSERT_TRUE(text);
+  EXPECT_NE(text->find("events not recorded after event"), std::string::npos) << *text;
+  EXPECT_NE(text->find("No space left on device"), std::string::npos) << *text;
+}
+
+// A complete log says nothing of the kind.
+TEST(DiskFull, ACompleteLogHasNoGap) {
+  fs::path out = temp_dir("disk-ok");
+  RunResult r = run({scenario_path(), "threads", "2", "1000"}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.err.find("incomplete"), std::string::npos) << r.err;
+  auto reader = analysis::ProcessReader::open(process_dirs(out).at(0));
+  reader.for_each_event([](const format::Event&, const analysis::ThreadLog&) {});
+  EXPECT_FALSE(analysis::missing_events(reader));
+  EXPECT_EQ(reader.end()->not_recorded, 0u);
+}
+
+// A real full disk: process.gmh fits, no thread file does. Creation is not retried per call
+// (it cost 52 s before), no empty files are left, one warning names ENOSPC.
+TEST(DiskFull, ThreadFilesThatCannotBeCreatedAreNotRetried) {
+  SmallDisk disk(256 << 10);
+  if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here";
+  auto env = traced_env(disk.dir());
+  RunResult r = run({scenario_path(), "threads", "4", "20000"}, env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "failures 0\n");
+  EXPECT_EQ(count_of(r.err, "gmemhook: cannot write"), 1u) << r.err;
+  EXPECT_NE(r.err.find("ENOSPC"), std::string::npos) << r.err;
+  EXPECT_LE(files_under(disk.dir()), 2u) << "process.gmh and at most one thread file";
+  auto reader = analysis::ProcessReader::open(process_dirs(disk.dir()).at(0));
+  reader.for_each_event([](const format::Event&, const analysis::ThreadLog&) {});
+  ASSERT_TRUE(reader.end());
+  EXPECT_EQ(reader.events_read() + reader.end()->not_recorded, 4u * 20000 * 2);
+}
+
+// Not even process.gmh fits: one warning, the program untouched.
+TEST(DiskFull, AtStartOneWarningAndTheProgramRunsOn) {
+  SmallDisk disk(16 << 10);
+  if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here";
+  RunResult r = run({scenario_path(), "plain", "3"}, traced_env(disk.dir()));
+  ASSERT_TRUE(r.exited(3)) << r.err;
+  EXPECT_EQ(r.out, "hello from scenario\n");
+  EXPECT_EQ(count_of(r.err, "gmemhook:"), 1u) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_EQ(files_under(disk.dir()), 0u);
+}
+
+// Issue 15: a run directory others may rename entries in is refused with one warning.
+TEST(UnsafeOut, WritableByOthersWithoutStickyBitIsRefused) {
+  fs::path out = temp_dir("unsafe-out");
+  fs::permissions(out, fs::perms::all);
+  RunResult r = run({scenario_path(), "plain", "0"}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "hello from scenario\n");
+  EXPECT_EQ(count_of(r.err, "gmemhook:"), 1u) << r.err;
+  EXPECT_NE(r.err.find("writable by other users without the sticky bit"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_empty(out));
+
+  fs::permissions(out, fs::perms::all | fs::perms::sticky_bit);
+  RunResult sticky = run({scenario_path(), "plain", "0"}, traced_env(out));
+  ASSERT_TRUE(sticky.exited(0)) << sticky.err;
+  EXPECT_EQ(process_dirs(out).size(), 1u) << "like /tmp: sticky, so accepted";
+}
+
+TEST(UnsafeOut, OwnedByAnotherUserIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to hand the directory to another user";
+  fs::path out = temp_dir("foreign-out");
+  ASSERT_EQ(chown(out.c_str(), 65534, 65534), 0);
+  RunResult r = run({scenario_path(), "plain", "0"}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_NE(r.err.find("owned by another user"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(out));
+}
+
+// Issue 15: nonsense in the environment is said once, and the default is used.
+TEST(Environment, InvalidValuesWarnOnceEach) {
+  fs::path out = temp_dir("bad-env");
+  auto env = traced_env(out);
+  env["GMEMHOOK_DEPTH"] = "lots";
+  env["GMEMHOOK_QUIET"] = "maybe";
+  RunResult r = run({scenario_path(), "plain", "0"}, env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(count_of(r.err, "GMEMHOOK_DEPTH=lots: expected a number of frames"), 1u) << r.err;
+  EXPECT_EQ(count_of(r.err, "GMEMHOOK_QUIET=maybe: expected 1 or 0"), 1u) << r.err;
+  LoggedProcess p = read_process(process_dirs(out).at(0));
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_FALSE(p.events[0].stack.empty()) << "the default depth is used";
+}
+
+// A relative GMEMHOOK_OUT is made absolute by the first process: a child that changes directory
+// still writes into the same run.
+TEST(Environment, RelativeOutIsMadeAbsoluteAndHandedDown) {
+  fs::path base = temp_dir("relative-out");
+  fs::create_directory(base / "elsewhere");
+  auto env = traced_env("unused");
+  const std::string preload = env["LD_PRELOAD"];
+  env["LD_PRELOAD"] = "";  // the untraced outer shell sets up the traced one in `base`
+  env["GMEMHOOK_OUT"] = "";
+  const std::string s = scenario_path();
+  RunResult r = run(
+      {"/bin/sh", "-c",
+       "cd " + base.string() + " && LD_PRELOAD=" + preload + " GMEMHOOK_OUT=run exec /bin/sh -c '" +
+           s + " plain 0; cd elsewhere; " + s + " plain 0'"},
+      env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(process_dirs(base / "run").size(), 2u) << r.err;
+  EXPECT_FALSE(fs::exists(base / "elsewhere" / "run"));
+}
+
+}  // namespace
+}  // namespace gmemhook::test
