@@ -65,7 +65,7 @@ struct ProcessEnd {
 // Whether what is live at the end was really never freed: the process exited and its log holds
 // every event (issue 15: an incomplete log never says "nothing leaked").
 inline bool exited_with_full_log(const ProcessEnd& e) {
-  return e.kind == "exited" && !e.incomplete;
+  return e.kind == EndKind::Exited && !e.incomplete;
 }
 // After the first pass (the abrupt-end text names the last record read).
 ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, const Replay& replay);
