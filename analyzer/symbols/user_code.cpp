@@ -10,8 +10,9 @@ namespace {
 
 enum class Match : uint8_t {
   NativeModulePrefix,  // the module's file name starts with the pattern
-  NativePathPart,      // the module's full path contains the pattern
-  PythonPathPart,      // a Python frame's file contains the pattern
+  NativePackage,   // the module lies in this installed package ("torch/" → …-packages/torch/)
+  PythonPackage,   // a Python frame's file lies in this installed package (or is that file)
+  PythonPathPart,  // a Python frame's file contains the pattern (the standard library)
 };
 
 struct Rule {
@@ -54,28 +55,27 @@ constexpr Rule kRules[] = {
     {CodeOwner::Framework, Match::NativeModulePrefix, "xla_extension", ""},
     {CodeOwner::Framework, Match::NativeModulePrefix, "libjax", ""},
     {CodeOwner::Framework, Match::NativeModulePrefix, "libtensorflow", ""},
-    {CodeOwner::Framework, Match::NativePathPart, "/torch/", ""},  // torch/_C.cpython-*.so
-    {CodeOwner::Framework, Match::NativePathPart, "/cupy/", ""},
-    {CodeOwner::Framework, Match::NativePathPart, "/cupy_backends/", ""},
-    {CodeOwner::Framework, Match::NativePathPart, "/jaxlib/", ""},
-    {CodeOwner::Framework, Match::NativePathPart, "/triton/", ""},
+    {CodeOwner::Framework, Match::NativePackage, "torch/", ""},  // torch/_C.cpython-*.so
+    {CodeOwner::Framework, Match::NativePackage, "cupy/", ""},
+    {CodeOwner::Framework, Match::NativePackage, "cupy_backends/", ""},
+    {CodeOwner::Framework, Match::NativePackage, "jaxlib/", ""},
+    {CodeOwner::Framework, Match::NativePackage, "triton/", ""},
     // Frameworks, Python side.
-    {CodeOwner::Framework, Match::PythonPathPart, "/torch/", "torch"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/cupy/", "cupy"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/cupyx/", "cupy"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/jax/", "jax"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/jaxlib/", "jax"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/flax/", "flax"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/triton/", "triton"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/accelerate/", "accelerate"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/numpy/", "numpy"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/pytorch_utils.py", "transformers"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/modeling_utils.py",
-     "transformers"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/activations.py", "transformers"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/integrations/", "transformers"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/utils/", "transformers"},
-    {CodeOwner::Framework, Match::PythonPathPart, "/transformers/generation/", "transformers"},
+    {CodeOwner::Framework, Match::PythonPackage, "torch/", "torch"},
+    {CodeOwner::Framework, Match::PythonPackage, "cupy/", "cupy"},
+    {CodeOwner::Framework, Match::PythonPackage, "cupyx/", "cupy"},
+    {CodeOwner::Framework, Match::PythonPackage, "jax/", "jax"},
+    {CodeOwner::Framework, Match::PythonPackage, "jaxlib/", "jax"},
+    {CodeOwner::Framework, Match::PythonPackage, "flax/", "flax"},
+    {CodeOwner::Framework, Match::PythonPackage, "triton/", "triton"},
+    {CodeOwner::Framework, Match::PythonPackage, "accelerate/", "accelerate"},
+    {CodeOwner::Framework, Match::PythonPackage, "numpy/", "numpy"},
+    {CodeOwner::Framework, Match::PythonPackage, "transformers/pytorch_utils.py", "transformers"},
+    {CodeOwner::Framework, Match::PythonPackage, "transformers/modeling_utils.py", "transformers"},
+    {CodeOwner::Framework, Match::PythonPackage, "transformers/activations.py", "transformers"},
+    {CodeOwner::Framework, Match::PythonPackage, "transformers/integrations/", "transformers"},
+    {CodeOwner::Framework, Match::PythonPackage, "transformers/utils/", "transformers"},
+    {CodeOwner::Framework, Match::PythonPackage, "transformers/generation/", "transformers"},
     // The interpreter and the glue between Python and native code.
     {CodeOwner::Interpreter, Match::NativeModulePrefix, "python", ""},
     {CodeOwner::Interpreter, Match::NativeModulePrefix, "libpython", ""},
@@ -102,6 +102,18 @@ std::string_view base_name(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+// Whether `path` lies in the installed package `package` ("torch/", "transformers/utils/") of a
+// site-packages or dist-packages directory. Why not just "/torch/": the environment itself may
+// live under such a name (a venv in /opt/torch/ holds every package, the model code included).
+bool in_package(std::string_view path, std::string_view package) {
+  for (std::string_view root :
+       {std::string_view("site-packages/"), std::string_view("dist-packages/")}) {
+    for (size_t at = path.find(root); at != std::string_view::npos; at = path.find(root, at + 1))
+      if (path.substr(at + root.size()).starts_with(package)) return true;
+  }
+  return false;
+}
+
 const Rule* rule_for(const Frame& frame) {
   std::string_view module = frame.module;
   std::string_view file = frame.file ? std::string_view(*frame.file) : std::string_view();
@@ -110,8 +122,11 @@ const Rule* rule_for(const Frame& frame) {
       case Match::NativeModulePrefix:
         if (!frame.python && base_name(module).starts_with(r.pattern)) return &r;
         break;
-      case Match::NativePathPart:
-        if (!frame.python && module.find(r.pattern) != std::string_view::npos) return &r;
+      case Match::NativePackage:
+        if (!frame.python && in_package(module, r.pattern)) return &r;
+        break;
+      case Match::PythonPackage:
+        if (frame.python && in_package(file, r.pattern)) return &r;
         break;
       case Match::PythonPathPart:
         if (frame.python && file.find(r.pattern) != std::string_view::npos) return &r;

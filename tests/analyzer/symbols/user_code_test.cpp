@@ -44,6 +44,19 @@ TEST(UserCode, OwnersOfKnownLibraries) {
   EXPECT_EQ(owner_of(native("", "")), CodeOwner::User);  // unknown: shown rather than hidden
 }
 
+TEST(UserCode, AnEnvironmentNamedLikeAPackageIsNotThatPackage) {
+  // The GPU machine's venv lives in /opt/torch/: every package is under that name, the model too.
+  const std::string venv = "/opt/torch/.venv/lib/python3.12/site-packages/";
+  EXPECT_EQ(owner_of(py(venv + "transformers/models/gpt2/modeling_gpt2.py", "forward", 310)),
+            CodeOwner::User);
+  EXPECT_EQ(owner_of(py(venv + "torch/nn/modules/linear.py", "forward", 125)),
+            CodeOwner::Framework);
+  EXPECT_EQ(owner_of(py("/opt/torch/work/train.py", "main", 7)), CodeOwner::User);
+  EXPECT_EQ(owner_of(native("/opt/torch/work/libmine.so", "f")), CodeOwner::User);
+  EXPECT_EQ(owner_of(native(venv + "torch/_C.cpython-312-x86_64-linux-gnu.so", "f")),
+            CodeOwner::Framework);
+}
+
 TEST(UserCode, PythonFramesByPackage) {
   EXPECT_EQ(owner_of(py(kSite + "torch/nn/modules/linear.py", "forward", 125)),
             CodeOwner::Framework);
