@@ -22,10 +22,6 @@ std::string site_api_name(uint8_t api) {
   return is_block_api(api) ? "PyTorch allocator" : api_name(api);
 }
 
-const char* things(const SiteGroup& g) {
-  return is_block_api(g.api) ? "block(s)" : "allocation(s)";
-}
-
 const BlockDevice* blocks_of(const BlockLayer& blocks, const SeriesKey& key) {
   if (key.memory != format::MemoryType::Device) return nullptr;
   return blocks.device(key.device);

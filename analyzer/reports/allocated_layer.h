@@ -18,8 +18,6 @@ namespace gmemhook::analysis {
 bool is_block_api(uint8_t api);
 // api_name(), but "PyTorch allocator" for the block entry point instead of its mangled name.
 std::string site_api_name(uint8_t api);
-// "block(s)" for blocks, "allocation(s)" otherwise.
-const char* things(const SiteGroup& g);
 
 // The device's allocated layer when it has one (device memory with block events), else null.
 const BlockDevice* blocks_of(const BlockLayer& blocks, const SeriesKey& key);

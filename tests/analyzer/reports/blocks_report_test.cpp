@@ -62,7 +62,7 @@ TEST_F(BlocksReport, LeaksAreTheTensorsAndTheCacheIsATotal) {
 
   const CliResult text = run_cli("leaks " + run());
   EXPECT_NE(
-      text.out.find("Leaked 4.0 KiB (4096 bytes) in 1 block(s) (PyTorch allocator, device 0)"),
+      text.out.find("Leaked 4.0 KiB (4096 bytes) in 1 block (PyTorch allocator, device 0)"),
       std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("Cached by PyTorch's allocator, not leaked: 20.0 MiB"), std::string::npos)
