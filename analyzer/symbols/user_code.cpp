@@ -76,6 +76,7 @@ constexpr Rule kRules[] = {
     {CodeOwner::Framework, Match::PythonPackage, "transformers/integrations/", "transformers"},
     {CodeOwner::Framework, Match::PythonPackage, "transformers/utils/", "transformers"},
     {CodeOwner::Framework, Match::PythonPackage, "transformers/generation/", "transformers"},
+    {CodeOwner::Framework, Match::PythonPackage, "transformers/loss/", "transformers"},
     // The interpreter and the glue between Python and native code.
     {CodeOwner::Interpreter, Match::NativeModulePrefix, "python", ""},
     {CodeOwner::Interpreter, Match::NativeModulePrefix, "libpython", ""},

@@ -51,6 +51,8 @@ TEST(UserCode, AnEnvironmentNamedLikeAPackageIsNotThatPackage) {
             CodeOwner::User);
   EXPECT_EQ(owner_of(py(venv + "torch/nn/modules/linear.py", "forward", 125)),
             CodeOwner::Framework);
+  EXPECT_EQ(owner_of(py(venv + "transformers/loss/loss_utils.py", "ForCausalLMLoss", 40)),
+            CodeOwner::Framework);
   EXPECT_EQ(owner_of(py("/opt/torch/work/train.py", "main", 7)), CodeOwner::User);
   EXPECT_EQ(owner_of(native("/opt/torch/work/libmine.so", "f")), CodeOwner::User);
   EXPECT_EQ(owner_of(native(venv + "torch/_C.cpython-312-x86_64-linux-gnu.so", "f")),
