@@ -11,7 +11,9 @@ namespace gmemhook::analysis {
 namespace {
 
 // A pool is a few large allocations: JAX's BFC allocator makes one, then grows only on demand.
-constexpr uint64_t kMaxPoolAllocations = 4;
+// Seen on the H200 (JAX 0.11): the pool's one cuMemCreate of 104.9 GiB came with 7 cuMemAlloc_v2
+// of XLA's own (64 MiB and less), so "few" has to allow a handful besides the pool.
+constexpr uint64_t kMaxPoolAllocations = 16;
 constexpr uint64_t kMinPoolBytes = 1ull << 30;
 
 bool loads_jax(const ProcessReader& reader) {

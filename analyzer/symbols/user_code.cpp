@@ -54,11 +54,13 @@ constexpr Rule kRules[] = {
     {CodeOwner::Framework, Match::NativeModulePrefix, "libxla", ""},
     {CodeOwner::Framework, Match::NativeModulePrefix, "xla_extension", ""},
     {CodeOwner::Framework, Match::NativeModulePrefix, "libjax", ""},
+    {CodeOwner::Framework, Match::NativeModulePrefix, "xla_cuda_plugin", ""},  // jax_plugins/
     {CodeOwner::Framework, Match::NativeModulePrefix, "libtensorflow", ""},
     {CodeOwner::Framework, Match::NativePackage, "torch/", ""},  // torch/_C.cpython-*.so
     {CodeOwner::Framework, Match::NativePackage, "cupy/", ""},
     {CodeOwner::Framework, Match::NativePackage, "cupy_backends/", ""},
     {CodeOwner::Framework, Match::NativePackage, "jaxlib/", ""},
+    {CodeOwner::Framework, Match::NativePackage, "jax_plugins/", ""},
     {CodeOwner::Framework, Match::NativePackage, "triton/", ""},
     // Frameworks, Python side.
     {CodeOwner::Framework, Match::PythonPackage, "torch/", "torch"},

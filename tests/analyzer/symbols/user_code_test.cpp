@@ -28,6 +28,8 @@ TEST(UserCode, OwnersOfKnownLibraries) {
   EXPECT_EQ(owner_of(native(kSite + "cupy/_core/core.cpython-312-x86_64-linux-gnu.so", "x")),
             CodeOwner::Framework);
   EXPECT_EQ(owner_of(native(kSite + "jaxlib/xla_extension.so", "x")), CodeOwner::Framework);
+  EXPECT_EQ(owner_of(native(kSite + "jax_plugins/xla_cuda13/xla_cuda_plugin.so", "x")),
+            CodeOwner::Framework);
   EXPECT_EQ(owner_of(native("/usr/bin/python3.12", "_PyEval_EvalFrameDefault")),
             CodeOwner::Interpreter);
   EXPECT_EQ(owner_of(native("/usr/lib/libpython3.11.so.1.0", "x")), CodeOwner::Interpreter);
