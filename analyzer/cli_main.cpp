@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/cli_words.h"
+#include "analyzer/live/top_command.h"
 #include "analyzer/output/command_name.h"
 #include "analyzer/reports/diff_report.h"
 #include "analyzer/reports/dump_command.h"
@@ -160,6 +161,7 @@ int main(int argc, char** argv) {
                     "How live memory lay in the address space at the peak and at the end", true),
   };
   gmemhook::analysis::add_run_command(app);  // runs a command under the hook (docs/run.md)
+  gmemhook::analysis::add_top_command(app);  // follows a run as it is written (docs/top.md)
   reports[1].stacks_export = reports[2].stacks_export = true;  // leaks, peak
   for (ReportCommand& c : reports) add_report_options(app, c);
 

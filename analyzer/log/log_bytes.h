@@ -16,6 +16,10 @@ class LogBytes {
   // Maps `path` read-only; throws ReadError when it cannot be opened. `name` is what error
   // messages call the file.
   static LogBytes map(const std::filesystem::path& path, std::string name);
+  // For a file still being written (gmemhook top): maps it again when it has grown since, so
+  // the records appended meanwhile become readable. Offsets stay valid. Returns true when it
+  // grew; false for borrowed memory, a file that did not grow or one that cannot be read now.
+  bool refresh();
   // Refers to memory the caller keeps alive for as long as this object is used.
   static LogBytes borrow(std::span<const uint8_t> bytes, std::string name);
 
@@ -38,6 +42,8 @@ class LogBytes {
  private:
   LogBytes(const uint8_t* data, size_t size, bool mapped, std::string name)
       : data_(data), size_(size), mapped_(mapped), name_(std::move(name)) {}
+  static bool map_file(const std::filesystem::path& path, const uint8_t** data, size_t* size,
+                       std::string* error);
   void release();
 
   const uint8_t* data_ = nullptr;
@@ -45,6 +51,7 @@ class LogBytes {
   bool mapped_ = false;    // whether data_ is an mmap this object must unmap
   uint64_t released_ = 0;  // bytes from the start already handed back by release_before
   std::string name_;
+  std::filesystem::path path_;  // of a mapped file (refresh() maps it again); empty if borrowed
 };
 
 }  // namespace gmemhook::analysis

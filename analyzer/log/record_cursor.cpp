@@ -1,6 +1,7 @@
 // Record framing and file-header checks for one log file.
 #include "analyzer/log/record_cursor.h"
 
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdio>
@@ -152,7 +153,7 @@ bool RecordCursor::next(Record* out) {
     }
     const uint64_t avail = size - pos_;
     if (avail < format::kSmallHeaderSize) {
-      end_ = data[pos_] == 0 ? StreamEnd::NoMoreData : StreamEnd::TruncatedTail;
+      end_ = data[pos_] == 0 || live_ ? StreamEnd::NoMoreData : StreamEnd::TruncatedTail;
       return false;
     }
     uint16_t h;
@@ -163,6 +164,18 @@ bool RecordCursor::next(Record* out) {
     }
     const uint8_t type = static_cast<uint8_t>(h & 0xff);
     const uint8_t small_len = static_cast<uint8_t>(h >> 8);
+    if (live_) {
+      // Half a header: the other byte is still on its way (see set_live). Every small record
+      // but ChunkEnd has a payload; a big record's length byte is always 0.
+      const bool torn = type == 0 || (!format::is_big(type) && small_len == 0 &&
+                                      type != static_cast<uint8_t>(RecordType::ChunkEnd));
+      if (torn) {
+        end_ = StreamEnd::NoMoreData;
+        return false;
+      }
+      // The payload was stored before the header: read it only after the header.
+      std::atomic_thread_fence(std::memory_order_acquire);
+    }
     if (type == static_cast<uint8_t>(RecordType::ChunkEnd)) {
       pos_ = chunk_end;
       continue;
@@ -182,7 +195,7 @@ bool RecordCursor::next(Record* out) {
         damage(pos_, record_type_name(type) + " record: header crosses the chunk boundary at " +
                          std::to_string(chunk_end));
       if (avail < header_size) {
-        end_ = StreamEnd::TruncatedTail;
+        end_ = live_ ? StreamEnd::NoMoreData : StreamEnd::TruncatedTail;
         return false;
       }
       uint32_t n;
@@ -199,7 +212,7 @@ bool RecordCursor::next(Record* out) {
                        std::to_string(chunk_end) + ", its " + std::to_string(payload_size) +
                        "-byte payload ends at " + std::to_string(record_end));
     if (record_end > size) {
-      end_ = StreamEnd::TruncatedTail;
+      end_ = live_ ? StreamEnd::NoMoreData : StreamEnd::TruncatedTail;
       return false;
     }
     *out = Record{type, pos_, {data + pos_ + header_size, static_cast<size_t>(payload_size)}};

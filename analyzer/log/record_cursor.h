@@ -53,6 +53,15 @@ class RecordCursor {
   const LogBytes& file() const { return *file_; }
   void rewind();
 
+  // Following a file still being written (gmemhook top). A writer stores a record's 2-byte header
+  // last, and a store that straddles a cache line may become visible one byte at a time: live,
+  // a header with a zero byte where the format never has one is a record not yet committed, not
+  // damage, and so is a record that runs past the mapped bytes.
+  void set_live(bool live) { live_ = live; }
+  // After the stream ended (next() returned false), looks again from where it stopped: the writer
+  // may have committed more since.
+  void resume() { end_ = StreamEnd::NotYet; }
+
  private:
   [[noreturn]] void damage(uint64_t offset, const std::string& expected) const;
 
@@ -60,6 +69,7 @@ class RecordCursor {
   uint64_t chunk_size_;
   uint64_t pos_;
   StreamEnd end_ = StreamEnd::NotYet;
+  bool live_ = false;
 };
 
 }  // namespace gmemhook::analysis

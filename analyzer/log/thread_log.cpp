@@ -27,6 +27,11 @@ void ThreadLog::rewind() {
   pending_.clear();
 }
 
+void ThreadLog::follow() {
+  file_.refresh();
+  cursor_.resume();
+}
+
 void ThreadLog::damage(uint64_t offset, const std::string& expected) const {
   throw ReadError(file_.name(), offset, expected);
 }

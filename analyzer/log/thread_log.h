@@ -64,6 +64,12 @@ class ThreadLog {
   // Hands the stacks, code objects and notes queued since the last call to `v`, in file order.
   void deliver_pending(EventVisitor& v);
 
+  // Following a file still being written (gmemhook top): set_live() once, before reading; then,
+  // whenever advance() returned false, follow() maps what the writer appended since and lets the
+  // next advance() go on from where the last one stopped (never from the start).
+  void set_live() { cursor_.set_live(true); }
+  void follow();
+
  private:
   struct Pending {
     enum Kind : uint8_t { Stack, PyCode, Note } kind;

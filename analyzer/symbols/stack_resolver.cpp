@@ -5,20 +5,21 @@
 
 namespace gmemhook::analysis {
 
-namespace {
-
-std::vector<Module> latest_modules(const ProcessReader& reader) {
+std::vector<Module> StackResolver::latest_modules(const std::vector<ModuleSnapshot>& snaps) {
   // A snapshot replaces the one before it; an unfinished last one still names what it got to.
-  const auto& snaps = reader.module_snapshots();
   for (auto it = snaps.rbegin(); it != snaps.rend(); ++it)
     if (!it->modules.empty()) return it->modules;
   return {};
 }
 
-}  // namespace
-
 StackResolver::StackResolver(const ProcessReader& reader)
-    : reader_(reader), symbolizer_(latest_modules(reader)) {}
+    : StackResolver(latest_modules(reader.module_snapshots()), [&reader](size_t i) {
+        return i < reader.thread_count() ? &reader.thread(i) : nullptr;
+      }) {}
+
+StackResolver::StackResolver(std::vector<Module> modules,
+                             std::function<const ThreadLog*(size_t)> thread_of)
+    : thread_of_(std::move(thread_of)), symbolizer_(std::move(modules)) {}
 
 const std::vector<Frame>& StackResolver::resolve(const StackInterner& stacks, uint32_t id) {
   if (id == 0 || id > stacks.size()) return none_;
@@ -31,10 +32,8 @@ const std::vector<Frame>& StackResolver::resolve(const StackInterner& stacks, ui
   // Python frames: the one place they join a stack, each group in place of the interpreter-loop
   // frame that ran it (python_stack.h).
   const StackInterner::Origin origin = stacks.origin(id);
-  if (origin.thread_index < reader_.thread_count()) {
-    const ThreadLog& log = reader_.thread(origin.thread_index);
-    frames = merge_python_frames(std::move(frames), log.python_frames(origin.id), log);
-  }
+  if (const ThreadLog* log = thread_of_(origin.thread_index))
+    frames = merge_python_frames(std::move(frames), log->python_frames(origin.id), *log);
   it->second = std::move(frames);
   return it->second;
 }

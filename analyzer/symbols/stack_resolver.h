@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -19,6 +20,12 @@ class StackResolver {
   // Symbolizes against the reader's latest module snapshot; reads Python frames back from its
   // thread files, so resolve after a pass (a thread file holds its stacks until the next one).
   explicit StackResolver(const ProcessReader& reader);
+  // The latest module snapshot of a process file: what its addresses are symbolized against.
+  static std::vector<Module> latest_modules(const std::vector<ModuleSnapshot>& snapshots);
+  // The same for a process read some other way (gmemhook top follows one as it runs): `modules`
+  // to symbolize against, and the thread file of an index (nullptr when there is none).
+  StackResolver(std::vector<Module> modules,
+                std::function<const ThreadLog*(size_t thread_index)> thread_of);
 
   // Frames of process-wide stack `id` of `stacks`; none for 0.
   const std::vector<Frame>& resolve(const StackInterner& stacks, uint32_t id);
@@ -29,7 +36,7 @@ class StackResolver {
   }
 
  private:
-  const ProcessReader& reader_;
+  std::function<const ThreadLog*(size_t)> thread_of_;
   Symbolizer symbolizer_;
   std::unordered_map<uint32_t, std::vector<Frame>> cache_;
   std::vector<Frame> none_;
