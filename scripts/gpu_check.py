@@ -201,7 +201,7 @@ def main():
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
-                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench")
+                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench,top")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -218,7 +218,8 @@ def main():
                      ("graph", lambda: check_cuda_graph(c, a.python)),
                      ("ddp", lambda: check_ddp(c, a.python)),
                      ("ctests", lambda: check_gpu_ctests(c)),
-                     ("pybench", lambda: check_python_bench(c, a.python))):
+                     ("pybench", lambda: check_python_bench(c, a.python)),
+                     ("top", lambda: check_top(c, a.python))):
         if name in only:
             try:
                 fn()
@@ -564,6 +565,49 @@ def check_python_bench(c, py):
     c.row("Python frames: ns added per allocation, 20 frames", "<= 500", added,
           added is not None and added <= 500,
           "plain / native-only / with Python ns per pair: %s" % " / ".join(nums[:3]))
+
+
+def check_top(c, py):
+    """Issue 17: `gmemhook top --json` on a GPT-2 job that is still running (default allocator,
+    paused after step 2 in a sleep), then after it was SIGKILLed: PyTorch's live blocks must be
+    exactly what torch.cuda.memory_allocated() printed at the pause, both times."""
+    script = os.path.join(os.path.dirname(__file__), "..", "samples", "train_gpt2.py")
+    run = os.path.join(c.out, "runs", "gpt2-top")
+    shutil.rmtree(run, ignore_errors=True)
+    e = dict(os.environ, LD_PRELOAD=c.hook, GMEMHOOK_OUT=run, PYTHONUNBUFFERED="1")
+    e.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    p = subprocess.Popen([py, script, "--batch", "8", "--steps", "4", "--stop-after-step", "2"],
+                         env=e, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    printed = None
+    for line in p.stdout:
+        if line.startswith("MEMORY_ALLOCATED "):
+            printed = int(line.split()[1])
+            break
+
+    def snapshot(tag):
+        t = subprocess.run([c.cli, "top", run, "--json"], capture_output=True, text=True)
+        with open(os.path.join(c.out, "gpt2-top.%s.json" % tag), "w") as f:
+            f.write(t.stdout + t.stderr)
+        procs = json.loads(t.stdout)["processes"] if t.returncode == 0 else []
+        proc = procs[0] if len(procs) == 1 else {}
+        dev = [d for d in proc.get("devices", []) if d["device"] == 0 and d["memory"] == "device"]
+        return proc.get("state"), (dev[0] if dev else {})
+
+    state, dev = snapshot("running")
+    c.row("top on train_gpt2 paused after step 2: state", "running", state, state == "running")
+    c.row("top on train_gpt2 paused after step 2: live blocks on device 0", printed,
+          dev.get("allocated_bytes"), printed is not None and dev.get("allocated_bytes") == printed,
+          "torch.cuda.memory_allocated() printed at the pause")
+    sites = dev.get("sites") or []
+    c.row("top on train_gpt2: the largest site row is a Python line", "a .py:LINE",
+          sites[0]["where"] if sites else None,
+          bool(sites) and ".py:" in sites[0]["where"] and sites[0]["api"] == "blocks",
+          "rows are PyTorch blocks by user line (weights: train_gpt2.py; activations: modeling_gpt2.py)")
+    p.kill()
+    p.wait()
+    state, dev = snapshot("killed")
+    c.row("top on train_gpt2 after SIGKILL: state and live blocks", ("killed", printed),
+          (state, dev.get("allocated_bytes")), state == "killed" and dev.get("allocated_bytes") == printed)
 
 
 if __name__ == "__main__":

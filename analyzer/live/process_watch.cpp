@@ -204,6 +204,7 @@ ProcessView ProcessWatch::view(uint64_t now_ns, const WatchOptions& options) {
   p.events = follower_.events_read();
   p.threads = follower_.thread_count();
   p.start_realtime_ns = f.header.start_realtime_ns;
+  p.start_monotonic_ns = f.header.start_monotonic_ns;
   for (size_t i = 0; i < replay_.series().size(); ++i) {
     const Series& s = replay_.series()[i];
     if (s.allocations == 0 && s.live_bytes == 0 && s.failed == 0) continue;

@@ -114,12 +114,15 @@ std::string top_json(const TopView& view) {
       j.field("live_bytes", d.live_bytes);
       j.field("live_count", d.live_count);
       j.field("peak_bytes", d.peak_bytes);
-      j.field("peak_time_ns", d.peak_time_ns);
+      const auto since_start = [&p](uint64_t t) {
+        return t > p.start_monotonic_ns ? t - p.start_monotonic_ns : 0;
+      };
+      j.field("peak_time_ns", since_start(d.peak_time_ns));
       j.field("allocated_bytes", d.allocated_bytes);
       j.field("allocated_peak_bytes", d.allocated_peak_bytes);
       j.key("timeline");
       j.begin_array();
-      for (const TimelinePoint& t : d.recent) j.inline_array({t.time_ns, t.bytes});
+      for (const TimelinePoint& t : d.recent) j.inline_array({since_start(t.time_ns), t.bytes});
       j.end_array();
       j.key("sites");
       j.begin_array();

@@ -53,6 +53,7 @@ struct ProcessView {
   std::string error;                   // Damaged: the read error
   uint64_t events = 0, threads = 0;
   uint64_t start_realtime_ns = 0;
+  uint64_t start_monotonic_ns = 0;  // the zero of the JSON's *_time_ns (as in the reports)
   std::vector<DeviceView> devices;
 };
 
