@@ -354,6 +354,24 @@ def check_gpt2(c, py):
           printed is not None and printed == got, "torch.cuda.memory_allocated() printed before the kill")
 
 
+def paused_gpt2(c, py, name):
+    """GPT-2 with the default allocator under the hook into OUT/runs/NAME, paused (sleeping) after
+    step 2: returns (process, run dir, torch.cuda.memory_allocated() it printed at the pause)."""
+    script = os.path.join(os.path.dirname(__file__), "..", "samples", "train_gpt2.py")
+    run = os.path.join(c.out, "runs", name)
+    shutil.rmtree(run, ignore_errors=True)
+    e = dict(os.environ, LD_PRELOAD=c.hook, GMEMHOOK_OUT=run, PYTHONUNBUFFERED="1")
+    e.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    p = subprocess.Popen([py, script, "--batch", "8", "--steps", "4", "--stop-after-step", "2"],
+                         env=e, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    printed = None
+    for line in p.stdout:
+        if line.startswith("MEMORY_ALLOCATED "):
+            printed = int(line.split()[1])
+            break
+    return p, run, printed
+
+
 def check_blocks(c, py):
     """Issue 9: PyTorch's caching-allocator blocks against torch's own counters, with the default
     allocator and with expandable_segments (where segments come from cuMemCreate/cuMemMap), then
@@ -381,18 +399,7 @@ def check_blocks(c, py):
               "torch.cuda.memory_allocated() printed at exit")
     # GPT-2 with the default allocator, killed after step 2: the blocks live at the kill are
     # what memory_allocated() printed, and the allocated peak's sites are the model's lines.
-    script = os.path.join(samples, "train_gpt2.py")
-    run = os.path.join(c.out, "runs", "gpt2-blocks-killed")
-    shutil.rmtree(run, ignore_errors=True)
-    e = dict(os.environ, LD_PRELOAD=c.hook, GMEMHOOK_OUT=run, PYTHONUNBUFFERED="1")
-    e.pop("PYTORCH_CUDA_ALLOC_CONF", None)
-    p = subprocess.Popen([py, script, "--batch", "8", "--steps", "4", "--stop-after-step", "2"],
-                         env=e, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    printed = None
-    for line in p.stdout:
-        if line.startswith("MEMORY_ALLOCATED "):
-            printed = int(line.split()[1])
-            break
+    p, run, printed = paused_gpt2(c, py, "gpt2-blocks-killed")
     p.kill()
     p.wait()
     d = device_entry(c.report("summary", run))
@@ -571,18 +578,7 @@ def check_top(c, py):
     """Issue 17: `gmemhook top --json` on a GPT-2 job that is still running (default allocator,
     paused after step 2 in a sleep), then after it was SIGKILLed: PyTorch's live blocks must be
     exactly what torch.cuda.memory_allocated() printed at the pause, both times."""
-    script = os.path.join(os.path.dirname(__file__), "..", "samples", "train_gpt2.py")
-    run = os.path.join(c.out, "runs", "gpt2-top")
-    shutil.rmtree(run, ignore_errors=True)
-    e = dict(os.environ, LD_PRELOAD=c.hook, GMEMHOOK_OUT=run, PYTHONUNBUFFERED="1")
-    e.pop("PYTORCH_CUDA_ALLOC_CONF", None)
-    p = subprocess.Popen([py, script, "--batch", "8", "--steps", "4", "--stop-after-step", "2"],
-                         env=e, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    printed = None
-    for line in p.stdout:
-        if line.startswith("MEMORY_ALLOCATED "):
-            printed = int(line.split()[1])
-            break
+    p, run, printed = paused_gpt2(c, py, "gpt2-top")
 
     def snapshot(tag):
         t = subprocess.run([c.cli, "top", run, "--json"], capture_output=True, text=True)
