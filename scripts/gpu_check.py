@@ -334,17 +334,7 @@ def check_gpt2(c, py):
           len(with_py) > 0 and len(named) == len(with_py),
           "sites without Python frames were allocated by autograd's backward threads")
     # Killed mid-run: live bytes at the moment it died == torch.cuda.memory_allocated().
-    run = os.path.join(c.out, "runs", "gpt2-killed")
-    shutil.rmtree(run, ignore_errors=True)
-    e = dict(os.environ, LD_PRELOAD=c.hook, GMEMHOOK_OUT=run,
-             PYTORCH_CUDA_ALLOC_CONF="backend:cudaMallocAsync", PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([py, script, "--batch", "8", "--steps", "10", "--stop-after-step", "3"],
-                         env=e, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    printed = None
-    for line in p.stdout:
-        if line.startswith("MEMORY_ALLOCATED "):
-            printed = int(line.split()[1])
-            break
+    p, run, printed = paused_gpt2(c, py, "gpt2-killed", "backend:cudaMallocAsync", 10, 3)
     p.kill()
     p.wait()
     summary = c.report("summary", run, "--api", "cudaMallocAsync,cudaFreeAsync")
@@ -354,15 +344,19 @@ def check_gpt2(c, py):
           printed is not None and printed == got, "torch.cuda.memory_allocated() printed before the kill")
 
 
-def paused_gpt2(c, py, name):
-    """GPT-2 with the default allocator under the hook into OUT/runs/NAME, paused (sleeping) after
-    step 2: returns (process, run dir, torch.cuda.memory_allocated() it printed at the pause)."""
+def paused_gpt2(c, py, name, alloc_conf=None, steps=4, stop_after=2):
+    """GPT-2 under the hook into OUT/runs/NAME (PYTORCH_CUDA_ALLOC_CONF=alloc_conf; None: the
+    default allocator), paused (sleeping) after step `stop_after`: returns (process, run dir,
+    torch.cuda.memory_allocated() it printed at the pause)."""
     script = os.path.join(os.path.dirname(__file__), "..", "samples", "train_gpt2.py")
     run = os.path.join(c.out, "runs", name)
     shutil.rmtree(run, ignore_errors=True)
     e = dict(os.environ, LD_PRELOAD=c.hook, GMEMHOOK_OUT=run, PYTHONUNBUFFERED="1")
     e.pop("PYTORCH_CUDA_ALLOC_CONF", None)
-    p = subprocess.Popen([py, script, "--batch", "8", "--steps", "4", "--stop-after-step", "2"],
+    if alloc_conf:
+        e["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
+    p = subprocess.Popen([py, script, "--batch", "8", "--steps", str(steps),
+                          "--stop-after-step", str(stop_after)],
                          env=e, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     printed = None
     for line in p.stdout:
