@@ -201,7 +201,7 @@ def main():
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
-                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench,top")
+                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench,top,topbench")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -219,7 +219,8 @@ def main():
                      ("ddp", lambda: check_ddp(c, a.python)),
                      ("ctests", lambda: check_gpu_ctests(c)),
                      ("pybench", lambda: check_python_bench(c, a.python)),
-                     ("top", lambda: check_top(c, a.python))):
+                     ("top", lambda: check_top(c, a.python)),
+                     ("topbench", lambda: check_top_bench(c))):
         if name in only:
             try:
                 fn()
@@ -598,6 +599,35 @@ def check_top(c, py):
     state, dev = snapshot("killed")
     c.row("top on train_gpt2 after SIGKILL: state and live blocks", ("killed", printed),
           (state, dev.get("allocated_bytes")), state == "killed" and dev.get("allocated_bytes") == printed)
+
+
+def check_top_bench(c):
+    """Issue 17: a job writing over a million events a second (simulated device, so the GPU does
+    not set the pace; this machine's idle cores do), timed alone and with `gmemhook top`
+    following it, 3 times each, interleaved: top keeps up on at most one core and reads every
+    event, and the job's speed (median) moves by no more than the machine's noise (5%)."""
+    bench = os.path.join(os.path.dirname(__file__), "..", "bench", "run_top_bench.sh")
+    p = subprocess.run(["bash", bench, c.build, "10000000", "3"], capture_output=True, text=True,
+                       timeout=600)
+    with open(os.path.join(c.out, "top-bench.txt"), "w") as f:
+        f.write(p.stdout + p.stderr)
+    rows = [l.split() for l in p.stdout.splitlines()[1:] if len(l.split()) >= 7]
+    alone = sorted(float(r[3]) for r in rows if r[1] == "alone")
+    top = [r for r in rows if r[1] == "top"]
+    with_top = sorted(float(r[3]) for r in top)
+    if not alone or not with_top:
+        c.row("top bench", "3 runs each way", "missing", False, (p.stderr or p.stdout)[-300:])
+        return
+    per_core = max(float(r[5]) for r in top)
+    read_all = all(r[6] == "yes" for r in top)
+    c.row("top following >= 1 M events/s: CPU per second of job, every event read",
+          "<= 1.00, yes", "%.2f, %s" % (per_core, "yes" if read_all else "no"),
+          per_core <= 1.0 and read_all and alone[1] >= 1.0,
+          "job alone %.2f M events/s (median)" % alone[1])
+    slowdown = (alone[1] - with_top[1]) / alone[1] * 100
+    c.row("top attached: job's event rate, median of 3, change", "<= 5% slower",
+          "%.1f%% slower" % slowdown, slowdown <= 5.0,
+          "alone %s / with top %s M events/s" % (alone, with_top))
 
 
 if __name__ == "__main__":
