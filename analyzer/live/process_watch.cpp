@@ -40,11 +40,16 @@ std::vector<TimelinePoint> window_points(const std::vector<TimelinePoint>& all, 
 
 const char* to_string(ProcessState state) {
   switch (state) {
-    case ProcessState::Starting: return "starting";
-    case ProcessState::Running: return "running";
-    case ProcessState::Exited: return "exited";
-    case ProcessState::Killed: return "killed";
-    case ProcessState::Damaged: return "damaged";
+    case ProcessState::Starting:
+      return "starting";
+    case ProcessState::Running:
+      return "running";
+    case ProcessState::Exited:
+      return "exited";
+    case ProcessState::Killed:
+      return "killed";
+    case ProcessState::Damaged:
+      return "damaged";
   }
   return "?";
 }
@@ -82,7 +87,8 @@ bool process_alive(uint64_t pid, uint64_t start_monotonic_ns) {
   // starttime counts from boot including suspended time (CLOCK_BOOTTIME); the log's start is
   // CLOCK_MONOTONIC, which does not: bring it onto the same clock. A second of slack covers the
   // tick's resolution.
-  const uint64_t started_ns = std::stoull(field) * (1'000'000'000ull / static_cast<uint64_t>(ticks));
+  const uint64_t started_ns =
+      std::stoull(field) * (1'000'000'000ull / static_cast<uint64_t>(ticks));
   const uint64_t suspended_ns = clock_now_ns(CLOCK_BOOTTIME) - clock_now_ns(CLOCK_MONOTONIC);
   return started_ns <= start_monotonic_ns + suspended_ns + 1'000'000'000ull;
 }
@@ -91,9 +97,7 @@ ProcessWatch::ProcessWatch(std::filesystem::path dir) : follower_(std::move(dir)
   replay_.observe(blocks_);
 }
 
-bool ProcessWatch::writer_done() const {
-  return follower_.process().end.has_value() || gone_;
-}
+bool ProcessWatch::writer_done() const { return follower_.process().end.has_value() || gone_; }
 
 void ProcessWatch::update(uint64_t now_ns, const WatchOptions& options) {
   if (!error_.empty()) return;
@@ -128,8 +132,7 @@ const std::vector<Frame>& ProcessWatch::frames(uint32_t stack) {
   return resolver_->resolve(stacks_, stack);
 }
 
-DeviceView ProcessWatch::device_view(uint16_t index, uint64_t now_ns,
-                                     const WatchOptions& options) {
+DeviceView ProcessWatch::device_view(uint16_t index, uint64_t now_ns, const WatchOptions& options) {
   const Series& s = replay_.series()[index];
   DeviceView d;
   d.key = s.key;
@@ -144,9 +147,9 @@ DeviceView ProcessWatch::device_view(uint16_t index, uint64_t now_ns,
     d.allocated_peak_bytes = blocks->peak_bytes;
   }
   // A running process's window ends now; a finished one's at its last event.
-  const uint64_t end_ns =
-      state() == ProcessState::Running ? std::max(now_ns, replay_.last_time_ns())
-                                       : replay_.last_time_ns();
+  const uint64_t end_ns = state() == ProcessState::Running
+                              ? std::max(now_ns, replay_.last_time_ns())
+                              : replay_.last_time_ns();
   d.window_end_ns = end_ns;
   // A process younger than the window: its line starts when it did.
   d.window_start_ns = std::max(end_ns > options.window_ns ? end_ns - options.window_ns : 0,

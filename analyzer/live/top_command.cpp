@@ -55,8 +55,9 @@ int top_command(const TopOptions& o) {
   WatchOptions options;
   options.sites = o.sites;
   options.window_ns = static_cast<uint64_t>(o.window_s * 1e9);
-  options.sort = o.sort == "growth" ? SortBy::Growth : o.sort == "count" ? SortBy::Count
-                                                                          : SortBy::Bytes;
+  options.sort = o.sort == "growth"  ? SortBy::Growth
+                 : o.sort == "count" ? SortBy::Count
+                                     : SortBy::Bytes;
   std::unique_ptr<RunWatch> watch;
   try {
     watch = std::make_unique<RunWatch>(o.run);
@@ -93,8 +94,9 @@ int top_command(const TopOptions& o) {
 void add_top_command(CLI::App& app) {
   auto o = std::make_shared<TopOptions>();
   CLI::App* top = app.add_subcommand(
-      "top", "Follow a run while it writes: live GPU memory per process and device, by line of "
-             "user code, refreshed every second");
+      "top",
+      "Follow a run while it writes: live GPU memory per process and device, by line of "
+      "user code, refreshed every second");
   top->add_option("RUN", o->run, "A run directory (or one <exe>.<pid> process directory)")
       ->required();
   top->add_flag("--once", o->once, "Print one snapshot as text and exit");

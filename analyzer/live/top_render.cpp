@@ -41,15 +41,14 @@ std::string process_line(const ProcessView& p) {
 }
 
 void append_device(std::string& out, const DeviceView& d, const TextLayout& layout) {
-  out += fmt::format("  {:<22} live {} in {}  peak {}", series_label(d.key),
-                     human_size(d.live_bytes), plural(d.live_count, "allocation", "allocations"),
-                     human_size(d.peak_bytes));
+  out +=
+      fmt::format("  {:<22} live {} in {}  peak {}", series_label(d.key), human_size(d.live_bytes),
+                  plural(d.live_count, "allocation", "allocations"), human_size(d.peak_bytes));
   if (d.allocated_bytes)
     out += fmt::format("  allocated {} (peak {}) of the reserved", human_size(*d.allocated_bytes),
                        human_size(d.allocated_peak_bytes.value_or(0)));
   out += "\n";
-  out += fmt::format("    last {:<8} |{}|\n",
-                     human_duration(d.window_end_ns - d.window_start_ns),
+  out += fmt::format("    last {:<8} |{}|\n", human_duration(d.window_end_ns - d.window_start_ns),
                      sparkline(d.recent, d.window_start_ns, d.window_end_ns, layout.spark_width));
   if (d.sites.empty()) return;
   out += fmt::format("    {:>11} {:>11} {:>7}  {}\n", "LIVE", "GROWTH", "COUNT", "USER SITE");
@@ -61,9 +60,9 @@ void append_device(std::string& out, const DeviceView& d, const TextLayout& layo
 }  // namespace
 
 std::string top_text(const TopView& view, const TextLayout& layout) {
-  std::string out = fmt::format("gmemhook top {}  {}  ({})\n", view.run,
-                                wall_clock(view.taken_realtime_ns),
-                                plural(view.processes.size(), "process", "processes"));
+  std::string out =
+      fmt::format("gmemhook top {}  {}  ({})\n", view.run, wall_clock(view.taken_realtime_ns),
+                  plural(view.processes.size(), "process", "processes"));
   if (view.processes.empty()) out += "no process has written to this run yet\n";
   for (size_t i = 0; i < view.processes.size(); ++i) {
     if (layout.process && *layout.process != i) continue;
@@ -76,8 +75,7 @@ std::string top_text(const TopView& view, const TextLayout& layout) {
   }
   if (layout.hint)
     out += fmt::format("\nhint: {} top {} follows it live; {} leaks {} once it has ended\n",
-                       command_name(), shell_word(view.run), command_name(),
-                       shell_word(view.run));
+                       command_name(), shell_word(view.run), command_name(), shell_word(view.run));
   return out;
 }
 

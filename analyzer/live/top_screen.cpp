@@ -59,9 +59,12 @@ struct Selection {
 
 const char* sort_name(SortBy s) {
   switch (s) {
-    case SortBy::Bytes: return "live bytes";
-    case SortBy::Growth: return "growth";
-    case SortBy::Count: return "count";
+    case SortBy::Bytes:
+      return "live bytes";
+    case SortBy::Growth:
+      return "growth";
+    case SortBy::Count:
+      return "count";
   }
   return "?";
 }
@@ -147,30 +150,50 @@ int run_screen(RunWatch& watch, WatchOptions options, double interval_s) {
       sel.device = devices ? std::min(sel.device, devices - 1) : 0;
     }
     RawTerminal::write_out(screen(view, sel, options));
-    const uint64_t wait_ns = next_refresh > monotonic_now_ns() ? next_refresh - monotonic_now_ns() : 0;
+    const uint64_t wait_ns =
+        next_refresh > monotonic_now_ns() ? next_refresh - monotonic_now_ns() : 0;
     const int key = read_key(sel.frozen ? interval_ms : static_cast<int>(wait_ns / 1'000'000));
     const size_t processes = std::max<size_t>(view.processes.size(), 1);
-    const size_t devices =
-        view.processes.empty() ? 1 : std::max<size_t>(view.processes[sel.process].devices.size(), 1);
+    const size_t devices = view.processes.empty()
+                               ? 1
+                               : std::max<size_t>(view.processes[sel.process].devices.size(), 1);
     switch (key) {
-      case 'q': case 'Q': g_stop = 1; break;
-      case 'p': case '\t': case 0x100 + 'B':
+      case 'q':
+      case 'Q':
+        g_stop = 1;
+        break;
+      case 'p':
+      case '\t':
+      case 0x100 + 'B':
         sel.process = (sel.process + 1) % processes;
         sel.device = 0;
         break;
-      case 'P': case 0x100 + 'A':
+      case 'P':
+      case 0x100 + 'A':
         sel.process = (sel.process + processes - 1) % processes;
         sel.device = 0;
         break;
-      case 'd': case 0x100 + 'C': sel.device = (sel.device + 1) % devices; break;
-      case 'D': case 0x100 + 'D': sel.device = (sel.device + devices - 1) % devices; break;
-      case 's': case 'S':
+      case 'd':
+      case 0x100 + 'C':
+        sel.device = (sel.device + 1) % devices;
+        break;
+      case 'D':
+      case 0x100 + 'D':
+        sel.device = (sel.device + devices - 1) % devices;
+        break;
+      case 's':
+      case 'S':
         sel.sort = static_cast<SortBy>((static_cast<int>(sel.sort) + 1) % 3);
         for (ProcessView& p : view.processes)
           for (DeviceView& d : p.devices) sort_site_lines(d.sites, sel.sort);
         break;
-      case 'f': case 'F': case ' ': sel.frozen = !sel.frozen; break;
-      default: break;
+      case 'f':
+      case 'F':
+      case ' ':
+        sel.frozen = !sel.frozen;
+        break;
+      default:
+        break;
     }
   }
   return 0;

@@ -16,9 +16,9 @@ namespace gmemhook::analysis {
 enum class ProcessState : uint8_t {
   Starting,  // its directory exists, the process file holds no process-info record yet
   Running,
-  Exited,    // an End record: exit()/_exit()/exec
-  Killed,    // no End record and the process is gone (killed or crashed)
-  Damaged,   // its logs could not be read further (the error says why)
+  Exited,   // an End record: exit()/_exit()/exec
+  Killed,   // no End record and the process is gone (killed or crashed)
+  Damaged,  // its logs could not be read further (the error says why)
 };
 
 const char* to_string(ProcessState state);

@@ -8,9 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analyzer/symbols/frame.h"
 #include "analyzer/log/reader.h"
 #include "analyzer/model/stack_interner.h"
+#include "analyzer/symbols/frame.h"
 #include "analyzer/symbols/symbolizer.h"
 
 namespace gmemhook::analysis {

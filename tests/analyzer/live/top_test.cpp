@@ -3,6 +3,7 @@
 // whose live set is known exactly. Also: growth between refreshes, exit and kill -9 shown as
 // such, and a record half stored at a file's tail read as "not yet there", not as damage.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,8 +14,6 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "analyzer/live/clocks.h"
 #include "analyzer/live/run_watch.h"
@@ -214,6 +213,29 @@ TEST_F(Top, KilledProcessIsShownAsKilledWithWhatItHeld) {
   EXPECT_EQ(text.status, 0);
   EXPECT_NE(text.out.find("killed"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("alloc_scratch"), std::string::npos) << text.out;
+}
+
+TEST_F(Top, ProcessesThatStartWhileItWatchesAppear) {
+  analysis::RunWatch watch(run_);
+  analysis::WatchOptions options;
+  auto refresh = [&] {
+    watch.update(analysis::monotonic_now_ns(), options);
+    return watch.view(analysis::monotonic_now_ns(), options);
+  };
+  EXPECT_TRUE(refresh().processes.empty());
+  Waiter a(run_);
+  ASSERT_EQ(a.say("w " + std::to_string(kMiB)), "ok 0\n");
+  analysis::TopView v = refresh();
+  ASSERT_EQ(v.processes.size(), 1u);
+  Waiter b(run_);
+  ASSERT_EQ(b.say("s " + std::to_string(2 * kMiB)), "ok 0\n");
+  v = refresh();
+  ASSERT_EQ(v.processes.size(), 2u);
+  for (const analysis::ProcessView& p : v.processes) {
+    ASSERT_EQ(p.devices.size(), 1u);
+    EXPECT_EQ(p.devices[0].live_bytes, p.pid == static_cast<uint64_t>(a.pid()) ? kMiB : 2 * kMiB);
+    EXPECT_EQ(p.state, analysis::ProcessState::Running);
+  }
 }
 
 // The offset of the last record of a thread file (its header: what the writer stores last).
