@@ -64,7 +64,7 @@ void ProcessFollower::find_new_threads() {
     }
     if (!header) continue;  // created, header not stored yet
     known_files_.insert(name);
-    auto log = std::make_unique<ThreadLog>(std::move(*bytes), *header, threads_.size());
+    auto log = std::make_unique<ThreadFileReader>(std::move(*bytes), *header, threads_.size());
     log->set_live();
     threads_.push_back(std::move(log));
     has_head_.push_back(false);
@@ -75,7 +75,7 @@ uint64_t ProcessFollower::read_new_events(EventVisitor& v, uint64_t now_ns, uint
                                           bool writer_done) {
   for (size_t i = 0; i < threads_.size(); ++i) {
     if (has_head_[i]) continue;
-    ThreadLog& t = *threads_[i];
+    ThreadFileReader& t = *threads_[i];
     t.follow();
     if (t.advance()) {
       heads_.push({t.current().seq, i});
@@ -84,9 +84,9 @@ uint64_t ProcessFollower::read_new_events(EventVisitor& v, uint64_t now_ns, uint
   }
 
   uint64_t delivered = 0;
-  ThreadLog* next = nullptr;  // a file whose next event is the very next seq: skip the heap
+  ThreadFileReader* next = nullptr;  // a file whose next event is the very next seq: skip the heap
   while (next || !heads_.empty()) {
-    ThreadLog* t = next;
+    ThreadFileReader* t = next;
     if (!t) {
       const uint64_t seq = heads_.top().first;
       if (seq > last_seq_ + 1 && !writer_done) {

@@ -16,7 +16,7 @@
 #include "analyzer/log/event_visitor.h"
 #include "analyzer/log/log_bytes.h"
 #include "analyzer/log/process_file.h"
-#include "analyzer/log/thread_log.h"
+#include "analyzer/log/thread_file_reader.h"
 
 namespace gmemhook::analysis {
 
@@ -44,7 +44,7 @@ class ProcessFollower {
   const ProcessFile& process() const { return process_; }
   size_t thread_count() const { return threads_.size(); }
   // Thread files in the order they were found: the index stays the same for the whole follow.
-  const ThreadLog& thread(size_t index) const { return *threads_[index]; }
+  const ThreadFileReader& thread(size_t index) const { return *threads_[index]; }
   uint64_t events_read() const { return events_read_; }
   uint64_t last_seq() const { return last_seq_; }
   // Events that arrived after a later one had been delivered (a gap waited out, then filled).
@@ -57,7 +57,7 @@ class ProcessFollower {
   bool ready_ = false;
   std::optional<LogBytes> process_bytes_;
   ProcessFile process_;
-  std::vector<std::unique_ptr<ThreadLog>> threads_;
+  std::vector<std::unique_ptr<ThreadFileReader>> threads_;
   std::set<std::string> known_files_;  // thread files opened (file names)
   // Threads whose current() is read but not delivered, by (seq, index); the others are at the
   // end of their committed data and are looked at again on the next call.

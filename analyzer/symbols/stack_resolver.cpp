@@ -18,7 +18,7 @@ StackResolver::StackResolver(const ProcessReader& reader)
       }) {}
 
 StackResolver::StackResolver(std::vector<Module> modules,
-                             std::function<const ThreadLog*(size_t)> thread_of)
+                             std::function<const ThreadFileReader*(size_t)> thread_of)
     : thread_of_(std::move(thread_of)), symbolizer_(std::move(modules)) {}
 
 const std::vector<Frame>& StackResolver::resolve(const StackInterner& stacks, uint32_t id) {
@@ -32,7 +32,7 @@ const std::vector<Frame>& StackResolver::resolve(const StackInterner& stacks, ui
   // Python frames: the one place they join a stack, each group in place of the interpreter-loop
   // frame that ran it (python_stack.h).
   const StackInterner::Origin origin = stacks.origin(id);
-  if (const ThreadLog* log = thread_of_(origin.thread_index))
+  if (const ThreadFileReader* log = thread_of_(origin.thread_index))
     frames = merge_python_frames(std::move(frames), log->python_frames(origin.id), *log);
   it->second = std::move(frames);
   return it->second;

@@ -25,7 +25,7 @@ class StackResolver {
   // The same for a process read some other way (gmemhook top follows one as it runs): `modules`
   // to symbolize against, and the thread file of an index (nullptr when there is none).
   StackResolver(std::vector<Module> modules,
-                std::function<const ThreadLog*(size_t thread_index)> thread_of);
+                std::function<const ThreadFileReader*(size_t thread_index)> thread_of);
 
   // Frames of process-wide stack `id` of `stacks`; none for 0.
   const std::vector<Frame>& resolve(const StackInterner& stacks, uint32_t id);
@@ -36,7 +36,7 @@ class StackResolver {
   }
 
  private:
-  std::function<const ThreadLog*(size_t)> thread_of_;
+  std::function<const ThreadFileReader*(size_t)> thread_of_;
   Symbolizer symbolizer_;
   std::unordered_map<uint32_t, std::vector<Frame>> cache_;
   std::vector<Frame> none_;

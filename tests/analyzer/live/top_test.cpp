@@ -251,7 +251,7 @@ uint64_t last_record_offset(const fs::path& file) {
 
 struct CountEvents : analysis::EventVisitor {
   uint64_t events = 0;
-  void on_event(const format::Event&, const analysis::ThreadLog&) override { ++events; }
+  void on_event(const format::Event&, const analysis::ThreadFileReader&) override { ++events; }
 };
 
 // A writer stores a record's 2-byte header last; a store straddling a cache line can be seen one
