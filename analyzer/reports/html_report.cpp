@@ -16,6 +16,8 @@
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/memory_viz_export.h"
 #include "analyzer/reports/perfetto_export.h"
+#include "analyzer/reports/process_walk.h"
+#include "analyzer/reports/report.h"
 #include "analyzer/reports/report_common.h"
 #include "analyzer/reports/site_timeline.h"
 #include "analyzer/symbols/user_code.h"
@@ -55,11 +57,13 @@ std::string minified(const std::string& json) {
 }
 
 // A JSON report of the whole run, as `gmemhook KIND --json` writes it; "null" when it failed.
-std::string json_report(ReportKind kind, const HtmlOptions& options, size_t top, size_t depth) {
+std::string json_report(const char* report, const HtmlOptions& options, size_t top, size_t depth) {
+  const ReportEntry* entry = find_report(report);
+  if (!entry) return "null";
   ReportOptions o;
   o.run = options.run;
   o.run_arg = options.run_arg;
-  o.format = OutputFormat::Json;
+  o.format = "json";
   o.pid = options.pid;
   o.device = options.device;
   o.apis = options.apis;
@@ -69,7 +73,7 @@ std::string json_report(ReportKind kind, const HtmlOptions& options, size_t top,
   size_t size = 0;
   std::FILE* out = open_memstream(&buffer, &size);
   std::FILE* quiet = std::fopen("/dev/null", "w");
-  const int status = run_report(kind, o, out, quiet ? quiet : stderr);
+  const int status = run_report(*entry, o, out, quiet ? quiet : stderr);
   std::fclose(out);
   if (quiet) std::fclose(quiet);
   std::string text(buffer ? buffer : "", size);
@@ -229,58 +233,46 @@ int write_file(const std::filesystem::path& path, const std::string& text, std::
 int html_page(const HtmlOptions& options, std::string& page, std::FILE* err) {
   std::string data;
   JsonWriter json(data);
-  try {
-    const auto dirs = find_process_dirs(options.run);
-    const size_t buckets =
-        std::clamp(kBucketBudget / std::max<size_t>(1, dirs.size()), kMinBuckets, kMaxBuckets);
+  const size_t buckets = std::clamp(
+      kBucketBudget / std::max<size_t>(1, find_process_dirs(options.run).size()), kMinBuckets,
+      kMaxBuckets);
+  json.begin_object();
+  json.field("run", options.run_arg);
+  json.key("processes");
+  json.begin_array();
+  size_t reported = 0;
+  const int status = walk_processes(options.run, options.pid, stdout, err, [&](ProcessReader& reader) {
+    ++reported;
+    ProcessContext process(reader, options.apis);
+    SiteTimelineOptions o;
+    o.buckets = buckets;
+    o.device = options.device;
+    const std::vector<SiteTrack> tracks = site_timeline(process, o);
     json.begin_object();
-    json.field("run", options.run_arg);
-    json.key("processes");
+    json.field("pid", reader.info().pid);
+    json.field("title", process_title(reader));
+    json.field("rank", reader.info().rank);
+    json.key("tracks");
     json.begin_array();
-    size_t reported = 0;
-    for (const auto& dir : dirs) {
-      ProcessReader reader = ProcessReader::open(dir);
-      if (options.pid && reader.info().pid != *options.pid) continue;
-      ++reported;
-      StackResolver stacks(reader);
-      StackInterner interned;
-      const SiteTimelineOptions o(buckets, options.apis, options.device);
-      const std::vector<SiteTrack> tracks = site_timeline(reader, stacks, interned, o);
-      json.begin_object();
-      json.field("pid", reader.info().pid);
-      json.field("title", process_title(reader));
-      json.field("rank", reader.info().rank);
-      json.key("tracks");
-      json.begin_array();
-      for (const SiteTrack& t : tracks) write_track(json, t);
-      json.end_array();
-      json.end_object();
-    }
+    for (const SiteTrack& t : tracks) write_track(json, t);
     json.end_array();
-    if (options.pid && reported == 0) {
-      fmt::print(err, "gmemhook: no process with pid {} in {}\n", *options.pid,
-                 options.run.string());
-      return kExitReportFailure;
-    }
-    // Fewer, shallower rows per process when there are many: the file stays small.
-    const size_t top = std::clamp<size_t>(400 / std::max<size_t>(1, reported), 5, 30);
-    json.key("reports");
-    json.begin_object();
-    json.key("summary");
-    json.raw(json_report(ReportKind::Summary, options, top, 12));
-    json.key("leaks");
-    json.raw(json_report(ReportKind::Leaks, options, top, 12));
-    json.key("fragmentation");
-    json.raw(json_report(ReportKind::Fragmentation, options, top, 12));
     json.end_object();
-    json.key("run_json");
-    const std::string run_json = read_text_file(options.run / "run.json");
-    json.raw(run_json.empty() ? "null" : minified(run_json));
-    json.end_object();
-  } catch (const ReadError& e) {
-    fmt::print(err, "gmemhook: {}\n", e.what());
-    return kExitUnreadable;
+  });
+  if (status != kExitOk) return status;
+  json.end_array();
+  // Fewer, shallower rows per process when there are many: the file stays small.
+  const size_t top = std::clamp<size_t>(400 / std::max<size_t>(1, reported), 5, 30);
+  json.key("reports");
+  json.begin_object();
+  for (const char* report : {"summary", "leaks", "fragmentation"}) {
+    json.key(report);
+    json.raw(json_report(report, options, top, 12));
   }
+  json.end_object();
+  json.key("run_json");
+  const std::string run_json = read_text_file(options.run / "run.json");
+  json.raw(run_json.empty() ? "null" : minified(run_json));
+  json.end_object();
   page = html_page_text("gmemhook: " + options.run_arg, minified(data));
   return kExitOk;
 }

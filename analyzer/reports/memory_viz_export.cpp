@@ -7,10 +7,10 @@
 #include <map>
 #include <unordered_map>
 
-#include "analyzer/log/run_dir.h"
 #include "analyzer/model/block_layer.h"
 #include "analyzer/output/pickle_writer.h"
-#include "analyzer/reports/report_common.h"
+#include "analyzer/reports/process_context.h"
+#include "analyzer/reports/process_walk.h"
 
 namespace gmemhook::analysis {
 
@@ -129,13 +129,12 @@ class TraceRecorder final : public ReplayObserver {
 // and referred to from the memo after.
 class FramePickles {
  public:
-  FramePickles(StackResolver& stacks, const StackInterner& interned)
-      : stacks_(stacks), interned_(interned) {}
+  explicit FramePickles(FrameLookup frames) : frames_(frames) {}
 
   void write(PickleWriter& p, uint32_t stack) {
     if (auto it = memo_.find(stack); it != memo_.end()) return p.get(it->second);
     p.begin_list();
-    const std::vector<Frame>& frames = stacks_.resolve(interned_, stack);
+    const std::vector<Frame>& frames = frames_(stack);
     for (size_t i = 0; i < frames.size() && i < kMaxFrames; ++i) {
       const Frame& f = frames[i];
       p.begin_dict();
@@ -151,8 +150,7 @@ class FramePickles {
   }
 
  private:
-  StackResolver& stacks_;
-  const StackInterner& interned_;
+  FrameLookup frames_;
   std::unordered_map<uint32_t, uint32_t> memo_;
 };
 
@@ -223,49 +221,36 @@ void write_segment(PickleWriter& p, uint64_t address, const Range& s, const Trac
 }  // namespace
 
 int memory_viz_export(const HtmlOptions& options, std::string& out, std::FILE* err) {
-  try {
-    // A snapshot is one process's: the --pid one, else the first that used device memory.
-    std::optional<ProcessReader> chosen;
-    std::vector<std::string> others;
-    for (const auto& dir : find_process_dirs(options.run)) {
-      ProcessReader reader = ProcessReader::open(dir);
-      if (options.pid && reader.info().pid != *options.pid) continue;
-      if (chosen)
-        others.push_back(std::to_string(reader.info().pid));
-      else
-        chosen.emplace(std::move(reader));
-    }
-    if (!chosen) {
-      fmt::print(err, "gmemhook: no process{} in {}\n",
-                 options.pid ? fmt::format(" with pid {}", *options.pid) : "",
-                 options.run.string());
-      return kExitReportFailure;
-    }
-    if (!others.empty())
-      fmt::print(err,
-                 "gmemhook: a memory_viz snapshot holds one process: {} written; the others "
-                 "(--pid): {}\n",
-                 chosen->info().pid, fmt::join(others, ", "));
-    ProcessReader& reader = *chosen;
-    StackInterner interned;
+  // A snapshot is one process's: the --pid one, else the first.
+  std::optional<uint64_t> chosen = options.pid;
+  std::vector<std::string> others;
+  int status = walk_processes(options.run, options.pid, stdout, err, [&](ProcessReader& reader) {
+    if (!chosen)
+      chosen = reader.info().pid;
+    else if (reader.info().pid != *chosen)
+      others.push_back(std::to_string(reader.info().pid));
+  });
+  if (status != kExitOk) return status;
+  if (!chosen) {
+    fmt::print(err, "gmemhook: no process in {}\n", options.run.string());
+    return kExitReportFailure;
+  }
+  if (!others.empty())
+    fmt::print(err,
+               "gmemhook: a memory_viz snapshot holds one process: {} written; the others "
+               "(--pid): {}\n",
+               *chosen, fmt::join(others, ", "));
+  return walk_processes(options.run, chosen, stdout, err, [&](ProcessReader& reader) {
+    ProcessContext process(reader, options.apis);
     BlockLayer layer;  // which devices have PyTorch's blocks
-    {
-      Replay first(interned, options.apis);
-      first.observe(layer);
-      reader.read_events(first);
-      first.finish();
-    }
-    Replay replay(interned, options.apis);
+    process.pass({&layer});
     TraceRecorder trace(layer, reader.start_ns());
-    replay.observe(trace);
-    reader.read_events(replay);
-    replay.finish();
+    process.pass({&trace});
     if (trace.dropped)
       fmt::print(err, "gmemhook: the trace was cut after {} entries ({} more not written)\n",
                  kMaxEntries, trace.dropped);
 
-    StackResolver stacks(reader);
-    FramePickles frames(stacks, interned);
+    FramePickles frames(process.frames());
     PickleWriter p(out);
     p.begin_dict();
     p.value("segments");
@@ -298,11 +283,7 @@ int memory_viz_export(const HtmlOptions& options, std::string& out, std::FILE* e
     p.end_dict();
     p.end_dict();
     p.finish();
-  } catch (const ReadError& e) {
-    fmt::print(err, "gmemhook: {}\n", e.what());
-    return kExitUnreadable;
-  }
-  return kExitOk;
+  });
 }
 
 }  // namespace gmemhook::analysis

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <climits>
 
-#include "analyzer/log/run_dir.h"
 #include "analyzer/output/chrome_trace.h"
 #include "analyzer/output/text_format.h"
+#include "analyzer/reports/process_walk.h"
 #include "analyzer/reports/report_common.h"
 #include "analyzer/reports/site_timeline.h"
 
@@ -62,46 +62,37 @@ void export_track(ChromeTrace& trace, uint64_t pid, uint64_t offset_ns, const Si
 
 int perfetto_export(const HtmlOptions& options, std::string& out, std::FILE* err) {
   ChromeTrace trace;
-  try {
-    const auto dirs = find_process_dirs(options.run);
-    std::vector<ProcessReader> readers;
-    uint64_t run_start = UINT64_MAX;
-    for (const auto& dir : dirs) {
-      ProcessReader reader = ProcessReader::open(dir);
-      if (options.pid && reader.info().pid != *options.pid) continue;
-      run_start = std::min(run_start, reader.start_ns());
-      readers.push_back(std::move(reader));
+  // Times since the first process started: the processes of a run share CLOCK_MONOTONIC.
+  uint64_t run_start = UINT64_MAX;
+  size_t processes = 0;
+  int status = walk_processes(options.run, options.pid, stdout, err, [&](ProcessReader& reader) {
+    run_start = std::min(run_start, reader.start_ns());
+    ++processes;
+  });
+  if (status != kExitOk) return status;
+  const size_t buckets =
+      std::clamp(kBucketBudget / std::max<size_t>(1, processes), kMinBuckets, kMaxBuckets);
+  size_t order = 0;
+  status = walk_processes(options.run, options.pid, stdout, err, [&](ProcessReader& reader) {
+    const uint64_t pid = reader.info().pid;
+    trace.process_name(pid, process_title(reader));
+    const std::string& rank = reader.info().rank;
+    const bool numeric = !rank.empty() && rank.size() < 10 &&
+                         rank.find_first_not_of("0123456789") == std::string::npos;
+    trace.process_sort_index(pid, numeric ? std::stoll(rank) : static_cast<int64_t>(order));
+    ++order;
+    for (size_t i = 0; i < reader.thread_count(); ++i) {
+      const uint64_t tid = reader.thread(i).tid();
+      trace.thread_name(pid, tid, tid == pid ? "main thread" : fmt::format("thread {}", tid));
     }
-    if (options.pid && readers.empty()) {
-      fmt::print(err, "gmemhook: no process with pid {} in {}\n", *options.pid,
-                 options.run.string());
-      return kExitReportFailure;
-    }
-    const size_t buckets =
-        std::clamp(kBucketBudget / std::max<size_t>(1, readers.size()), kMinBuckets, kMaxBuckets);
-    for (size_t p = 0; p < readers.size(); ++p) {
-      ProcessReader& reader = readers[p];
-      const uint64_t pid = reader.info().pid;
-      trace.process_name(pid, process_title(reader));
-      const std::string& rank = reader.info().rank;
-      const bool numeric = !rank.empty() && rank.size() < 10 &&
-                           rank.find_first_not_of("0123456789") == std::string::npos;
-      trace.process_sort_index(pid, numeric ? std::stoll(rank) : static_cast<int64_t>(p));
-      for (size_t i = 0; i < reader.thread_count(); ++i) {
-        const uint64_t tid = reader.thread(i).tid();
-        trace.thread_name(pid, tid, tid == pid ? "main thread" : fmt::format("thread {}", tid));
-      }
-      StackResolver stacks(reader);
-      StackInterner interned;
-      const SiteTimelineOptions o(buckets, options.apis, options.device);
-      const uint64_t offset = reader.start_ns() - run_start;
-      for (const SiteTrack& t : site_timeline(reader, stacks, interned, o))
-        export_track(trace, pid, offset, t);
-    }
-  } catch (const ReadError& e) {
-    fmt::print(err, "gmemhook: {}\n", e.what());
-    return kExitUnreadable;
-  }
+    ProcessContext process(reader, options.apis);
+    SiteTimelineOptions o;
+    o.buckets = buckets;
+    o.device = options.device;
+    const uint64_t offset = reader.start_ns() - run_start;
+    for (const SiteTrack& t : site_timeline(process, o)) export_track(trace, pid, offset, t);
+  });
+  if (status != kExitOk) return status;
   out = trace.finish();
   return kExitOk;
 }

@@ -18,10 +18,10 @@ namespace gmemhook::analysis {
 namespace {
 
 // What a stack is grouped by: its line of user code, or the stack itself when it has none.
-std::vector<std::string> row_keys(StackResolver& stacks, const StackInterner& interned) {
-  std::vector<std::string> keys(interned.size() + 1);
-  for (uint32_t id = 1; id <= interned.size(); ++id) {
-    keys[id] = row_key(stacks.resolve(interned, id), GroupBy::Line);
+std::vector<std::string> row_keys(const FrameLookup& frames, uint32_t stacks) {
+  std::vector<std::string> keys(stacks + 1);
+  for (uint32_t id = 1; id <= stacks; ++id) {
+    keys[id] = row_key(frames(id), GroupBy::Line);
     if (keys[id].empty()) keys[id] = "stack " + std::to_string(id);
   }
   return keys;
@@ -216,17 +216,14 @@ std::vector<Candidate> candidates(const std::vector<BlockGroup>& groups) {
 
 }  // namespace
 
-std::vector<SiteTrack> site_timeline(ProcessReader& reader, StackResolver& stacks,
-                                     StackInterner& interned, const SiteTimelineOptions& options) {
+std::vector<SiteTrack> site_timeline(ProcessContext& process, const SiteTimelineOptions& options) {
   // Pass 1: the peak, the end and who held each.
-  Replay first(interned, options.apis);
   PeakSites peaks;
   BlockLayer blocks;
-  first.observe(peaks);
-  first.observe(blocks);
-  reader.read_events(first);
-  first.finish();
-  const std::vector<std::string> keys = row_keys(stacks, interned);
+  const Replay first = process.pass({&peaks, &blocks});
+  const ProcessReader& reader = process.reader();
+  const FrameLookup frames_of = process.frames();
+  const std::vector<std::string> keys = row_keys(frames_of, first.stacks().size());
   const size_t n = std::max<size_t>(2, options.buckets);
 
   std::vector<SiteTrack> tracks;
@@ -260,7 +257,7 @@ std::vector<SiteTrack> site_timeline(ProcessReader& reader, StackResolver& stack
     track_keys.push_back(pick_rows(at_peak, at_end, keys, options.rows, first_stack));
     for (const std::string& k : track_keys.back()) {
       const uint32_t stack = first_stack[k];
-      const std::vector<Frame>& frames = stacks.resolve(interned, stack);
+      const std::vector<Frame>& frames = frames_of(stack);
       std::string kind;
       for (const Candidate& c : at_peak)
         if (c.stack == stack) kind = c.kind;
@@ -269,11 +266,11 @@ std::vector<SiteTrack> site_timeline(ProcessReader& reader, StackResolver& stack
       t.rows.push_back({user_frame_text(frames), &frames, kind});
     }
     for (const Candidate& c : at_peak)
-      t.peak_stacks.emplace_back(&stacks.resolve(interned, c.stack), c.bytes);
+      t.peak_stacks.emplace_back(&frames_of(c.stack), c.bytes);
     for (const Failure& f : s->failures)
       t.failures.push_back({since_start(reader, f.time_ns), f.seq, f.bytes,
                             api_name(f.api) + ": " + cuda_error_text(f.api, f.result),
-                            user_frame_text(stacks.resolve(interned, f.stack))});
+                            user_frame_text(frames_of(f.stack))});
     t.time_ns.assign(n, 0);
     t.seq.assign(n, 0);
     t.values.assign(t.rows.size() + 1, std::vector<uint64_t>(n, 0));
@@ -290,11 +287,8 @@ std::vector<SiteTrack> site_timeline(ProcessReader& reader, StackResolver& stack
     for (size_t r = 0; r < track_keys[i].size(); ++r)
       s.slot_of_key.emplace(track_keys[i][r], static_cast<uint16_t>(r));
   }
-  Replay second(interned, options.apis);
   Sampler sampler(sampling, keys, reader.start_ns(), first.last_time_ns(), n);
-  second.observe(sampler);
-  reader.read_events(second);
-  second.finish();
+  process.pass({&sampler});
   return tracks;
 }
 

@@ -10,13 +10,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <utility>
 #include <string>
 #include <vector>
 
-#include "analyzer/log/reader.h"
 #include "analyzer/model/replay.h"
-#include "analyzer/symbols/stack_resolver.h"
+#include "analyzer/reports/process_context.h"
 
 namespace gmemhook::analysis {
 
@@ -54,16 +52,12 @@ struct SiteTrack {
 
 struct SiteTimelineOptions {
   size_t buckets = 800;
-  size_t rows = 8;  // rows with a colour of their own per track
-  std::vector<std::string> apis;  // --api
-  std::optional<int32_t> device;  // --device
-
-  SiteTimelineOptions(size_t b, std::vector<std::string> only_apis, std::optional<int32_t> d)
-      : buckets(b), apis(std::move(only_apis)), device(d) {}
+  size_t rows = 8;                // rows with a colour of their own per track
+  std::optional<int32_t> device;  // --device (--api is the process context's)
 };
 
-// Both passes over `reader`. Frames point into `stacks`, which must outlive the tracks.
-std::vector<SiteTrack> site_timeline(ProcessReader& reader, StackResolver& stacks,
-                                     StackInterner& interned, const SiteTimelineOptions& options);
+// Both passes over the process (--api applied by `process`). Frames point into `process`'s
+// stacks: it must outlive the tracks.
+std::vector<SiteTrack> site_timeline(ProcessContext& process, const SiteTimelineOptions& options);
 
 }  // namespace gmemhook::analysis

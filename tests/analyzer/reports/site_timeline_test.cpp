@@ -16,15 +16,16 @@ using test_logs::Scenario;
 struct Timeline {
   test_logs::ProcessLogs logs;
   ProcessReader reader;
-  StackResolver stacks;
-  StackInterner interned;
+  std::vector<std::string> apis;
+  ProcessContext process;
   std::vector<SiteTrack> tracks;
 
   Timeline(const Scenario& s, size_t buckets, size_t rows)
-      : logs(s.build(true)), reader(test_logs::read_in_memory(logs)), stacks(reader) {
-    SiteTimelineOptions o(buckets, {}, std::nullopt);
+      : logs(s.build(true)), reader(test_logs::read_in_memory(logs)), process(reader, apis) {
+    SiteTimelineOptions o;
+    o.buckets = buckets;
     o.rows = rows;
-    tracks = site_timeline(reader, stacks, interned, o);
+    tracks = site_timeline(process, o);
   }
 };
 
