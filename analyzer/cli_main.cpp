@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/cli_html.h"
 #include "analyzer/cli_words.h"
 #include "analyzer/live/top_command.h"
 #include "analyzer/output/command_name.h"
@@ -179,6 +180,9 @@ int main(int argc, char** argv) {
   dump->add_option("RUN", dump_run, "A run directory, or one <exe>.<pid> process directory")
       ->required();
 
+  gmemhook::analysis::HtmlOptions html_options;  // gmemhook html (issue 11)
+  CLI::App* html = gmemhook::analysis::add_html_command(app, html_options);
+
   if (unknown_subcommand(app, argc, argv)) return kExitUsage;
   try {
     app.parse(argc, argv);
@@ -187,6 +191,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
 
+  if (html->parsed()) return gmemhook::analysis::run_html_report(html_options, stderr);
   if (dump->parsed()) return gmemhook::analysis::dump_command(dump_run, stdout, stderr);
   if (diff->parsed()) {
     diff_options.base = diff_options.base_arg = diff_base;

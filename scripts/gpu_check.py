@@ -201,7 +201,7 @@ def main():
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
-                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench,top,topbench")
+                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench,top,topbench,html")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -220,7 +220,8 @@ def main():
                      ("ctests", lambda: check_gpu_ctests(c)),
                      ("pybench", lambda: check_python_bench(c, a.python)),
                      ("top", lambda: check_top(c, a.python)),
-                     ("topbench", lambda: check_top_bench(c))):
+                     ("topbench", lambda: check_top_bench(c)),
+                     ("html", lambda: check_html(c, a.python))):
         if name in only:
             try:
                 fn()
@@ -632,3 +633,65 @@ def check_top_bench(c):
 
 if __name__ == "__main__":
     main()
+
+
+def check_html(c, py):
+    """Issue 11: `gmemhook html --format memory-viz` read by PyTorch's own viewer (trace_plot makes
+    the page, stats asserts every segment is tiled by its blocks, trace walks the actions), for
+    the default caching allocator (blocks) and the cudaMallocAsync backend (which PyTorch cannot
+    snapshot itself); then the HTML page and the Perfetto trace of a GPT-2 run: made, under
+    8 MiB, saved in OUT for Chromium on the development machine (html_check.py's checks)."""
+    import time
+    script = os.path.join(os.path.dirname(__file__), "..", "samples", "torch_workload.py")
+    for name, env in (("html-default", {}),
+                      ("html-async", {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"})):
+        _, run = c.traced(name, [py, script, "--steps", "5"], env)
+        pickle_path = os.path.join(c.out, name + ".memory_viz.pickle")
+        p = subprocess.run([c.cli, "html", run, "--format", "memory-viz", "-o", pickle_path],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            c.row(name + ": gmemhook html --format memory-viz", 0, p.returncode, False, p.stderr[-300:])
+            continue
+        for tool, args in (("trace_plot", ["-o", os.path.join(c.out, name + ".memory_viz.html")]),
+                           ("stats", []), ("trace", [])):
+            v = subprocess.run([py, "-m", "torch.cuda._memory_viz", tool, pickle_path, *args],
+                               capture_output=True, text=True, timeout=600)
+            with open(os.path.join(c.out, "%s.memory_viz.%s.txt" % (name, tool)), "w") as f:
+                f.write(v.stdout[-20000:] + "\n--- stderr ---\n" + v.stderr[-20000:])
+            c.row("%s: torch.cuda._memory_viz %s on the gmemhook pickle" % (name, tool), 0,
+                  v.returncode, v.returncode == 0, v.stderr.strip()[-200:])
+        out = os.path.join(c.out, name + ".memory_viz.html")
+        c.row(name + ": trace_plot page holds the snapshot", "> 1 KiB",
+              os.path.getsize(out) if os.path.exists(out) else None,
+              os.path.exists(out) and os.path.getsize(out) > 1024)
+        # The pickle's allocations against the summary: blocks with the caching allocator,
+        # cudaMallocAsync calls with the async backend.
+        snap = subprocess.run([py, "-c", "import pickle,sys,json; d=pickle.load(open(sys.argv[1],'rb'));"
+                               "print(json.dumps(sum(e['action']=='alloc' for t in d['device_traces'] for e in t)))",
+                               pickle_path], capture_output=True, text=True)
+        d = device_entry(c.report("summary", run))
+        want = (d.get("allocated") or {}).get("allocations") if not env else d["allocations"]
+        got = int(snap.stdout) if snap.returncode == 0 and snap.stdout.strip() else None
+        c.row(name + ": memory_viz 'alloc' actions = allocations in gmemhook summary", want, got,
+              want is not None and want == got)
+
+    gpt2 = os.path.join(os.path.dirname(__file__), "..", "samples", "train_gpt2.py")
+    _, run = c.traced("html-gpt2", [py, gpt2, "--batch", "8", "--steps", "3"])
+    for fmt, suffix in (("html", ".html"), ("perfetto", ".trace.json")):
+        path = os.path.join(c.out, "html-gpt2" + suffix)
+        t0 = time.time()
+        p = subprocess.run([c.cli, "html", run, "--format", fmt, "-o", path],
+                           capture_output=True, text=True)
+        took = time.time() - t0
+        size = os.path.getsize(path) if os.path.exists(path) else None
+        c.row("GPT-2 run: gmemhook html --format %s (file size, bytes)" % fmt, "< 8 MiB, exit 0",
+              size, p.returncode == 0 and size is not None and size < (8 << 20),
+              "took %.1f s; render the page with tests/analyzer/reports/html_check.py's browser "
+              "checks on a machine with Chromium" % took)
+    if os.path.exists(os.path.join(c.out, "html-gpt2.trace.json")):
+        with open(os.path.join(c.out, "html-gpt2.trace.json")) as f:
+            events = json.load(f)["traceEvents"]
+        tracks = sorted({e["name"] for e in events if e["ph"] == "C"})
+        c.row("GPT-2 run: Perfetto counter tracks", "device 0 allocated + reserved",
+              ", ".join(tracks)[:200],
+              "device 0 allocated" in tracks and "device 0 reserved" in tracks)

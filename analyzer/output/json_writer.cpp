@@ -64,6 +64,11 @@ JsonWriter& JsonWriter::key(std::string_view k) {
   return *this;
 }
 
+void JsonWriter::raw(std::string_view json_text) {
+  before_value();
+  out_ += json_text;
+}
+
 void JsonWriter::begin_object() {
   before_value();
   out_ += '{';

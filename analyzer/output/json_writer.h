@@ -32,6 +32,8 @@ class JsonWriter {
   void value(double v);
   void value(bool v);
   void null();
+  // A value that is JSON text already (e.g. another report's output), written as it is.
+  void raw(std::string_view json_text);
   // A short array of numbers on one line, e.g. a [time, bytes] point of a timeline.
   void inline_array(std::initializer_list<uint64_t> values);
   template <typename T>

@@ -403,6 +403,37 @@ int exec_after_cuda() {
   return 98;
 }
 
+// A small training-shaped program for the HTML report's tests (issue 11): weights that stay,
+// activations that come and go each step (`scale` times larger on an outlier rank), a buffer
+// never freed and one request too large for the device. Each part has a function of its own, so
+// each is a site of its own.
+__attribute__((noinline)) void load_weights(std::vector<void*>& weights) {
+  for (int i = 0; i < 4; ++i) CHECK_RT(cudaMalloc(&weights.emplace_back(), size_t{8} << 20));
+}
+__attribute__((noinline)) void run_step(int scale) {
+  void* a[3];
+  for (void*& p : a) CHECK_RT(cudaMalloc(&p, (size_t{2} << 20) * scale));
+  usleep(300);
+  for (void* p : a) CHECK_RT(cudaFree(p));
+}
+__attribute__((noinline)) void keep_cache() {
+  void* p;
+  CHECK_RT(cudaMalloc(&p, size_t{3} << 20));  // never freed: the leak the page lists
+}
+__attribute__((noinline)) void ask_too_much() {
+  void* p;
+  if (cudaMalloc(&p, size_t{1} << 50) == cudaSuccess) die("huge cudaMalloc succeeded", 0);
+}
+int training(int scale) {
+  std::vector<void*> weights;
+  load_weights(weights);
+  for (int step = 0; step < 20; ++step) run_step(scale);
+  keep_cache();
+  ask_too_much();
+  for (void* p : weights) CHECK_RT(cudaFree(p));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -418,6 +449,7 @@ int main(int argc, char** argv) {
   if (mode == "die" && argc > 2) return die_while_allocating(argv[2], arg(3, 500));
   if (mode == "plain") return plain(arg(2, 0));
   if (mode == "exec-after-cuda") return exec_after_cuda();
+  if (mode == "training") return training(arg(2, 1));
   std::fprintf(stderr, "scenario: unknown mode %s\n", mode.c_str());
   return 2;
 }

@@ -1,0 +1,44 @@
+// `gmemhook html RUN -o FILE [--format html|perfetto|memory-viz]` (see cli_html.h).
+#include "analyzer/cli_html.h"
+
+#include "analyzer/cli_words.h"
+
+namespace gmemhook::analysis {
+
+CLI::App* add_html_command(CLI::App& app, HtmlOptions& o) {
+  CLI::App* s = app.add_subcommand(
+      "html",
+      "One self-contained page to open in a browser: timelines by site, the peak as a flame "
+      "graph, leaks, fragmentation (or --format perfetto / memory-viz)");
+  s->add_option("RUN", o.run, "A run directory, or one <exe>.<pid> process directory")->required();
+  s->add_option("-o,--output", o.output,
+                "The file written (default: gmemhook.html, gmemhook.trace.json or "
+                "gmemhook.memory_viz.pickle)");
+  s->add_option_function<std::string>(
+       "--format",
+       [&o](const std::string& v) {
+         o.format = v == "perfetto"     ? PageFormat::Perfetto
+                    : v == "memory-viz" ? PageFormat::MemoryViz
+                                        : PageFormat::Html;
+       },
+       "html (the page), perfetto (a Chrome JSON trace for ui.perfetto.dev and chrome://tracing) "
+       "or memory-viz (a PyTorch memory snapshot pickle for torch.cuda._memory_viz and "
+       "pytorch.org/memory_viz)")
+      ->check(CLI::IsMember({"html", "perfetto", "memory-viz"}));
+  s->add_option("--pid", o.pid, "Only the process with this pid (memory-viz: the process written)")
+      ->check(whole_number("a process id (e.g. 4242)"));
+  s->add_option("--device", o.device, "Only this device")
+      ->check(whole_number("a device number (0, 1, ...)"));
+  s->add_option("--api", o.apis, "Only events of these entry points, comma-separated")
+      ->delimiter(',');
+  s->final_callback([&o] {
+    o.run_arg = o.run.string();
+    if (o.output.empty())
+      o.output = o.format == PageFormat::Perfetto    ? "gmemhook.trace.json"
+                 : o.format == PageFormat::MemoryViz ? "gmemhook.memory_viz.pickle"
+                                                     : "gmemhook.html";
+  });
+  return s;
+}
+
+}  // namespace gmemhook::analysis

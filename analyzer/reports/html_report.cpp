@@ -1,0 +1,299 @@
+// `gmemhook html`: the page's data — per process the stacked timelines, the peak's stacks as a
+// tree, and the summary, leaks and fragmentation reports' own JSON, embedded as they are so the
+// page shows exactly the numbers the JSON reports give — poured into the page template
+// (output/html_page.h). --format perfetto and memory-viz hand the same run to their writers.
+#include "analyzer/reports/html_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "analyzer/log/run_dir.h"
+#include "analyzer/output/html_page.h"
+#include "analyzer/output/text_format.h"
+#include "analyzer/reports/memory_viz_export.h"
+#include "analyzer/reports/perfetto_export.h"
+#include "analyzer/reports/process_walk.h"
+#include "analyzer/reports/report.h"
+#include "analyzer/reports/report_common.h"
+#include "analyzer/reports/site_timeline.h"
+#include "analyzer/symbols/user_code.h"
+
+namespace gmemhook::analysis {
+
+namespace {
+
+// Keeps a page of many ranks under the issue's 8 MiB: fewer buckets and rows per process.
+constexpr size_t kBucketBudget = 6000;
+constexpr size_t kMaxBuckets = 800, kMinBuckets = 120;
+constexpr size_t kFlameStacks = 300;  // stacks drawn one by one; the rest become one box
+constexpr size_t kStackDepth = 8;     // lines per section of a user-first stack
+
+// JSON without the indentation JsonWriter adds for people: the page only parses it.
+std::string minified(const std::string& json) {
+  std::string out;
+  out.reserve(json.size() / 2);
+  bool in_string = false, escaped = false;
+  for (char c : json) {
+    if (in_string) {
+      out += c;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+      out += c;
+    } else if (c != ' ' && c != '\n' && c != '\t' && c != '\r') {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// A JSON report of the whole run, as `gmemhook KIND --json` writes it; "null" when it failed.
+std::string json_report(const char* report, const HtmlOptions& options, size_t top, size_t depth) {
+  const ReportEntry* entry = find_report(report);
+  if (!entry) return "null";
+  ReportOptions o;
+  o.run = options.run;
+  o.run_arg = options.run_arg;
+  o.format = "json";
+  o.pid = options.pid;
+  o.device = options.device;
+  o.apis = options.apis;
+  o.top = top;
+  o.depth = depth;
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&buffer, &size);
+  std::FILE* quiet = std::fopen("/dev/null", "w");
+  const int status = run_report(*entry, o, out, quiet ? quiet : stderr);
+  std::fclose(out);
+  if (quiet) std::fclose(quiet);
+  std::string text(buffer ? buffer : "", size);
+  std::free(buffer);
+  return status == kExitOk && !text.empty() ? minified(text) : "null";
+}
+
+// The user-first stack as the text reports write it, one string per line.
+void write_stack_lines(JsonWriter& json, const std::vector<Frame>* frames) {
+  json.begin_array();
+  if (frames) {
+    std::string text;
+    append_stack(text, *frames, StackStyle{false, kStackDepth}, "");
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      if (end > start) json.value(std::string_view(text).substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  json.end_array();
+}
+
+// The flame graph: stacks merged from the outermost line down, a stack's library runs folded
+// into one box as in the text reports.
+struct FlameNode {
+  uint64_t bytes = 0;
+  std::map<std::string, FlameNode> children;
+};
+
+std::string flame_label(const std::vector<Frame>& frames, const StackLine& line) {
+  if (line.folded) return describe_fold(line);
+  return frame_text(frames[line.first]);
+}
+
+void write_flame(JsonWriter& json, const std::string& name, const FlameNode& node) {
+  json.begin_array();
+  json.value(name);
+  json.value(node.bytes);
+  if (!node.children.empty()) {
+    std::vector<const std::pair<const std::string, FlameNode>*> kids;
+    for (const auto& kid : node.children) kids.push_back(&kid);
+    std::stable_sort(kids.begin(), kids.end(),
+                     [](auto* a, auto* b) { return a->second.bytes > b->second.bytes; });
+    json.begin_array();
+    for (const auto* kid : kids) write_flame(json, kid->first, kid->second);
+    json.end_array();
+  }
+  json.end_array();
+}
+
+void write_peak_flame(JsonWriter& json, const SiteTrack& t) {
+  FlameNode root;
+  uint64_t rest = 0;
+  size_t rest_count = 0;
+  for (size_t i = 0; i < t.peak_stacks.size(); ++i) {
+    const auto& [frames, bytes] = t.peak_stacks[i];
+    root.bytes += bytes;
+    if (i >= kFlameStacks) {
+      rest += bytes;
+      ++rest_count;
+      continue;
+    }
+    const std::vector<StackLine> lines = fold_library_frames(*frames);
+    FlameNode* node = &root;
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+      node = &node->children[flame_label(*frames, *it)];
+      node->bytes += bytes;
+    }
+    if (lines.empty()) {
+      node = &node->children["(no stack recorded)"];
+      node->bytes += bytes;
+    }
+  }
+  if (rest_count) root.children[fmt::format("({} smaller stacks)", rest_count)].bytes += rest;
+  write_flame(json, "all", root);
+}
+
+void write_numbers(JsonWriter& json, const std::vector<uint64_t>& values) {
+  json.begin_array();
+  for (uint64_t v : values) json.value(v);
+  json.end_array();
+}
+
+void write_track(JsonWriter& json, const SiteTrack& t) {
+  json.begin_object();
+  json.field("label", series_label(t.key));
+  write_series_fields(json, t.key);
+  json.field("layer", t.allocated_layer ? "allocated" : "live");
+  json.key("rows");
+  json.begin_array();
+  for (const TimelineRow& r : t.rows) {
+    json.begin_object();
+    json.field("site", r.site);
+    json.field("kind", r.kind);
+    json.key("stack");
+    write_stack_lines(json, r.frames);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("t");
+  write_numbers(json, t.time_ns);
+  json.key("seq");
+  write_numbers(json, t.seq);
+  json.key("v");
+  json.begin_array();
+  for (const auto& row : t.values) write_numbers(json, row);
+  json.end_array();
+  json.key("reserved");
+  if (t.allocated_layer)
+    write_numbers(json, t.reserved);
+  else
+    json.null();
+  json.field("peak_bytes", t.peak_bytes);
+  json.field("peak_time_ns", t.peak_time_ns);
+  json.field("peak_seq", t.peak_seq);
+  json.field("reserved_peak_bytes", t.reserved_peak_bytes);
+  json.field("end_bytes", t.end_bytes);
+  json.key("failures");
+  json.begin_array();
+  for (const TimelineFailure& f : t.failures) {
+    json.begin_object();
+    json.field("time_ns", f.time_ns);
+    json.field("seq", f.seq);
+    json.field("bytes", f.bytes);
+    json.field("what", f.what);
+    json.field("site", f.site);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("flame");
+  write_peak_flame(json, t);
+  json.end_object();
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::string text;
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    std::fclose(f);
+  }
+  return text;
+}
+
+int write_file(const std::filesystem::path& path, const std::string& text, std::FILE* err) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
+    fmt::print(err, "gmemhook: cannot write {}\n", path.string());
+    return kExitReportFailure;
+  }
+  return kExitOk;
+}
+
+int html_page(const HtmlOptions& options, std::string& page, std::FILE* err) {
+  std::string data;
+  JsonWriter json(data);
+  const size_t buckets = std::clamp(
+      kBucketBudget / std::max<size_t>(1, find_process_dirs(options.run).size()), kMinBuckets,
+      kMaxBuckets);
+  json.begin_object();
+  json.field("run", options.run_arg);
+  json.key("processes");
+  json.begin_array();
+  size_t reported = 0;
+  const int status = walk_processes(options.run, options.pid, stdout, err, [&](ProcessReader& reader) {
+    ++reported;
+    ProcessContext process(reader, options.apis);
+    SiteTimelineOptions o;
+    o.buckets = buckets;
+    o.device = options.device;
+    const std::vector<SiteTrack> tracks = site_timeline(process, o);
+    json.begin_object();
+    json.field("pid", reader.info().pid);
+    json.field("title", process_title(reader));
+    json.field("rank", reader.info().rank);
+    json.key("tracks");
+    json.begin_array();
+    for (const SiteTrack& t : tracks) write_track(json, t);
+    json.end_array();
+    json.end_object();
+  });
+  if (status != kExitOk) return status;
+  json.end_array();
+  // Fewer, shallower rows per process when there are many: the file stays small.
+  const size_t top = std::clamp<size_t>(400 / std::max<size_t>(1, reported), 5, 30);
+  json.key("reports");
+  json.begin_object();
+  for (const char* report : {"summary", "leaks", "fragmentation"}) {
+    json.key(report);
+    json.raw(json_report(report, options, top, 12));
+  }
+  json.end_object();
+  json.key("run_json");
+  const std::string run_json = read_text_file(options.run / "run.json");
+  json.raw(run_json.empty() ? "null" : minified(run_json));
+  json.end_object();
+  page = html_page_text("gmemhook: " + options.run_arg, minified(data));
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_html_report(const HtmlOptions& options, std::FILE* err) {
+  std::string text;
+  int status = kExitReportFailure;
+  switch (options.format) {
+    case PageFormat::Html:
+      status = html_page(options, text, err);
+      break;
+    case PageFormat::Perfetto:
+      status = perfetto_export(options, text, err);
+      break;
+    case PageFormat::MemoryViz:
+      status = memory_viz_export(options, text, err);
+      break;
+  }
+  return status == kExitOk ? write_file(options.output, text, err) : status;
+}
+
+}  // namespace gmemhook::analysis

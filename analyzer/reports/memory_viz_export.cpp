@@ -1,0 +1,289 @@
+// The memory_viz snapshot of a process (see memory_viz_export.h).
+#include "analyzer/reports/memory_viz_export.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "analyzer/model/block_layer.h"
+#include "analyzer/output/pickle_writer.h"
+#include "analyzer/reports/process_context.h"
+#include "analyzer/reports/process_walk.h"
+
+namespace gmemhook::analysis {
+
+namespace {
+
+using format::EventKind;
+
+// PyTorch's viewer slows to a crawl far below this; beyond it the trace is cut (and says so).
+constexpr size_t kMaxEntries = 1000000;
+constexpr size_t kMaxFrames = 64;
+
+struct Entry {
+  const char* action;
+  uint64_t address = 0, size = 0, time_us = 0;
+  uint32_t stack = 0;
+};
+
+struct Range {
+  uint64_t size = 0;
+  int32_t device = 0;
+  uint32_t stack = 0;
+};
+
+// The trace, one list per device, made in one pass (a Replay observer watching every call).
+class TraceRecorder final : public ReplayObserver {
+ public:
+  TraceRecorder(const BlockLayer& layer, uint64_t start_ns) : ReplayObserver(kCalls), start_ns_(start_ns) {
+    for (const BlockDevice& d : layer.devices()) block_devices_.push_back(d.device);
+  }
+
+  void call(const Replay& r, const format::Event& ev, const format::ApiInfo& api) override {
+    const EventKind kind = format::event_kind_of(api.kind, ev.f.mask);
+    const format::MemoryType memory = ev.f.has(format::kHasMemory) ? ev.f.memory : api.memory;
+    const bool device_memory =
+        memory == format::MemoryType::Device || memory == format::MemoryType::None;
+    const uint64_t us = (ev.time_ns > start_ns_ ? ev.time_ns - start_ns_ : 0) / 1000;
+    const uint32_t stack = r.event_stack();
+    if (ev.result != 0) {
+      if ((kind == EventKind::Alloc || kind == EventKind::Create) && device_memory)
+        add(ev.f.device, {"oom", 0, ev.f.size, us, stack});
+      return;
+    }
+    switch (kind) {
+      case EventKind::BlockAlloc:
+        if (auto old = blocks_.find(ev.f.address); old != blocks_.end()) free_block(old, us, stack);
+        blocks_[ev.f.address] = {ev.f.size, ev.f.device, stack};
+        return add(ev.f.device, {"alloc", ev.f.address, ev.f.size, us, stack});
+      case EventKind::BlockFree:
+        if (auto it = blocks_.find(ev.f.address); it != blocks_.end()) free_block(it, us, stack);
+        return;
+      case EventKind::Alloc:
+        if (!device_memory || !ev.f.address) return;
+        return new_segment(ev.f.address, {ev.f.size, ev.f.device, stack}, us);
+      case EventKind::Map:
+        // expandable_segments: each mapping is memory the allocator can carve blocks from.
+        return new_segment(ev.f.address, {ev.f.size, device_of_map(r, ev), stack}, us);
+      case EventKind::Free:
+      case EventKind::Unmap:
+        if (auto it = segments_.find(ev.f.address); it != segments_.end()) {
+          const Range s = it->second;
+          if (!has_blocks(s.device)) {
+            add(s.device, {"free_requested", it->first, s.size, us, stack});
+            add(s.device, {"free_completed", it->first, s.size, us, stack});
+          }
+          add(s.device, {"segment_free", it->first, s.size, us, stack});
+          segments_.erase(it);
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  std::vector<std::vector<Entry>> traces;  // by device
+  std::map<uint64_t, Range> segments_;     // live at the end, by address
+  std::map<uint64_t, Range> blocks_;
+  size_t dropped = 0;
+
+  bool has_blocks(int32_t device) const {
+    return std::find(block_devices_.begin(), block_devices_.end(), device) != block_devices_.end();
+  }
+
+ private:
+  int32_t device_of_map(const Replay& r, const format::Event& ev) const {
+    if (auto h = r.handles().find(ev.f.handle); h != r.handles().end())
+      return r.series()[r.sites()[h->second.site].series].key.device;
+    return ev.f.device;
+  }
+  void new_segment(uint64_t address, Range s, uint64_t us) {
+    segments_[address] = s;
+    add(s.device, {"segment_alloc", address, s.size, us, s.stack});
+    if (!has_blocks(s.device)) add(s.device, {"alloc", address, s.size, us, s.stack});
+  }
+  void free_block(std::map<uint64_t, Range>::iterator it, uint64_t us, uint32_t stack) {
+    add(it->second.device, {"free_requested", it->first, it->second.size, us, stack});
+    add(it->second.device, {"free_completed", it->first, it->second.size, us, stack});
+    blocks_.erase(it);
+  }
+  void add(int32_t device, const Entry& e) {
+    if (device < 0) device = 0;  // unknown: the viewer has no place for it elsewhere
+    if (static_cast<size_t>(device) >= traces.size()) traces.resize(device + 1);
+    if (entries_ >= kMaxEntries) {
+      ++dropped;
+      return;
+    }
+    ++entries_;
+    traces[device].push_back(e);
+  }
+
+  uint64_t start_ns_;
+  std::vector<int32_t> block_devices_;
+  size_t entries_ = 0;
+};
+
+// Frames as PyTorch writes them, innermost first: {filename, line, name}; each stack pickled once
+// and referred to from the memo after.
+class FramePickles {
+ public:
+  explicit FramePickles(FrameLookup frames) : frames_(frames) {}
+
+  void write(PickleWriter& p, uint32_t stack) {
+    if (auto it = memo_.find(stack); it != memo_.end()) return p.get(it->second);
+    p.begin_list();
+    const std::vector<Frame>& frames = frames_(stack);
+    for (size_t i = 0; i < frames.size() && i < kMaxFrames; ++i) {
+      const Frame& f = frames[i];
+      p.begin_dict();
+      p.field("filename", f.file ? *f.file : f.module.empty() ? std::string("??") : f.module);
+      p.field("line", static_cast<int64_t>(f.line.value_or(0)));
+      p.field("name", f.function ? *f.function : fmt::format("0x{:x}", f.address));
+      p.end_dict();
+    }
+    p.end_list();
+    const auto index = static_cast<uint32_t>(memo_.size());
+    p.put(index);
+    memo_.emplace(stack, index);
+  }
+
+ private:
+  FrameLookup frames_;
+  std::unordered_map<uint32_t, uint32_t> memo_;
+};
+
+void write_block(PickleWriter& p, uint64_t address, uint64_t size, bool active,
+                 FramePickles* frames, uint32_t stack) {
+  p.begin_dict();
+  p.field("address", address);
+  p.field("size", size);
+  p.field("requested_size", active ? size : uint64_t{0});
+  p.field("state", active ? "active_allocated" : "inactive");
+  p.value("frames");
+  if (active && frames)
+    frames->write(p, stack);
+  else {
+    p.begin_list();
+    p.end_list();
+  }
+  p.end_dict();
+}
+
+// One live segment at the end, tiled by the blocks inside it and the gaps between them.
+void write_segment(PickleWriter& p, uint64_t address, const Range& s, const TraceRecorder& t,
+                   FramePickles& frames) {
+  struct Piece {
+    uint64_t address, size;
+    uint32_t stack;
+  };
+  std::vector<Piece> active;
+  if (t.has_blocks(s.device)) {
+    for (auto it = t.blocks_.lower_bound(address);
+         it != t.blocks_.end() && it->first + it->second.size <= address + s.size; ++it)
+      active.push_back({it->first, it->second.size, it->second.stack});
+  } else {
+    active.push_back({address, s.size, s.stack});
+  }
+  uint64_t used = 0;
+  for (const Piece& b : active) used += b.size;
+  p.begin_dict();
+  p.field("device", s.device < 0 ? 0 : s.device);
+  p.field("address", address);
+  p.field("total_size", s.size);
+  p.field("allocated_size", used);
+  p.field("active_size", used);
+  p.field("requested_size", used);
+  p.field("stream", uint64_t{0});
+  p.field("segment_type", s.size <= (1u << 20) ? "small" : "large");
+  p.value("segment_pool_id");
+  p.begin_tuple();
+  p.value(uint64_t{0});
+  p.value(uint64_t{0});
+  p.end_tuple();
+  p.field("is_expandable", false);
+  p.value("frames");
+  frames.write(p, s.stack);
+  p.value("blocks");
+  p.begin_list();
+  uint64_t at = address;
+  for (const Piece& b : active) {
+    if (b.address > at) write_block(p, at, b.address - at, false, nullptr, 0);
+    write_block(p, b.address, b.size, true, &frames, b.stack);
+    at = b.address + b.size;
+  }
+  if (at < address + s.size) write_block(p, at, address + s.size - at, false, nullptr, 0);
+  p.end_list();
+  p.end_dict();
+}
+
+}  // namespace
+
+int memory_viz_export(const HtmlOptions& options, std::string& out, std::FILE* err) {
+  // A snapshot is one process's: the --pid one, else the first.
+  std::optional<uint64_t> chosen = options.pid;
+  std::vector<std::string> others;
+  int status = walk_processes(options.run, options.pid, stdout, err, [&](ProcessReader& reader) {
+    if (!chosen)
+      chosen = reader.info().pid;
+    else if (reader.info().pid != *chosen)
+      others.push_back(std::to_string(reader.info().pid));
+  });
+  if (status != kExitOk) return status;
+  if (!chosen) {
+    fmt::print(err, "gmemhook: no process in {}\n", options.run.string());
+    return kExitReportFailure;
+  }
+  if (!others.empty())
+    fmt::print(err,
+               "gmemhook: a memory_viz snapshot holds one process: {} written; the others "
+               "(--pid): {}\n",
+               *chosen, fmt::join(others, ", "));
+  return walk_processes(options.run, chosen, stdout, err, [&](ProcessReader& reader) {
+    ProcessContext process(reader, options.apis);
+    BlockLayer layer;  // which devices have PyTorch's blocks
+    process.pass({&layer});
+    TraceRecorder trace(layer, reader.start_ns());
+    process.pass({&trace});
+    if (trace.dropped)
+      fmt::print(err, "gmemhook: the trace was cut after {} entries ({} more not written)\n",
+                 kMaxEntries, trace.dropped);
+
+    FramePickles frames(process.frames());
+    PickleWriter p(out);
+    p.begin_dict();
+    p.value("segments");
+    p.begin_list();
+    for (const auto& [address, s] : trace.segments_)
+      if (!options.device || s.device == *options.device) write_segment(p, address, s, trace, frames);
+    p.end_list();
+    p.value("device_traces");
+    p.begin_list();
+    for (size_t d = 0; d < std::max<size_t>(1, trace.traces.size()); ++d) {
+      p.begin_list();
+      if (d < trace.traces.size() && (!options.device || static_cast<int32_t>(d) == *options.device))
+        for (const Entry& e : trace.traces[d]) {
+          p.begin_dict();
+          p.field("action", e.action);
+          p.field("addr", e.address);
+          p.field("size", e.size);
+          p.field("stream", uint64_t{0});
+          p.field("time_us", e.time_us);
+          if (std::string_view(e.action) == "oom") p.field("device_free", uint64_t{0});
+          p.value("frames");
+          frames.write(p, e.stack);
+          p.end_dict();
+        }
+      p.end_list();
+    }
+    p.end_list();
+    p.value("allocator_settings");
+    p.begin_dict();
+    p.end_dict();
+    p.end_dict();
+    p.finish();
+  });
+}
+
+}  // namespace gmemhook::analysis
