@@ -6,11 +6,13 @@
 #include "analyzer/log/cuda_errors.h"
 #include "analyzer/log/event_info.h"
 #include "analyzer/model/block_layer.h"
+#include "analyzer/model/nvml_samples.h"
 #include "analyzer/model/peak_sites.h"
 #include "analyzer/output/stack_export.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/framework_pool.h"
 #include "analyzer/reports/allocated_layer.h"
+#include "analyzer/reports/nvidia_smi.h"
 #include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
@@ -65,6 +67,8 @@ class PeakReport : public Report {
     replay.observe(captured);
     BlockLayer blocks;  // PyTorch's blocks (issue 9)
     replay.observe(blocks);
+    NvmlSamples nvml(reader.nvml_samples());  // what nvidia-smi showed (issue 13)
+    replay.observe(nvml);
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader, replay);
@@ -91,6 +95,7 @@ class PeakReport : public Report {
       peaks.push_back(std::move(p));
     }
 
+    smi_ = nvml.peaks();
     if (export_)
       export_peaks(reader, replay, stacks, peaks);
     else if (json)
@@ -201,6 +206,8 @@ class PeakReport : public Report {
         append_sites(text, replay, stacks, p.at_failure, p.at_failure.bytes);
       }
     }
+    if (!smi_.empty()) text += "\n";
+    append_nvidia_smi(text, reader, smi_, {options_.device});
   }
 
   void write_sites(JsonWriter& json, const Replay& replay, StackResolver& stacks, const Held& h,
@@ -276,11 +283,13 @@ class PeakReport : public Report {
       json.end_object();
     }
     json.end_array();
+    write_nvidia_smi(json, smi_, options_.device, false);
     write_warnings(json, facts, stacks);
     json.end_object();
   }
 
   const ReportOptions& options_;
+  std::vector<NvidiaSmiPeak> smi_;  // of the process being written (in process())
   std::unique_ptr<StackExport> export_;  // --format folded / speedscope, else null
   bool any_failure_ = false;
 };

@@ -9,10 +9,12 @@
 #include "analyzer/log/event_info.h"
 #include "analyzer/model/block_layer.h"
 #include "analyzer/model/graph_tracker.h"
+#include "analyzer/model/nvml_samples.h"
 #include "analyzer/model/pool_tracker.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/framework_pool.h"
 #include "analyzer/reports/allocated_layer.h"
+#include "analyzer/reports/nvidia_smi.h"
 #include "analyzer/reports/report_common.h"
 
 namespace gmemhook::analysis {
@@ -58,6 +60,8 @@ class SummaryReport : public Report {
     BlockLayer blocks;  // PyTorch's blocks (issue 9)
     replay.observe(blocks);
     blocks_ = &blocks;
+    NvmlSamples nvml(reader.nvml_samples());  // what nvidia-smi showed (issue 13)
+    replay.observe(nvml);
     reader.read_events(replay);
     replay.finish();
     const ReadFacts facts = read_facts(reader, replay);
@@ -82,6 +86,7 @@ class SummaryReport : public Report {
         device_live_ += g.bytes, any_live_ = true;
       for (const CachedSegments& c : cached_now(blocks, want)) cached_ += c.bytes;
     }
+    smi_ = nvml.peaks();
     if (json)
       write_json(reader, replay, pools, graphs.activity(), stacks, facts, end, *json);
     else
@@ -123,6 +128,8 @@ class SummaryReport : public Report {
       if (wanted_series(options_, s.key))
         for (const TimelinePoint& p : s.timeline.points())
           axis_start = std::min(axis_start, p.time_ns);
+    for (const NvmlSample& s : reader.nvml_samples())  // nvidia-smi's timeline shares the axis
+      axis_start = std::min(axis_start, reader.start_ns() + s.time_delta_ns);
     bool any = false;
     for (const Series* series : ordered_series(replay)) {
       const Series& s = *series;
@@ -183,6 +190,7 @@ class SummaryReport : public Report {
     if (!any)
       text += options_.device ? fmt::format("  nothing recorded on device {}\n", *options_.device)
                               : "  no CUDA allocation recorded\n";
+    append_nvidia_smi(text, reader, smi_, {options_.device, true, axis_start, axis_end});
     for (const Pool& p : pools.pools()) {
       if (options_.device && p.device != *options_.device) continue;
       text += fmt::format("  {}: {} live now, high-water mark {} ({})\n",
@@ -335,11 +343,13 @@ class SummaryReport : public Report {
     json.field("reused_addresses", a.reused_addresses);
     json.field("unknown_api_events", a.unknown_api_events);
     json.end_object();
+    write_nvidia_smi(json, smi_, options_.device, true);
     write_warnings(json, facts, stacks);
     json.end_object();
   }
 
   const ReportOptions& options_;
+  std::vector<NvidiaSmiPeak> smi_;  // of the process being written (in process())
   // "; 38.0 MiB more cached by PyTorch's allocator, not leaked", or nothing.
   std::string cached_note() const {
     return cached_ ? "; " + human_size(cached_) + " more cached by PyTorch's allocator, not leaked"
