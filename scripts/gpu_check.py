@@ -16,6 +16,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_check_nvml  # noqa: E402
+
 EVENT = re.compile(r"^seq=\d+ t=\S+ tid=\d+ (\S+) (\S+) .*result=(\d+)")
 FIELD = re.compile(r"(\w+)=(\S+)")
 
@@ -201,7 +204,7 @@ def main():
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
-                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench")
+                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench,nvml")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -218,7 +221,8 @@ def main():
                      ("graph", lambda: check_cuda_graph(c, a.python)),
                      ("ddp", lambda: check_ddp(c, a.python)),
                      ("ctests", lambda: check_gpu_ctests(c)),
-                     ("pybench", lambda: check_python_bench(c, a.python))):
+                     ("pybench", lambda: check_python_bench(c, a.python)),
+                     ("nvml", lambda: gpu_check_nvml.check_nvml(c, a.python))):
         if name in only:
             try:
                 fn()
