@@ -42,7 +42,7 @@ std::vector<NvidiaSmiPeak> NvmlSamples::peaks() const {
   for (const ReconciledSample& s : samples_) {
     NvidiaSmiPeak& p = by_device[s.nvml.device];
     p.device = s.nvml.device;
-    p.series.push_back(&s);
+    p.series.push_back(s);
     // A listed sample beats any unlisted one; then the larger figure, the earlier on a tie.
     const bool better = p.series.size() == 1 ||
                         (s.nvml.listed && !p.listed) ||

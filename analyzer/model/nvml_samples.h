@@ -25,7 +25,7 @@ struct NvidiaSmiPeak {
   int32_t device = 0;
   bool listed = false;  // false: NVML did not list this pid; only device-wide figures exist
   ReconciledSample at;  // the sample of the peak
-  std::vector<const ReconciledSample*> series;  // every sample of the device, in time order
+  std::vector<ReconciledSample> series;  // every sample of the device, in time order
   // What NVML counted beyond the log's allocations (never below 0: NVML may lag an allocation).
   uint64_t untracked() const {
     return at.nvml.process_used > at.allocated ? at.nvml.process_used - at.allocated : 0;

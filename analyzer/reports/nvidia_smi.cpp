@@ -10,13 +10,10 @@ namespace gmemhook::analysis {
 namespace {
 constexpr size_t kSparkWidth = 48;  // as summary's other timelines
 
-uint64_t absolute_ns(const ProcessReader& reader, const ReconciledSample& s) {
-  return reader.start_ns() + s.nvml.time_delta_ns;
-}
 }  // namespace
 
-void append_nvidia_smi(std::string& text, const ProcessReader& reader,
-                       const std::vector<NvidiaSmiPeak>& peaks, const NvidiaSmiText& how) {
+void append_nvidia_smi(std::string& text, const std::vector<NvidiaSmiPeak>& peaks,
+                       const NvidiaSmiText& how) {
   for (const NvidiaSmiPeak& p : peaks) {
     if (how.device && *how.device != p.device) continue;
     const NvmlSample& at = p.at.nvml;
@@ -38,8 +35,8 @@ void append_nvidia_smi(std::string& text, const ProcessReader& reader,
                         human_size(p.device_free()), human_size(at.total));
     if (!how.timeline || !p.listed) continue;
     std::vector<TimelinePoint> points;
-    for (const ReconciledSample* s : p.series)
-      points.push_back({absolute_ns(reader, *s), s->nvml.seq, s->nvml.process_used});
+    for (const ReconciledSample& s : p.series)
+      points.push_back({how.start_ns + s.nvml.time_delta_ns, s.nvml.seq, s.nvml.process_used});
     text += fmt::format("    timeline      |{}| {} samples, top {}\n",
                         sparkline(points, how.axis_start_ns, how.axis_end_ns, kSparkWidth),
                         p.series.size(), human_size(at.process_used));
@@ -70,14 +67,14 @@ void write_nvidia_smi(JsonWriter& json, const std::vector<NvidiaSmiPeak>& peaks,
     if (samples) {
       json.key("samples");
       json.begin_array();
-      for (const ReconciledSample* s : p.series) {
+      for (const ReconciledSample& s : p.series) {
         json.begin_object();
-        json.field("reason", format::to_string(s->nvml.reason));
-        json.field("time_ns", s->nvml.time_delta_ns);
-        json.field("seq", s->nvml.seq);
-        json.field("process_bytes", s->nvml.process_used);
-        json.field("allocated_bytes", s->allocated);
-        json.field("device_used_bytes", s->nvml.used);
+        json.field("reason", format::to_string(s.nvml.reason));
+        json.field("time_ns", s.nvml.time_delta_ns);
+        json.field("seq", s.nvml.seq);
+        json.field("process_bytes", s.nvml.process_used);
+        json.field("allocated_bytes", s.allocated);
+        json.field("device_used_bytes", s.nvml.used);
         json.end_object();
       }
       json.end_array();
