@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Hook overhead on the simulated device: cudaMalloc+cudaFree pairs at stack depths 8, 32, 64,
 # unhooked vs hooked in the same run, best of 5 each. Prints ns added per event (a pair is two
-# events). Usage: bench/run_hook_bench.sh [BUILD_DIR]
+# events), and what NVML sampling adds on top (issue 13: the fake libnvidia-ml.so.1, so this is
+# the hook's side of it; bench/run_torch_loop_bench.sh measures the real library on a GPU).
+# Usage: bench/run_hook_bench.sh [BUILD_DIR]
 set -euo pipefail
 BUILD=${1:-build}
 BENCH="$BUILD/bin/hook_bench"
 HOOK="$BUILD/lib/libgmemhook.so"
 FAKE="$BUILD/lib/fakecuda"
+FAKE_NVML="$BUILD/lib/fakenvml"
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 best() {  # best ns_per_pair of 5 runs of: env... hook_bench depth
@@ -17,9 +20,14 @@ best() {  # best ns_per_pair of 5 runs of: env... hook_bench depth
   done
   echo "$best"
 }
-printf "%-6s %12s %12s %16s\n" depth "plain ns/pair" "hooked ns/pair" "added ns/event"
+printf "%-6s %12s %12s %16s %14s %10s\n" depth "plain ns/pair" "hooked ns/pair" "added ns/event" \
+  "+NVML ns/pair" "NVML cost"
 for d in 8 32 64; do
   plain=$(best LD_LIBRARY_PATH="$FAKE" "$BENCH" "$d")
-  hooked=$(best LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT" GMEMHOOK_QUIET=1 "$BENCH" "$d")
-  awk -v d="$d" -v p="$plain" -v h="$hooked" 'BEGIN{ printf "%-6d %12.1f %12.1f %16.1f\n", d, p, h, (h-p)/2 }'
+  hooked=$(best LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT" GMEMHOOK_QUIET=1 \
+    GMEMHOOK_NVML=0 "$BENCH" "$d")
+  nvml=$(best LD_LIBRARY_PATH="$FAKE:$FAKE_NVML" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT" \
+    GMEMHOOK_QUIET=1 "$BENCH" "$d")
+  awk -v d="$d" -v p="$plain" -v h="$hooked" -v n="$nvml" 'BEGIN{
+    printf "%-6d %12.1f %12.1f %16.1f %14.1f %+9.1f%%\n", d, p, h, (h-p)/2, n, (n/h-1)*100 }'
 done

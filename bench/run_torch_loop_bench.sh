@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cost of recording every PyTorch block (issue 9): torch_loop_bench.py's CPU-bound training loop
-# plain, under libgmemhook.so, and with PyTorch's own _record_memory_history(stacks="python" /
+# plain, under libgmemhook.so with and without NVML sampling (issue 13), and with PyTorch's own _record_memory_history(stacks="python" /
 # "all"), interleaved, median of REPS (default 7) runs each; prints a markdown table. Needs a GPU
 # and torch; run it on the GPU machine from a build there or one carried to it.
 # Usage: [REPS=N] bench/run_torch_loop_bench.sh [BUILD_DIR] [PYTHON]

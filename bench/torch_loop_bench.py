@@ -6,7 +6,9 @@ caching allocator (~2.7 ms/step and ~134 tensor allocations per step on an H200)
 Modes, each a fresh process:
   plain           no recorder
   gmemhook        LD_PRELOAD=libgmemhook.so: segments and every block (tensor) event, native and
-                  Python stacks (the defaults)
+                  Python stacks, NVML samples (the defaults)
+  gmemhook-no-nvml  the same with GMEMHOOK_NVML=0: what sampling nvidia-smi's figures costs
+                  (issue 13) is the difference between the two
   history-python  torch.cuda.memory._record_memory_history(stacks="python")
   history-all     torch.cuda.memory._record_memory_history(stacks="all")
 
@@ -29,7 +31,7 @@ import sys
 import tempfile
 import time
 
-MODES = ["plain", "gmemhook", "history-python", "history-all"]
+MODES = ["plain", "gmemhook", "gmemhook-no-nvml", "history-python", "history-all"]
 
 
 def measure(mode, warmup, steps, batch):
@@ -70,9 +72,10 @@ def measure(mode, warmup, steps, batch):
 def run_child(mode, args, log_root):
     env = dict(os.environ)
     log_dir = None
-    if mode == "gmemhook":
+    if mode.startswith("gmemhook"):
         log_dir = tempfile.mkdtemp(dir=log_root)
         env.update(LD_PRELOAD=args.hook, GMEMHOOK_OUT=log_dir, GMEMHOOK_QUIET="1")
+        env["GMEMHOOK_NVML"] = "0" if mode == "gmemhook-no-nvml" else "1"
     cmd = [sys.executable, os.path.abspath(__file__), "--mode", mode, "--warmup",
            str(args.warmup), "--steps", str(args.steps), "--batch", str(args.batch)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
@@ -114,6 +117,10 @@ def compare(args):
         med = statistics.median(ms)
         overhead = "—" if mode == "plain" else "%+.1f %%" % ((med / plain - 1) * 100)
         print("| %s | %.3f | %.3f – %.3f | %s |" % (mode, med, min(ms), max(ms), overhead))
+    on = statistics.median(r["ms_per_step"] for r in runs["gmemhook"])
+    off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
+    print("\nNVML sampling (gmemhook vs gmemhook-no-nvml): %+.1f %% (target: at most +1 %%)"
+          % ((on / off - 1) * 100))
     logs = [r["log_bytes"] for r in runs["gmemhook"]]
     print("\ngmemhook log: %.1f KiB per run (median)" % (statistics.median(logs) / 1024))
 

@@ -86,6 +86,9 @@ void load_config() {
   g_config.python_force_unsupported = env_flag("GMEMHOOK_PYTHON_FORCE_UNSUPPORTED");
   g_config.depth = static_cast<int>(
       env_number("GMEMHOOK_DEPTH", 0, kMaxDepth, 64, "a number of frames from 0 to 256"));
+  g_config.nvml = env_flag("GMEMHOOK_NVML", true);
+  g_config.nvml_interval_ms = static_cast<int>(env_number(
+      "GMEMHOOK_NVML_INTERVAL_MS", 10, 60000, 100, "milliseconds from 10 to 60000"));
   g_config.test_disk_full_after =
       env_number("GMEMHOOK_TEST_DISK_FULL_AFTER", -1, 1L << 30, -1, "a number of chunks");
   load_out_dir();

@@ -14,6 +14,11 @@ struct Config {
   // GMEMHOOK_PYTHON_FORCE_UNSUPPORTED=1: treat a supported interpreter as unsupported (tests the
   // native-only fallback and its note on any machine).
   bool python_force_unsupported = false;
+  bool nvml = true;  // GMEMHOOK_NVML=0: no nvidia-smi figures (NVML samples) in the log
+  // GMEMHOOK_NVML_INTERVAL_MS: time between periodic NVML samples. 100 ms resolves the phases of
+  // a training step's memory at about ten cheap driver queries a second (nvidia-smi's own loop
+  // is 1 s); high-water marks in between are caught by the peak checks after allocations.
+  int nvml_interval_ms = 100;
   char out_dir[PATH_MAX] = {};  // GMEMHOOK_OUT: run directory; empty = the working directory
   // GMEMHOOK_TEST_DISK_FULL_AFTER=N: the log writer acts as if the disk filled up after N chunks
   // of this process (tests the write-failure path where no small file system can be mounted).

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "config.h"
+#include "nvml_sampler.h"
 #include "process_log.h"
 #include "python_frames.h"
 #include "record_loss.h"
@@ -56,6 +57,7 @@ void finish(fmt::EndHow how, int status) {
   // Only once, and only in the process that owns the log: a vfork child shares our memory and
   // must not mark the parent's log as ended.
   if (!owns_process_log() || g_ended.exchange(true)) return;
+  nvml_at_exit();
   write_end_record(how, status, totals().cuda_used, loss_report());
   print_summary();
 }
@@ -76,6 +78,7 @@ void at_exit(int status, void*) { finish(fmt::EndHow::Exit, status); }
 void fork_child() {
   on_fork_child();
   recorder_fork_child();
+  nvml_fork_child();
   g_ended.store(false);
 }
 

@@ -288,6 +288,13 @@ void write_process_note(const char* text) {
   write_note_locked(text);
 }
 
+void write_nvml_sample(fmt::NvmlSamplePayload sample, uint64_t now_ns) {
+  if (!process_log_ready()) return;
+  sample.time_delta_ns = now_ns > g_start_ns ? now_ns - g_start_ns : 0;
+  ProcessLock lock;
+  g_process.file.append(sample);
+}
+
 void write_end_record(fmt::EndHow how, int status, bool cuda_used, const LossReport& loss) {
   if (!process_log_ready() || getpid() != g_process.pid) return;
   ProcessLock lock;

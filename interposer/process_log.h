@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "gmemhook/format.h"
+#include "gmemhook/codec.h"
 #include "record_loss.h"
 
 namespace gmemhook {
@@ -38,6 +38,8 @@ void on_fork_child();
 void refresh_modules_if_changed();
 
 void write_process_note(const char* text);
+// `sample` with its time_delta set from `now_ns` (CLOCK_MONOTONIC).
+void write_nvml_sample(format::NvmlSamplePayload sample, uint64_t now_ns);
 void write_end_record(format::EndHow how, int status, bool cuda_used, const LossReport& loss);
 
 uint64_t monotonic_ns();

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "log_file.h"
+#include "nvml_sampler.h"
 #include "process_log.h"
 #include "python_frames.h"
 #include "real_symbols.h"
@@ -237,6 +238,7 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
     log->frees.fetch_add(1, std::memory_order_relaxed);
   else if (kind == EventKind::BlockAlloc)
     log->blocks.fetch_add(1, std::memory_order_relaxed);
+  nvml_after_event(api, kind, result, f, ev.time_ns);
 }
 
 Totals totals() {

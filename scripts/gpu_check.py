@@ -16,6 +16,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_check_nvml  # noqa: E402
+
 EVENT = re.compile(r"^seq=\d+ t=\S+ tid=\d+ (\S+) (\S+) .*result=(\d+)")
 FIELD = re.compile(r"(\w+)=(\S+)")
 
@@ -201,7 +204,7 @@ def main():
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
-                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench,top,topbench,html")
+                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench,top,topbench,html,nvml")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -221,7 +224,8 @@ def main():
                      ("pybench", lambda: check_python_bench(c, a.python)),
                      ("top", lambda: check_top(c, a.python)),
                      ("topbench", lambda: check_top_bench(c)),
-                     ("html", lambda: check_html(c, a.python))):
+                     ("html", lambda: check_html(c, a.python)),
+                     ("nvml", lambda: gpu_check_nvml.check_nvml(c, a.python))):
         if name in only:
             try:
                 fn()

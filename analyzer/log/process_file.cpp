@@ -56,6 +56,10 @@ ProcessFile read_process_file(const LogBytes& file, std::vector<ReadWarning>& wa
         check_previous_snapshot_complete(p, file, r);
         p.notes.push_back(decode_note(r, file.name()));
         break;
+      case RecordType::NvmlSample:
+        check_previous_snapshot_complete(p, file, r);
+        p.nvml_samples.push_back(decode_nvml_sample(r, file.name()));
+        break;
       case RecordType::End:
         check_previous_snapshot_complete(p, file, r);
         // Several End records can only come from a writer bug; the last one is the latest state.
@@ -65,7 +69,7 @@ ProcessFile read_process_file(const LogBytes& file, std::vector<ReadWarning>& wa
       default:
         throw ReadError(
             file.name(), r.offset,
-            "expected a process-file record (modules, note, end), found " + a_record(r.type));
+            "expected a process-file record (modules, note, nvml sample, end), found " + a_record(r.type));
     }
   }
   p.stream_end = cursor.end();

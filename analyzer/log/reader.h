@@ -36,6 +36,8 @@ class ProcessReader {
   const ProcessInfo& info() const { return process_.info; }
   const std::vector<ModuleSnapshot>& module_snapshots() const { return process_.snapshots; }
   const std::vector<Note>& notes() const { return process_.notes; }
+  // What NVML (nvidia-smi's library) said while the process ran; never allocations.
+  const std::vector<NvmlSample>& nvml_samples() const { return process_.nvml_samples; }
   const std::optional<EndRecord>& end() const { return process_.end; }
   // CLOCK_MONOTONIC when the process file was created: the zero of a report's time axis.
   uint64_t start_ns() const { return process_.header.start_monotonic_ns; }

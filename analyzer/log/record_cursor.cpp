@@ -24,6 +24,7 @@ bool is_known_type(uint8_t t) {
     case RecordType::Event:
     case RecordType::End:
     case RecordType::ModulesBegin:
+    case RecordType::NvmlSample:
     case RecordType::ChunkEnd:
     case RecordType::Stack:
     case RecordType::PyCode:
@@ -61,6 +62,8 @@ std::string record_type_name(uint8_t type) {
       return "end";
     case RecordType::ModulesBegin:
       return "modules-begin";
+    case RecordType::NvmlSample:
+      return "nvml-sample";
     case RecordType::ChunkEnd:
       return "chunk-end";
     case RecordType::Stack:

@@ -97,6 +97,10 @@ EndRecord decode_end(const Record& r, const std::string& file) {
   return decode_or_throw<format::EndPayload>(r, file);
 }
 
+NvmlSample decode_nvml_sample(const Record& r, const std::string& file) {
+  return decode_or_throw<format::NvmlSamplePayload>(r, file);
+}
+
 uint32_t decode_stack(const Record& r, const std::string& file, std::vector<uint64_t>& frames,
                       std::vector<PyFrameRef>& py) {
   // 16 KiB on the stack rather than two allocations for every stack of a file.

@@ -1,4 +1,4 @@
-// Decoded forms of the non-event records (format.h: ProcessInfo, Module, ModulesBegin, Note, End,
+// Decoded forms of the non-event records (format.h: ProcessInfo, Module, ModulesBegin, Note, End, NvmlSample,
 // Stack, PyCode), owning what codec.h's decoders hand out as views. Events: decode_event.
 #pragma once
 
@@ -25,6 +25,7 @@ struct ProcessInfo {
 using Segment = format::Segment;
 using ModulesBegin = format::ModulesBeginPayload;
 using EndRecord = format::EndPayload;
+using NvmlSample = format::NvmlSamplePayload;
 
 struct Module {
   std::string path;
@@ -64,6 +65,7 @@ Module decode_module(const Record& r, const std::string& file);
 ModulesBegin decode_modules_begin(const Record& r, const std::string& file);
 Note decode_note(const Record& r, const std::string& file);
 EndRecord decode_end(const Record& r, const std::string& file);
+NvmlSample decode_nvml_sample(const Record& r, const std::string& file);
 // Returns the stack's id and replaces `frames` with its return addresses and `py` with its Python
 // frames, both innermost first. Code ids are not checked against the file's PyCode records here.
 uint32_t decode_stack(const Record& r, const std::string& file, std::vector<uint64_t>& frames,

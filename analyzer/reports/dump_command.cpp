@@ -116,6 +116,13 @@ void print_process_records(std::FILE* out, const ProcessReader& r) {
     else
       fmt::print(out, "note: {}\n", as_token(notes[ni++].text));
   }
+  // What NVML said (issue 13): not events, so after them in no sequence; seq= places each.
+  for (const NvmlSample& s : r.nvml_samples())
+    fmt::print(out,
+               "nvml seq={} t_ns={} device={} reason={} listed={} process_used={} total={} "
+               "used={}\n",
+               s.seq, s.time_delta_ns, s.device, format::to_string(s.reason), s.listed ? 1 : 0,
+               s.process_used, s.total, s.used);
 }
 
 class EventPrinter : public EventVisitor {

@@ -6,10 +6,12 @@
 #include "analyzer/log/cuda_errors.h"
 #include "analyzer/log/event_info.h"
 #include "analyzer/model/block_layer.h"
+#include "analyzer/model/nvml_samples.h"
 #include "analyzer/model/peak_sites.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/framework_pool.h"
+#include "analyzer/reports/nvidia_smi.h"
 #include "analyzer/reports/process_context.h"
 #include "analyzer/reports/report.h"
 
@@ -141,6 +143,8 @@ class PeakModel final : public ReportModel {
         append_sites(text, p.at_failure, p.at_failure.bytes);
       }
     }
+    if (!smi.empty()) text += "\n";
+    append_nvidia_smi(text, smi, {options_.device});
   }
 
   void write_sites(JsonWriter& json, const Held& h, uint64_t whole) const {
@@ -212,6 +216,7 @@ class PeakModel final : public ReportModel {
       json.end_object();
     }
     json.end_array();
+    write_nvidia_smi(json, smi, options_.device, false);
     write_warnings(json, h_.facts, frames_.resolver());
     json.end_object();
   }
@@ -220,6 +225,9 @@ class PeakModel final : public ReportModel {
   ProcessHeader h_;
   FrameLookup frames_;
   std::vector<SeriesPeak> peaks_;
+
+ public:
+  std::vector<NvidiaSmiPeak> smi;  // what nvidia-smi showed (issue 13)
 };
 
 class PeakReport : public Report {
@@ -230,7 +238,8 @@ class PeakReport : public Report {
     // One pass: the replay keeps what each site held at each series' peak and first failure.
     PeakSites captured;
     BlockLayer blocks;  // PyTorch's blocks (issue 9)
-    const Replay replay = process.pass({&captured, &blocks});
+    NvmlSamples nvml(process.reader().nvml_samples());
+    const Replay replay = process.pass({&captured, &blocks, &nvml});
     std::vector<SeriesPeak> peaks;
     for (const Series* series : ordered_series(replay)) {
       const Series& s = *series;
@@ -253,8 +262,10 @@ class PeakReport : public Report {
       }
       peaks.push_back(std::move(p));
     }
-    return std::make_unique<PeakModel>(options_, process.header(), process.frames(),
-                                       std::move(peaks));
+    auto model = std::make_unique<PeakModel>(options_, process.header(), process.frames(),
+                                             std::move(peaks));
+    model->smi = nvml.peaks();
+    return model;
   }
 
   std::string next_step() const override {

@@ -9,10 +9,12 @@
 #include "analyzer/log/event_info.h"
 #include "analyzer/model/block_layer.h"
 #include "analyzer/model/graph_tracker.h"
+#include "analyzer/model/nvml_samples.h"
 #include "analyzer/model/pool_tracker.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/framework_pool.h"
+#include "analyzer/reports/nvidia_smi.h"
 #include "analyzer/reports/process_context.h"
 #include "analyzer/reports/report.h"
 
@@ -64,6 +66,7 @@ struct SummaryModel final : public ReportModel {
   PoolTracker pools_;
   GraphTracker graphs_;
   BlockLayer blocks_;  // PyTorch's blocks (issue 9)
+  std::vector<NvidiaSmiPeak> smi_;  // what nvidia-smi showed (issue 13)
 
  private:
   void write_text(std::string& text) const {
@@ -84,6 +87,9 @@ struct SummaryModel final : public ReportModel {
       if (wanted_series(options_, s.key))
         for (const TimelinePoint& p : s.timeline.points())
           axis_start = std::min(axis_start, p.time_ns);
+    for (const NvidiaSmiPeak& p : smi_)  // nvidia-smi's timeline shares the axis
+      for (const ReconciledSample& s : p.series)
+        axis_start = std::min(axis_start, h_.start_ns + s.nvml.time_delta_ns);
     bool any = false;
     for (size_t i = 0; i < series_.size(); ++i) {
       const Series& s = series_[i];
@@ -142,6 +148,7 @@ struct SummaryModel final : public ReportModel {
     if (!any)
       text += options_.device ? fmt::format("  nothing recorded on device {}\n", *options_.device)
                               : "  no CUDA allocation recorded\n";
+    append_nvidia_smi(text, smi_, {options_.device, true, h_.start_ns, axis_start, axis_end});
     for (const Pool& p : pools_.pools()) {
       if (options_.device && p.device != *options_.device) continue;
       text += fmt::format("  {}: {} live now, high-water mark {} ({})\n",
@@ -292,6 +299,7 @@ struct SummaryModel final : public ReportModel {
     json.field("reused_addresses", a.reused_addresses);
     json.field("unknown_api_events", a.unknown_api_events);
     json.end_object();
+    write_nvidia_smi(json, smi_, options_.device, true);
     write_warnings(json, h_.facts, frames_.resolver());
     json.end_object();
   }
@@ -304,7 +312,9 @@ class SummaryReport : public Report {
   std::unique_ptr<ReportModel> analyze(ProcessContext& process) override {
     auto m = std::make_unique<SummaryModel>(options_, process.frames());
     const BlockLayer& blocks = m->blocks_;
-    const Replay replay = process.pass({&m->pools_, &m->graphs_, &m->blocks_});
+    NvmlSamples nvml(process.reader().nvml_samples());
+    const Replay replay = process.pass({&m->pools_, &m->graphs_, &m->blocks_, &nvml});
+    m->smi_ = nvml.peaks();
     m->h_ = process.header();
     m->events_ = replay.events();
     m->anomalies_ = replay.anomalies();

@@ -293,6 +293,12 @@ class FieldReader {
     if (ok() && !in_.u8(&v)) missing(field, DecodeError::Shape::Byte);
     return ok() ? v : 0;
   }
+  // A byte that must be 0 or 1 (`expected` names the field and that rule).
+  bool flag(const char* field, const char* expected) {
+    uint8_t v = u8(field);
+    expect(v <= 1, expected, v);
+    return v == 1;
+  }
   std::string_view string(const char* field) {
     std::string_view s;
     if (ok() && !in_.string(&s)) missing(field, DecodeError::Shape::String);
@@ -571,6 +577,51 @@ inline bool decode(const uint8_t* p, size_t n, NotePayload* note, DecodeError* e
   return in.finish(err);
 }
 
+// --- NvmlSample ------------------------------------------------------------------------------
+
+struct NvmlSamplePayload {
+  static constexpr RecordType kType = RecordType::NvmlSample;
+  NvmlReason reason = NvmlReason::Periodic;
+  uint64_t seq = 0;
+  uint64_t time_delta_ns = 0;  // since the process file's start
+  int32_t device = 0;          // CUDA ordinal
+  bool listed = false;         // this pid was in NVML's compute-process list
+  uint64_t process_used = 0;
+  uint64_t total = 0, used = 0;  // the whole device
+};
+
+template <class Out>
+void encode_fields(Out& w, const NvmlSamplePayload& s) {
+  w.zigzag(s.device);
+  w.u8(static_cast<uint8_t>(s.reason));
+  w.u8(s.listed ? 1 : 0);
+  w.varint(s.seq);
+  w.varint(s.time_delta_ns);
+  w.varint(s.process_used);
+  w.varint(s.total);
+  w.varint(s.used);
+}
+
+inline bool decode(const uint8_t* p, size_t n, NvmlSamplePayload* s, DecodeError* err) {
+  FieldReader in(p, n);
+  int64_t device = in.zigzag("device");
+  in.expect(device >= 0 && device <= INT32_MAX, "a device ordinal >= 0",
+            static_cast<uint64_t>(device));
+  s->device = static_cast<int32_t>(device);
+  uint8_t reason = in.u8("reason");
+  in.expect(reason >= static_cast<uint8_t>(NvmlReason::FirstCall) &&
+                reason <= static_cast<uint8_t>(NvmlReason::Exit),
+            "reason from 1 (first-call) to 5 (exit)", reason);
+  s->reason = static_cast<NvmlReason>(reason);
+  s->listed = in.flag("listed", "listed = 0 or 1");
+  s->seq = in.varint("seq");
+  s->time_delta_ns = in.varint("time_delta");
+  s->process_used = in.varint("process_used");
+  s->total = in.varint("total");
+  s->used = in.varint("used");
+  return in.finish(err);
+}
+
 // --- End -------------------------------------------------------------------------------------
 
 struct EndPayload {
@@ -607,9 +658,7 @@ inline bool decode(const uint8_t* p, size_t n, EndPayload* e, DecodeError* err) 
   e->status = in.zigzag("status");
   e->last_seq = in.varint("seq");
   e->time_delta_ns = in.varint("time_delta");
-  uint8_t used = in.u8("cuda_used");
-  in.expect(used <= 1, "cuda_used = 0 or 1", used);
-  e->cuda_used = used == 1;
+  e->cuda_used = in.flag("cuda_used", "cuda_used = 0 or 1");
   if (!in.at_end()) {  // version 3
     e->not_recorded = in.varint("not_recorded");
     e->first_lost_seq = in.varint("first_lost");

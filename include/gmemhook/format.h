@@ -30,8 +30,9 @@ inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
 // Version 2: the event's field mask is a varint with renumbered bits, allocator totals and a
 // free marker (see "Event payload"). Version 3: the End record says how many events the recorder
 // could not write and why, and an image replaced by exec ends with how = Exec. Readers still
-// accept versions 1 and 2 (their End records simply lack the tail).
-inline constexpr uint16_t kFormatVersion = 3;
+// accept versions 1 and 2 (their End records simply lack the tail). Version 4: NvmlSample records
+// in process.gmh (what nvidia-smi would show, issue 13); older files simply have none.
+inline constexpr uint16_t kFormatVersion = 4;
 inline constexpr uint16_t kOldestReadableVersion = 1;
 inline constexpr const char* kProcessFileName = "process.gmh";
 inline constexpr const char* kThreadFilePrefix = "thread.";
@@ -77,6 +78,7 @@ enum class RecordType : uint8_t {
   Event = 0x01,     // thread files
   End = 0x02,       // process file: the process ended through exit()/_exit()/exec
   ModulesBegin = 0x03,  // process file: a new snapshot of loaded objects follows
+  NvmlSample = 0x04,    // process file: what NVML (nvidia-smi) said about one device (version 4)
   ChunkEnd = 0x7f,  // rest of this chunk is unused; continue at the next chunk boundary
   // Big records.
   Stack = 0x81,        // thread files: an interned call stack (native, then Python frames)
@@ -256,6 +258,19 @@ inline constexpr uint16_t fields_from_version1(uint8_t mask) {
 //
 // Note payload: string text.
 //
+// NvmlSample payload (process file, small, version 4): what NVML, the library nvidia-smi is built
+// on, reported for one device the process uses, sampled inside the process. Never an allocation.
+//   zigzag  device       CUDA device ordinal (as the program numbers it, CUDA_VISIBLE_DEVICES
+//                        applied)
+//   u8      reason       NvmlReason: why the sample was taken
+//   u8      listed       1 when NVML's compute-process list held this pid with a value
+//   varint  seq          the last sequence number handed out when it was taken: the sample saw
+//                        every allocation up to this event (allocations take theirs after the call)
+//   varint  time_delta   ns since the process file's start
+//   varint  process_used bytes NVML counts for this process on the device (0 when not listed)
+//   varint  total        the device's memory, bytes
+//   varint  used         the device's used memory, bytes, all processes (nvmlDeviceGetMemoryInfo)
+//
 // End payload (process file, small):
 //   u8      how          EndHow
 //   zigzag  status       exit status passed to exit()/_exit()
@@ -268,6 +283,19 @@ inline constexpr uint16_t fields_from_version1(uint8_t mask) {
 //   varint  first_lost   sequence number of the first of them (0 when none)
 //   varint  error        errno of the write failure that stopped recording (0 when none)
 // ---------------------------------------------------------------------------------------------
+enum class NvmlReason : uint8_t { FirstCall = 1, FirstAllocation = 2, Periodic = 3, Peak = 4, Exit = 5 };
+
+inline const char* to_string(NvmlReason r) {
+  switch (r) {
+    case NvmlReason::FirstCall: return "first-call";
+    case NvmlReason::FirstAllocation: return "first-allocation";
+    case NvmlReason::Periodic: return "periodic";
+    case NvmlReason::Peak: return "peak";
+    case NvmlReason::Exit: return "exit";
+  }
+  return "?";
+}
+
 // Exec: the image was replaced by exec; the new image, if it uses CUDA, has its own directory.
 enum class EndHow : uint8_t { Exit = 1, UnderscoreExit = 2, Exec = 3 };
 

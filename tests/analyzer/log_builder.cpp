@@ -126,6 +126,9 @@ void ProcessLogBuilder::snapshot(uint64_t seq, const std::vector<analysis::Modul
 }
 
 void ProcessLogBuilder::note(std::string_view text) { file.record(format::NotePayload{text}); }
+void ProcessLogBuilder::nvml_sample(const format::NvmlSamplePayload& sample) {
+  file.record(sample);
+}
 
 void ProcessLogBuilder::end(format::EndHow how, int64_t status, uint64_t last_seq,
                             uint64_t time_delta_ns, bool cuda_used) {

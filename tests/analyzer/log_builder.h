@@ -94,6 +94,7 @@ class ProcessLogBuilder {
   // A whole snapshot: ModulesBegin and its Module records.
   void snapshot(uint64_t seq, const std::vector<analysis::Module>& modules);
   void note(std::string_view text);
+  void nvml_sample(const format::NvmlSamplePayload& sample);
   void end(format::EndHow how, int64_t status, uint64_t last_seq, uint64_t time_delta_ns,
            bool cuda_used);
 

@@ -119,6 +119,7 @@ ProcessLogs Scenario::build(bool with_end, int64_t status) const {
   for (size_t i = 0; i < libraries_.size(); ++i)
     modules.push_back({libraries_[i], "", 0x10000000 + i * 0x100000, {{0, 0x100000, 5}}});
   p.snapshot(0, modules);
+  for (const auto& sample : nvml_) p.nvml_sample(sample);
   const uint64_t end_ms = seq_ + 1;
   if (with_end) p.end(format::EndHow::Exit, status, seq_, end_ms * 1000000, true);
   logs.process = p.file.bytes();

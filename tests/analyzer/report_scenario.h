@@ -52,6 +52,9 @@ class Scenario {
   void map(uint64_t tid, uint64_t address, uint64_t size, uint64_t handle);
   void unmap(uint64_t tid, uint64_t address, uint64_t size);
 
+  // What NVML said (an NvmlSample record in process.gmh), written in the order given.
+  void nvml(const format::NvmlSamplePayload& sample) { nvml_.push_back(sample); }
+
   // Hands out `n` sequence numbers no file records: events the recorder could not write.
   void skip_events(uint64_t n) { seq_ += n; }
   uint64_t last_seq() const { return seq_; }
@@ -74,6 +77,7 @@ class Scenario {
   uint64_t time_ms_ = 0;
   uint64_t module_bias_ = kModuleBias;
   std::vector<std::string> libraries_;
+  std::vector<format::NvmlSamplePayload> nvml_;
 };
 
 // A process replayed in one pass, with every observer the model tests look at.

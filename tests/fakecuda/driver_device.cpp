@@ -1,5 +1,6 @@
 // Driver initialization, version and device queries, and the test-only accounting probes.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -117,6 +118,37 @@ FAKECUDA_API CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, C
   if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
   *pi = attribute_value(attrib, dev);
   return CUDA_SUCCESS;
+}
+
+// The PCI bus id a real GPU would report: bus 0x10 + its physical index. CUDA_VISIBLE_DEVICES, when
+// it lists indices, renumbers ordinals as the real driver does, so that tests can check that NVML
+// devices are matched by bus id rather than by ordinal (the fake NVML reads the same variable).
+FAKECUDA_API CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
+  if (CUresult r = device_ready(dev)) return r;
+  if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  int physical = dev;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    for (int i = 0; *v && i <= dev; ++i) {
+      char* end = nullptr;
+      long n = std::strtol(v, &end, 10);
+      if (end == v) break;
+      if (i == dev) physical = static_cast<int>(n);
+      v = *end == ',' ? end + 1 : end;
+    }
+  }
+  std::snprintf(pciBusId, static_cast<size_t>(len), "00000000:%02X:00.0", 0x10 + physical);
+  return CUDA_SUCCESS;
+}
+
+// Test probe: whether any context of this process is alive on `device` (what puts a process on
+// the real NVML's compute-process list).
+FAKECUDA_API int fakecuda_context_alive(int device) {
+  if (require_init() != CUDA_SUCCESS) return 0;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  for (CUctx_st* ctx : s.contexts)
+    if (ctx->device == device && ctx->alive.load()) return 1;
+  return 0;
 }
 
 FAKECUDA_API size_t fakecuda_live_bytes(int device) {

@@ -189,6 +189,8 @@ LoggedProcess read_process(const fs::path& dir) {
   out.end = reader.end();
   if (!reader.module_snapshots().empty()) out.modules = reader.module_snapshots().back().modules;
   out.thread_files = reader.thread_count();
+  for (const auto& n : reader.notes()) out.notes.push_back(n.text);
+  out.nvml = reader.nvml_samples();
   reader.for_each_event([&](const format::Event& ev, const analysis::ThreadFileReader& t) {
     const format::ApiInfo* api = format::find_api(ev.api);
     LoggedEvent le{

@@ -72,6 +72,8 @@ struct LoggedProcess {
   std::optional<analysis::EndRecord> end;
   std::vector<analysis::Module> modules;  // the latest snapshot
   std::vector<LoggedEvent> events;        // in sequence order
+  std::vector<std::string> notes;          // process.gmh's, in file order
+  std::vector<analysis::NvmlSample> nvml;  // process.gmh's, in file order
   size_t thread_files = 0;
   uint64_t committed_bytes = 0;           // of all thread files
 };

@@ -434,6 +434,29 @@ int training(int scale) {
   return 0;
 }
 
+// For NVML samples (issue 13): a context, then 64 MiB, 128 MiB more, the 128 MiB freed, with a
+// pause after each step; the 64 MiB stay allocated at exit. With pause < 0 only the context is
+// made, then the process sleeps -pause ms (the GPU check's "context only" process).
+int nvml_steps(int pause_ms) {
+  CHECK_RT(cudaFree(nullptr));
+  say("context", 0, 0);
+  std::fflush(stdout);
+  if (pause_ms < 0) {
+    usleep(static_cast<useconds_t>(-pause_ms) * 1000);
+    return 0;
+  }
+  auto pause = [&] { usleep(static_cast<useconds_t>(pause_ms) * 1000); };
+  pause();
+  void *kept = nullptr, *freed = nullptr;
+  CHECK_RT(cudaMalloc(&kept, 64u << 20));
+  pause();
+  CHECK_RT(cudaMalloc(&freed, 128u << 20));
+  pause();
+  CHECK_RT(cudaFree(freed));
+  pause();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -450,6 +473,7 @@ int main(int argc, char** argv) {
   if (mode == "plain") return plain(arg(2, 0));
   if (mode == "exec-after-cuda") return exec_after_cuda();
   if (mode == "training") return training(arg(2, 1));
+  if (mode == "nvml") return nvml_steps(arg(2, 100));
   std::fprintf(stderr, "scenario: unknown mode %s\n", mode.c_str());
   return 2;
 }

@@ -139,6 +139,27 @@ TEST(Codec, EndOfEarlierVersionsAndTheNotRecordedTail) {
   EXPECT_EQ(e.write_error, 28u);
 }
 
+TEST(Codec, NvmlSample) {
+  format::NvmlSamplePayload in{format::NvmlReason::Peak, 42, 1000, 1, true, 300, 4096, 1024};
+  Bytes b = encoded(in);
+  EXPECT_EQ(b, bytes("\x02\x04\x01\x2a\xe8\x07\xac\x02\x80\x20\x80\x08"));
+  format::NvmlSamplePayload out;
+  DecodeError err;
+  ASSERT_TRUE(format::decode(b.data(), b.size(), &out, &err));
+  EXPECT_EQ(out.reason, format::NvmlReason::Peak);
+  EXPECT_EQ(out.seq, 42u);
+  EXPECT_EQ(out.time_delta_ns, 1000u);
+  EXPECT_EQ(out.device, 1);
+  EXPECT_TRUE(out.listed);
+  EXPECT_EQ(out.process_used, 300u);
+  EXPECT_EQ(out.total, 4096u);
+  EXPECT_EQ(out.used, 1024u);
+
+  b[1] = 6;  // no such reason
+  EXPECT_FALSE(format::decode(b.data(), b.size(), &out, &err));
+  EXPECT_EQ(err.kind, DecodeError::Kind::Unexpected);
+}
+
 // The first bad field is the one reported, even though decoding reads on to the end.
 TEST(Codec, DecodeReportsTheFirstBadField) {
   Bytes b = encoded(format::EndPayload{format::EndHow::Exit, 0, 0, 0, false});
