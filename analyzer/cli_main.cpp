@@ -58,6 +58,41 @@ struct ReportCommand {
   std::string run;
 };
 
+// The report options that only some reports take (reports/report.h's flags), and what a report
+// without the flag lacks: given to another report they are a usage error that says so, rather
+// than CLI11's bare "not expected", and never silently ignored.
+struct OptionUse {
+  const char* name;
+  bool flag;       // takes no value
+  unsigned needs;  // ReportFlag
+  const char* lacks;
+};
+constexpr OptionUse kOptionUses[] = {
+    {"--top", false, gmemhook::analysis::kSiteRows, "lists no sites"},
+    {"--depth", false, gmemhook::analysis::kStackLines, "writes no stacks"},
+    {"--native", true, gmemhook::analysis::kStackLines, "writes no stacks"},
+    {"--group-by", false, gmemhook::analysis::kStackExports, "groups no sites"},
+    {"--all-moments", true, gmemhook::analysis::kAllMoments, "has no moments to choose from"},
+    {"--at", false, gmemhook::analysis::kAtMoment, "shows no live set at a chosen moment"},
+    {"--at-seq", false, gmemhook::analysis::kAtMoment, "shows no live set at a chosen moment"},
+};
+
+void reject_unused_options(CLI::App* s, const ReportEntry& entry) {
+  for (const OptionUse& u : kOptionUses) {
+    if (entry.flags & u.needs) continue;
+    std::string takers;
+    for (const ReportEntry& r : gmemhook::analysis::reports())
+      if (r.flags & u.needs) takers += (takers.empty() ? "" : ", ") + std::string(r.name);
+    const std::string why =
+        std::string(entry.name) + " " + u.lacks + "; " + u.name + " is an option of " + takers;
+    auto refuse = [name = std::string(u.name), why] { throw CLI::ValidationError(name, why); };
+    CLI::Option* o = u.flag ? s->add_flag_callback(u.name, refuse)
+                            : s->add_option_function<std::string>(
+                                  u.name, [refuse](const std::string&) { refuse(); });
+    o->group("");  // not in --help: the report does not take it
+  }
+}
+
 void add_report_options(CLI::App& app, ReportCommand& c) {
   using namespace gmemhook::analysis;
   ReportOptions& o = c.options;
@@ -70,12 +105,15 @@ void add_report_options(CLI::App& app, ReportCommand& c) {
       ->check(whole_number("a process id (e.g. 4242)"));
   s->add_option("--device", o.device, "Only this device (pinned host memory is on none)")
       ->check(whole_number("a device number (0, 1, ...)"));
-  s->add_option("--top", o.top, "Rows shown per list, largest first; 0 = all")
-      ->check(whole_number("a count of rows (0 = all)"));
-  s->add_option("--depth", o.depth, "Lines shown per stack (frames with --native); 0 = all")
-      ->check(whole_number("a count of frames (0 = all)"));
-  s->add_flag("--native", o.native,
-              "Every frame of a stack as recorded, none folded (default: user code first)");
+  if (flags & kSiteRows)
+    s->add_option("--top", o.top, "Rows shown per list, largest first; 0 = all")
+        ->check(whole_number("a count of rows (0 = all)"));
+  if (flags & kStackLines) {
+    s->add_option("--depth", o.depth, "Lines shown per stack (frames with --native); 0 = all")
+        ->check(whole_number("a count of frames (0 = all)"));
+    s->add_flag("--native", o.native,
+                "Every frame of a stack as recorded, none folded (default: user code first)");
+  }
   if (flags & kStackExports)
     s->add_option_function<std::string>(
          "--group-by",
@@ -104,6 +142,7 @@ void add_report_options(CLI::App& app, ReportCommand& c) {
                     ->check(whole_number("a sequence number (gmemhook dump shows them)"));
     at->excludes(seq);
   }
+  reject_unused_options(s, c.entry);
 }
 
 }  // namespace
@@ -169,6 +208,14 @@ int main(int argc, char** argv) {
       ->check(whole_number("a count of frames (0 = all)"));
   diff->add_flag("--native", diff_options.native,
                  "Every frame of a stack as recorded, none folded (default: user code first)");
+  diff->add_option_function<std::string>(
+          "--group-by",
+          [&diff_options](const std::string& v) {
+            diff_options.group_by = *gmemhook::analysis::parse_group_by(v);
+          },
+          "Text: one row per line of user code (line, the default), per user function "
+          "(function) or per distinct stack (stack)")
+      ->check(CLI::IsMember({"line", "function", "stack"}));
   diff->add_option("--device", diff_options.device, "Only this device")
       ->check(whole_number("a device number (0, 1, ...)"));
   diff->add_option("--api", diff_options.apis, "Only events of these entry points, comma-separated")

@@ -73,13 +73,14 @@ std::string frame_text(const Frame& f) {
   return line;
 }
 
-std::string user_frame_text(const std::vector<Frame>& frames) {
+std::string user_frame_text(const std::vector<Frame>& frames, bool by_function) {
   if (frames.empty()) return "(no stack recorded)";
   const size_t i = user_frame(frames);
   if (i == kNoUserFrame) return "no frame of user code: every frame is in a library";
   const Frame& f = frames[i];
   const std::string module = f.python ? std::string() : base_name(f.module);
   const std::string in_module = module.empty() ? "" : " (" + module + ")";
+  if (by_function && f.function && f.file) return *f.function + " in " + *f.file + in_module;
   if (f.file) return location(f) + " in " + f.function.value_or("?") + in_module;
   if (f.function) return *f.function + in_module;
   return frame_text(f);
@@ -104,7 +105,7 @@ void append_site_stacks(std::string& text, const std::vector<StackShare>& stacks
   if (stacks.empty()) return;
   if (style.native && stacks.size() == 1)
     return append_stack(text, *stacks[0].frames, style, indent);
-  text += indent + user_frame_text(*stacks[0].frames) + "\n";
+  text += indent + user_frame_text(*stacks[0].frames, style.by_function) + "\n";
   if (stacks.size() == 1) return append_stack(text, *stacks[0].frames, style, indent + "  ");
   const size_t shown = std::min(stacks.size(), kStacksPerRow);
   for (size_t i = 0; i < shown; ++i) {

@@ -15,12 +15,15 @@ namespace gmemhook::analysis {
 struct StackStyle {
   bool native = false;  // every frame, one per line, nothing folded (--native)
   size_t depth = 8;     // lines per section (Python, native); 0 = all
+  // A row's heading names the user frame's function, not its line (--group-by function: the
+  // row holds every line of the function, so a line would name only the first).
+  bool by_function = false;
 };
 
 // "/w/train.py:42 in step", "/src/app.cu:12 in leak_once (app)", "app+0x1a2b": the site's user
 // frame as the line a reader looks for; "no frame of user code (...)" when every frame is a
-// library's.
-std::string user_frame_text(const std::vector<Frame>& frames);
+// library's. With `by_function`: "step in /w/train.py", "leak_once in /src/app.cu (app)".
+std::string user_frame_text(const std::vector<Frame>& frames, bool by_function = false);
 
 // "#0 function file:line (module)" without the number: one frame as --native writes it.
 std::string frame_text(const Frame& frame);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "analyzer/output/text_format.h"
 
@@ -32,6 +33,14 @@ std::string stack_match_key(const std::vector<Frame>& frames, bool lines) {
   std::string key;
   for (const Frame& f : frames) key += frame_match_key(f, lines) + '\x1e';
   return key;
+}
+
+SiteStatus site_status(const SiteDiff& d) {
+  if (d.base_count == 0 && d.base_bytes == 0) return SiteStatus::New;
+  if (d.new_count == 0 && d.new_bytes == 0) return SiteStatus::Gone;
+  if (d.new_bytes > d.base_bytes) return SiteStatus::Grown;
+  if (d.new_bytes < d.base_bytes) return SiteStatus::Shrunk;
+  return SiteStatus::Same;
 }
 
 const char* status_name(SiteStatus status) {
@@ -64,18 +73,7 @@ std::vector<SiteDiff> diff_sites(const DeviceSites* base, const DeviceSites* now
   add(base, false);
   add(now, true);
   std::vector<std::pair<std::string, SiteDiff>> sorted(by_key.begin(), by_key.end());
-  for (auto& [key, d] : sorted) {
-    if (d.base_count == 0 && d.base_bytes == 0)
-      d.status = SiteStatus::New;
-    else if (d.new_count == 0 && d.new_bytes == 0)
-      d.status = SiteStatus::Gone;
-    else if (d.new_bytes > d.base_bytes)
-      d.status = SiteStatus::Grown;
-    else if (d.new_bytes < d.base_bytes)
-      d.status = SiteStatus::Shrunk;
-    else
-      d.status = SiteStatus::Same;
-  }
+  for (auto& [key, d] : sorted) d.status = site_status(d);
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
     const uint64_t da = uint64_t(std::abs(a.second.delta()));
     const uint64_t db = uint64_t(std::abs(b.second.delta()));
@@ -87,6 +85,35 @@ std::vector<SiteDiff> diff_sites(const DeviceSites* base, const DeviceSites* now
   out.reserve(sorted.size());
   for (auto& [key, d] : sorted) out.push_back(std::move(d));
   return out;
+}
+
+std::vector<DiffRow> diff_rows(const std::vector<SiteDiff>& sites, GroupBy by) {
+  std::vector<DiffRow> rows;
+  std::unordered_map<std::string, size_t> row_of;
+  for (const SiteDiff& s : sites) {
+    const std::string key = row_key(s.frames, by);
+    size_t r = rows.size();
+    if (!key.empty()) r = row_of.try_emplace(key, rows.size()).first->second;
+    if (r == rows.size()) {
+      rows.emplace_back();
+      rows.back().total.frames = s.frames;
+    }
+    DiffRow& row = rows[r];
+    row.members.push_back(&s);
+    row.total.base_bytes += s.base_bytes;
+    row.total.new_bytes += s.new_bytes;
+    row.total.base_count += s.base_count;
+    row.total.new_count += s.new_count;
+  }
+  for (DiffRow& row : rows) row.total.status = site_status(row.total);
+  // As diff_sites() orders sites; rows of one site keep the sites' order.
+  std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& a, const DiffRow& b) {
+    const uint64_t da = uint64_t(std::abs(a.total.delta()));
+    const uint64_t db = uint64_t(std::abs(b.total.delta()));
+    if (da != db) return da > db;
+    return a.total.new_bytes > b.total.new_bytes;
+  });
+  return rows;
 }
 
 std::vector<std::pair<int, int>> pair_processes(const std::vector<ProcessSites>& base,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/reports/diff_sides.h"
+#include "analyzer/reports/site_rows.h"
 
 namespace gmemhook::analysis {
 
@@ -32,9 +33,21 @@ struct SiteDiff {
   int64_t delta() const { return int64_t(new_bytes) - int64_t(base_bytes); }
 };
 
+// What a site (or a row of sites) did, from its sums: new, gone, grown, shrunk or the same.
+SiteStatus site_status(const SiteDiff& d);
+
 // The sites of both sides matched (sites with one key summed), largest absolute change first;
 // ties by the new bytes, then by the stack, so the order is the same from run to run.
 std::vector<SiteDiff> diff_sites(const DeviceSites* base, const DeviceSites* now, bool lines);
+
+// Sites grouped into the rows text shows (--group-by, as the reports group them: by default one
+// row per line of user code). A row sums its sites; its frames are its largest change's.
+struct DiffRow {
+  SiteDiff total;
+  std::vector<const SiteDiff*> members;  // into the sites, largest change first
+};
+// Rows, largest absolute change first; a site with no user frame is a row of its own.
+std::vector<DiffRow> diff_rows(const std::vector<SiteDiff>& sites, GroupBy by);
 
 // Pairs of indices into `base` and `now` (-1: the process has no counterpart). Two
 // single-process runs pair whatever their executables; otherwise processes with a rank pair by

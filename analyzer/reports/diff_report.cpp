@@ -19,6 +19,8 @@ namespace gmemhook::analysis {
 namespace {
 
 constexpr size_t kTextTop = 10;
+// Usage and input errors exit 2, as cmp's and diff's do: 1 means "grew more than allowed".
+constexpr int kExitUsage = 2;
 constexpr size_t kTextDepth = 8;
 
 // One process of each run (either may be missing) on one device.
@@ -105,6 +107,13 @@ std::string refused_percent(uint64_t base, uint64_t now, const GrowthLimit& limi
   return s + "%";
 }
 
+bool used_device(const std::vector<ProcessSites>& side, int32_t device) {
+  for (const ProcessSites& p : side)
+    for (int32_t d : p.devices_used)
+      if (d == device) return true;
+  return false;
+}
+
 std::string side_title(const ProcessSites* p) { return p ? p->title : "(no such process)"; }
 
 // The comparison of the two runs, one model for the whole document: text, JSON, or the sites'
@@ -119,7 +128,8 @@ class DiffModel final : public ReportModel {
     t += fmt::format("gmemhook diff: {}, {} -> {}{}\n", what, o_.base_arg, o_.new_arg,
                      o_.match_lines ? " (sites told apart by line too)" : "");
     if (comparisons_.empty()) t += "\nneither run used device memory\n";
-    const StackStyle style{o_.native, o_.depth.value_or(kTextDepth)};
+    const StackStyle style{o_.native, o_.depth.value_or(kTextDepth),
+                           o_.group_by == GroupBy::Function};
     const char* total_name = o_.leaks ? "leaked" : "peak";
     for (const Comparison& c : comparisons_) {
       t += fmt::format("\n{} -> {}, device {}{}\n", side_title(c.base), side_title(c.now), c.device,
@@ -133,7 +143,8 @@ class DiffModel final : public ReportModel {
       const size_t top = o_.top.value_or(kTextTop);
       size_t shown = 0, hidden = 0, same = 0;
       uint64_t same_bytes = 0;
-      for (const SiteDiff& s : c.sites) {
+      for (const DiffRow& row : diff_rows(c.sites, o_.group_by)) {
+        const SiteDiff& s = row.total;
         if (s.status == SiteStatus::Same && !o_.top) {
           ++same;
           same_bytes += s.new_bytes;
@@ -146,7 +157,11 @@ class DiffModel final : public ReportModel {
         ++shown;
         t += fmt::format("  {:>10}  {:6}  {}\n", signed_size(s.delta()), status_name(s.status),
                          site_change(s));
-        append_frames(t, s.frames, style, "      ");
+        std::vector<StackShare> stacks;
+        for (const SiteDiff* m : row.members)
+          stacks.push_back({&m->frames, m->new_bytes ? m->new_bytes : m->base_bytes,
+                            m->new_bytes ? m->new_count : m->base_count});
+        append_site_stacks(t, stacks, style, "      ");
       }
       if (shown == 0 && hidden == 0) t += "  no site changed\n";
       if (hidden)
@@ -280,6 +295,12 @@ int run_diff(const DiffOptions& options, std::FILE* out, std::FILE* err) {
   for (auto [run, sites] : {std::pair{&options.base, &base}, std::pair{&options.now, &now}})
     if (const int status = read_side(*run, side, warnings, *sites, out, err); status != kExitOk)
       return status;
+  if (options.device && !used_device(base, *options.device) && !used_device(now, *options.device)) {
+    // A usage error, as `--pid` of no process is for the reports; exit 1 is --fail-above's.
+    fmt::print(err, "gmemhook: device {} was never used in {} or {}\n", *options.device,
+               options.base_arg, options.new_arg);
+    return kExitUsage;
+  }
   const std::vector<Comparison> comparisons = compare(base, now, options.match_lines);
   const DiffModel model(options, comparisons);
   const std::unique_ptr<Renderer> renderer =

@@ -28,6 +28,7 @@ struct DiffOptions {
   std::string format = "text";       // a format that reads kDiffParts
   std::optional<size_t> top, depth;  // as for the reports (0 = all)
   bool native = false;               // text: every frame as recorded (--native)
+  GroupBy group_by = GroupBy::Line;  // text: what one row of sites stands for (--group-by)
   std::optional<int32_t> device;
   std::vector<std::string> apis;
 };

@@ -57,6 +57,7 @@ int read_side(const std::filesystem::path& run, const SideOptions& options, RunW
       live = group_live(
           replay, [&](const SeriesKey& k) { return device_memory(k, options); }, false);
     for (const Series* s : ordered_series(replay)) {
+      if (s->key.memory == format::MemoryType::Device) p.devices_used.push_back(s->key.device);
       if (!device_memory(s->key, options)) continue;
       if (options.leaks) {
         p.devices.push_back(device_sites(s->key.device, s->live_bytes, live, frames));

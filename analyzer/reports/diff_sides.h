@@ -34,8 +34,9 @@ struct DeviceSites {
 struct ProcessSites {
   uint64_t pid = 0;
   std::string exe, rank;
-  std::string title;                 // process_title(): "process 48213 python (rank 3 of 8)"
-  std::vector<DeviceSites> devices;  // by device
+  std::string title;                  // process_title(): "process 48213 python (rank 3 of 8)"
+  std::vector<DeviceSites> devices;   // by device
+  std::vector<int32_t> devices_used;  // every device with device memory, whatever --device says
 };
 
 struct SideOptions {

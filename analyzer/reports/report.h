@@ -56,6 +56,8 @@ enum ReportFlag : unsigned {
   kAtMoment = 1u << 0,      // --at / --at-seq: the live set at a moment
   kStackExports = 1u << 1,  // sites by stack: --group-by, and --format folded / speedscope
   kAllMoments = 1u << 2,    // --all-moments: every moment, not the worst
+  kSiteRows = 1u << 3,      // --top: lists of sites
+  kStackLines = 1u << 4,    // --depth, --native: stacks written out
 };
 
 struct ReportEntry {

@@ -200,7 +200,8 @@ size_t top_limit(const ReportOptions& options, size_t text_default) {
 }
 
 StackStyle stack_style(const ReportOptions& options, size_t text_default_depth) {
-  return StackStyle{options.native, depth_limit(options, text_default_depth)};
+  return StackStyle{options.native, depth_limit(options, text_default_depth),
+                    options.group_by == GroupBy::Function};
 }
 
 void append_frames(std::string& text, const std::vector<Frame>& frames, const StackStyle& style,

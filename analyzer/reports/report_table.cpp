@@ -7,14 +7,15 @@
 namespace gmemhook::analysis {
 
 // name, help, flags.
-#define GMEMHOOK_FOR_EACH_REPORT(X)                                                              \
-  X(summary,                                                                                     \
-    "One screen per process: allocations, frees, peak, live at end and failures per device", 0u) \
-  X(leaks, "What was never freed (or live when the process died), grouped by stack",             \
-    kAtMoment | kStackExports)                                                                   \
-  X(peak, "Who held the memory at each device's peak, and when an allocation first failed",      \
-    kStackExports)                                                                               \
-  X(fragmentation, "How live memory lay in the address space at the peak and at the end",        \
+#define GMEMHOOK_FOR_EACH_REPORT(X)                                                          \
+  X(summary,                                                                                 \
+    "One screen per process: allocations, frees, peak, live at end and failures per device", \
+    kStackLines)                                                                             \
+  X(leaks, "What was never freed (or live when the process died), grouped by stack",         \
+    kAtMoment | kStackExports | kSiteRows | kStackLines)                                     \
+  X(peak, "Who held the memory at each device's peak, and when an allocation first failed",  \
+    kStackExports | kSiteRows | kStackLines)                                                 \
+  X(fragmentation, "How live memory lay in the address space at the peak and at the end",    \
     kAtMoment | kAllMoments)
 
 #define GMEMHOOK_DECLARE_REPORT(name, help, flags) \

@@ -47,6 +47,22 @@ TEST(StackText, UserFrameHeadsWithFileLineAndFunction) {
   EXPECT_EQ(user_frame_text({}), "(no stack recorded)");
 }
 
+// --group-by function: a row holds every line of a function, so its heading names the function
+// (issue 10), not the line of its first stack.
+TEST(StackText, GroupedByFunctionTheHeadingNamesTheFunction) {
+  EXPECT_EQ(user_frame_text(torch_stack(), true), "forward in /w/model.py");
+  EXPECT_EQ(user_frame_text({native("/opt/app/leak", "leak_once", "/src/leak.cu", 12)}, true),
+            "leak_once in /src/leak.cu (leak)");
+  EXPECT_EQ(user_frame_text({native("/opt/app/leak", "leak_once")}, true), "leak_once (leak)");
+  std::string text;
+  const std::vector<Frame> stack = torch_stack();
+  append_site_stacks(text, {StackShare{&stack, 1, 1}}, StackStyle{false, 8, true}, "  ");
+  EXPECT_TRUE(text.starts_with("  forward in /w/model.py\n")) << text;
+  text.clear();
+  append_site_stacks(text, {StackShare{&stack, 1, 1}}, StackStyle{}, "  ");
+  EXPECT_TRUE(text.starts_with("  /w/model.py:42 in forward\n")) << text;
+}
+
 TEST(StackText, PythonFramesFirstThenNativeWithLibraryRunsFolded) {
   std::string text;
   append_stack(text, torch_stack(), StackStyle{}, "  ");

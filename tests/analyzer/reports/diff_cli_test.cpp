@@ -266,6 +266,96 @@ TEST_F(DiffCli, FormatsAreOfferedWhereTheyMeanSomething) {
   EXPECT_EQ(run_cli("diff " + quote(base_) + " /nonexistent/gmemhook-run").status, 2);
 }
 
+// Two runs of a step whose Python line allocates through two native paths (two stacks, one line
+// of user code), plus a buffer on device 1; in the new run the first path doubled.
+class DiffGrouping : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = make_temp_dir("diff-group-base");
+    new_ = make_temp_dir("diff-group-new");
+    for (bool is_new : {false, true}) {
+      Scenario s(is_new ? 2 : 1, "step");
+      analysis::PyCode code;
+      code.py_version = 0x030a;
+      code.filename = "/work/step.py";
+      code.name = code.qualname = "step";
+      code.first_line = 12;
+      code.line_table = std::string("\x10\x00", 2);
+      const uint32_t py = s.py_code(1, code);
+      const uint64_t bias = Scenario::kModuleBias;
+      const uint32_t a = s.stack(1, {bias + 0x3100}, {{py, 0, true}});
+      const uint32_t b = s.stack(1, {bias + 0x3200}, {{py, 0, true}});
+      const uint32_t other = s.stack(1, {bias + 0x5000});
+      s.alloc(1, ApiId::cudaMalloc, 0x7f0000000000, (is_new ? 16 : 8) * kMiB, 0, a);
+      s.alloc(1, ApiId::cudaMalloc, 0x7f0010000000, 8 * kMiB, 0, b);
+      s.alloc(1, ApiId::cudaMalloc, 0x7e0000000000, (is_new ? 4 : 2) * kMiB, 1, other);
+      s.write(is_new ? new_ : base_, true);
+    }
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(base_);
+    std::filesystem::remove_all(new_);
+  }
+  CliResult diff(const std::string& options) const {
+    return run_cli("diff " + options + " " + quote(base_) + " " + quote(new_));
+  }
+  std::filesystem::path base_, new_;
+};
+
+// Issue 10: diff groups sites as the reports do, by line of user code unless told otherwise.
+TEST_F(DiffGrouping, ByLineByDefaultThenByFunctionOrStack) {
+  const CliResult line = diff("--device 0");
+  ASSERT_EQ(line.status, 0) << line.err;
+  // One row for the line: both stacks, 16 -> 24 MiB, headed by the line.
+  EXPECT_NE(line.out.find("grown   16.0 MiB -> 24.0 MiB (2 -> 2 allocations), from:\n"
+                          "      /work/step.py:12 in step\n"
+                          "        stack 1 of 2: 16.0 MiB in 1 allocation:\n"),
+            std::string::npos)
+      << line.out;
+  EXPECT_EQ(line.out, diff("--device 0 --group-by line").out);
+
+  const CliResult function = diff("--device 0 --group-by function");
+  ASSERT_EQ(function.status, 0) << function.err;
+  EXPECT_NE(function.out.find("), from:\n      step in /work/step.py\n"), std::string::npos)
+      << function.out;
+  EXPECT_EQ(function.out.find("/work/step.py:12 in step"), std::string::npos) << function.out;
+
+  // By stack: the grown stack alone; the unchanged one is counted, not listed.
+  const CliResult stack = diff("--device 0 --group-by stack");
+  ASSERT_EQ(stack.status, 0) << stack.err;
+  EXPECT_NE(stack.out.find("grown   8.0 MiB -> 16.0 MiB (1 -> 1 allocation), from:\n"),
+            std::string::npos)
+      << stack.out;
+  EXPECT_NE(stack.out.find("1 site unchanged, holding 8.0 MiB"), std::string::npos) << stack.out;
+
+  // JSON keeps every stack apart whatever the grouping.
+  const json j = parse(diff("--json --device 0 --group-by line"));
+  EXPECT_EQ(j["sites"].size(), 2u) << j.dump(1);
+  EXPECT_EQ(diff("--group-by file").status, 2);
+}
+
+// --device filters both sides to that device; one neither run used is a usage error (exit 2).
+TEST_F(DiffGrouping, DeviceFiltersBothSides) {
+  const json all = parse(diff("--json"));
+  ASSERT_EQ(all["processes"].size(), 2u) << all.dump(1);  // device 0 and device 1
+  const json one = parse(diff("--json --device 1"));
+  ASSERT_EQ(one["processes"].size(), 1u) << one.dump(1);
+  EXPECT_EQ(one["device"], 1);
+  EXPECT_EQ(one["base"]["peak_bytes"], 2 * kMiB);
+  EXPECT_EQ(one["new"]["peak_bytes"], 4 * kMiB);
+  const CliResult text = diff("--device 1");
+  EXPECT_EQ(text.out.find("device 0"), std::string::npos) << text.out;
+  // Gates too: device 1 grew 100 %, device 0 only 50 %.
+  EXPECT_EQ(diff("--device 0 --fail-above 60%").status, 0);
+  EXPECT_EQ(diff("--device 1 --fail-above 60%").status, 1);
+
+  const CliResult never = diff("--device 7");
+  EXPECT_EQ(never.status, 2);
+  EXPECT_EQ(never.out, "");
+  EXPECT_EQ(never.err, "gmemhook: device 7 was never used in " + base_.string() + " or " +
+                           new_.string() + "\n");
+}
+
 // Two runs whose peaks are 64 and 72 MiB: the peak grew exactly 12.5% (+8 MiB).
 class DiffThreshold : public ::testing::Test {
  protected:

@@ -362,6 +362,41 @@ TEST_F(ReportCli, GroupByChoosesWhatARowIs) {
   EXPECT_NE(bad.err.find("--group-by"), std::string::npos) << bad.err;
 }
 
+// Issue 10: an option a report does not use is a usage error that says so, never ignored.
+TEST_F(ReportCli, ReportsRejectOptionsTheyDoNotUse) {
+  const struct {
+    const char* args;
+    const char* says;
+  } cases[] = {
+      {"summary --top 3", "--top: summary lists no sites; --top is an option of leaks, peak"},
+      {"summary --group-by stack", "--group-by: summary groups no sites"},
+      {"summary --at 1",
+       "--at: summary shows no live set at a chosen moment; --at is an option "
+       "of leaks, fragmentation"},
+      {"peak --at-seq 3", "--at-seq: peak shows no live set at a chosen moment"},
+      {"peak --all-moments",
+       "--all-moments: peak has no moments to choose from; --all-moments "
+       "is an option of fragmentation"},
+      {"fragmentation --top 1", "--top: fragmentation lists no sites"},
+      {"fragmentation --depth 2",
+       "--depth: fragmentation writes no stacks; --depth is an option "
+       "of summary, leaks, peak"},
+      {"fragmentation --native", "--native: fragmentation writes no stacks"},
+      {"fragmentation --group-by line", "--group-by: fragmentation groups no sites"},
+  };
+  for (const auto& c : cases) {
+    const CliResult r = run_cli(std::string(c.args) + " " + quote(run_));
+    EXPECT_EQ(r.status, 2) << c.args;
+    EXPECT_EQ(r.out, "") << c.args;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
+  }
+  // And the reports that use them still take them.
+  for (const char* args :
+       {"summary --depth 2 --native", "leaks --top 1 --at-seq 3 --depth 1",
+        "peak --top 1 --group-by function", "fragmentation --all-moments --at 0"})
+    EXPECT_EQ(run_cli(std::string(args) + " " + quote(run_)).status, 0) << args;
+}
+
 TEST_F(ReportCli, ADeviceTheRunNeverUsedIsAnError) {
   const CliResult r = run_cli("leaks --device 7 " + quote(run_));
   EXPECT_EQ(r.status, 1);
