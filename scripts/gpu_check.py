@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import sys
 
+import gpu_memory_kinds
+
 EVENT = re.compile(r"^seq=\d+ t=\S+ tid=\d+ (\S+) (\S+) .*result=(\d+)")
 FIELD = re.compile(r"(\w+)=(\S+)")
 
@@ -201,7 +203,8 @@ def main():
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
-                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench")
+                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,"
+                            "pybench,graphmem,ipc,arrays,static,cupti")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -218,7 +221,12 @@ def main():
                      ("graph", lambda: check_cuda_graph(c, a.python)),
                      ("ddp", lambda: check_ddp(c, a.python)),
                      ("ctests", lambda: check_gpu_ctests(c)),
-                     ("pybench", lambda: check_python_bench(c, a.python))):
+                     ("pybench", lambda: check_python_bench(c, a.python)),
+                     ("graphmem", lambda: gpu_memory_kinds.check_graph_memory(c)),
+                     ("ipc", lambda: gpu_memory_kinds.check_ipc(c)),
+                     ("arrays", lambda: gpu_memory_kinds.check_arrays(c)),
+                     ("static", lambda: gpu_memory_kinds.check_static(c)),
+                     ("cupti", lambda: gpu_memory_kinds.check_cupti(c, a.python))):
         if name in only:
             try:
                 fn()
