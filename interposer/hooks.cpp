@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "array_size.h"
 #include "real_symbols.h"
 #include "recorder.h"
 #include "resolvers.h"
@@ -33,13 +34,23 @@ enum HookIndex : size_t {
 // cuMemCreate's location decides both the device and whether the memory is on the host.
 struct HookFields : fmt::EventFields {
   void set_vmm_location(const CUmemAllocationProp* prop) {
-    if (!prop) return;
-    if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-      set_device(prop->location.id);
+    if (prop) set_pool_location(prop->location);
+  }
+  // The location of a graph allocation node's pool, runtime or driver spelling: the values are
+  // the same (cudaMemLocationTypeDevice == CU_MEM_LOCATION_TYPE_DEVICE).
+  template <typename Location>
+  void set_pool_location(const Location& location) {
+    if (static_cast<int>(location.type) == CU_MEM_LOCATION_TYPE_DEVICE) {
+      set_device(location.id);
     } else {
       set_memory(fmt::MemoryType::HostPinned);
       set_device(-1);
     }
+  }
+  // Imported memory (IPC, pool pointers) comes without a size: ask the driver for the extent of
+  // the allocation at `address`.
+  void set_mapped_size() {
+    if (uint64_t size = mapped_size_at(address)) set_size(size);
   }
 };
 

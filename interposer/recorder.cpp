@@ -137,6 +137,9 @@ Fn driver_fn(std::atomic<Fn>& slot, const char* name) {
   return f;
 }
 
+using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+std::atomic<GetAddressRangeFn> g_get_address_range{nullptr};
+
 // The device of an allocation: the calling thread's current context, else (no context, e.g. a
 // driver call on a fresh thread) the pointer's own attributes. Never fails the hook.
 void fill_device(fmt::EventFields& f) {
@@ -157,14 +160,28 @@ void fill_device(fmt::EventFields& f) {
   }
 }
 
-// Graph capture/launch events mark moments; they own no memory, need no device and no stack.
+// Graph bookkeeping and exports mark moments; they own no memory and need no device. (A launch
+// keeps its stack: graph memory comes into being there, issue 12.)
 bool is_graph_kind(EventKind k) {
-  return k == EventKind::CaptureBegin || k == EventKind::CaptureEnd || k == EventKind::GraphLaunch;
+  switch (k) {
+    case EventKind::CaptureBegin:
+    case EventKind::CaptureEnd:
+    case EventKind::GraphLaunch:
+    case EventKind::GraphFreeNode:
+    case EventKind::GraphInstantiate:
+    case EventKind::GraphExecDestroy:
+    case EventKind::GraphDestroy:
+    case EventKind::GraphMemTrim:
+    case EventKind::Export:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool is_release_kind(EventKind k) {
   return k == EventKind::Free || k == EventKind::Release || k == EventKind::AddressFree ||
-         k == EventKind::Unmap || k == EventKind::BlockFree;
+         k == EventKind::Unmap || k == EventKind::BlockFree || k == EventKind::ImportClose;
 }
 
 uint32_t capture_and_intern(ThreadLog* log) {
@@ -185,6 +202,15 @@ uint32_t capture_and_intern(ThreadLog* log) {
   return id;
 }
 }  // namespace
+
+uint64_t mapped_size_at(uint64_t address) {
+  if (!address) return 0;
+  auto range = driver_fn(g_get_address_range, "cuMemGetAddressRange_v2");
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (!range || range(&base, &size, address) != CUDA_SUCCESS) return 0;
+  return size;
+}
 
 CallScope::CallScope() : records_(t_depth++ == 0 && recording_enabled()) {}
 CallScope::~CallScope() { --t_depth; }
@@ -212,7 +238,7 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   bool graph = is_graph_kind(kind);
   if (!releases && !graph) fill_device(f);
   uint32_t stack_id = 0;
-  if (g_config.depth > 0 && kind != EventKind::GraphLaunch && (!releases || g_config.free_stacks))
+  if (g_config.depth > 0 && (!releases || g_config.free_stacks))
     stack_id = capture_and_intern(log);
 
   if (clock.seq == 0) clock = {next_seq(), monotonic_ns()};
@@ -232,7 +258,8 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
 
   if (result != 0 && !releases && !graph)
     log->failed.fetch_add(1, std::memory_order_relaxed);
-  else if (kind == EventKind::Alloc || kind == EventKind::Create)
+  else if (kind == EventKind::Alloc || kind == EventKind::Create ||
+           kind == EventKind::GraphAllocNode)
     log->allocations.fetch_add(1, std::memory_order_relaxed);
   else if (kind == EventKind::Free || kind == EventKind::Release)
     log->frees.fetch_add(1, std::memory_order_relaxed);

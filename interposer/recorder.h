@@ -48,6 +48,9 @@ EventClock clock_before_call(format::EventKind kind);
 void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
                   format::EventFields& fields, EventClock clock);
 
+// Bytes of the allocation that contains `address` (cuMemGetAddressRange), 0 when unknown.
+uint64_t mapped_size_at(uint64_t address);
+
 // Totals over every thread of this process, for the exit summary.
 struct Totals {
   uint64_t allocations = 0, frees = 0, failed = 0;

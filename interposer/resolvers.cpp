@@ -52,14 +52,28 @@ void* substitute_driver(const char* symbol, void* p, int cuda_version, uint64_t 
   // Unknown address: fall back to the driver's naming rules. Versions before 3.2 return the
   // 32-bit v1 ABI, which we don't wrap.
   FixedString<128> name;
+  // CUDA 12 renamed cuGraphInstantiate's ABI: from 12.0 on the base name means WithFlags (the
+  // older ABI, with an error-log buffer, is not wrapped).
+  if (std::strcmp(symbol, "cuGraphInstantiate") == 0) {
+    if (cuda_version < 12000) return p;
+    symbol = "cuGraphInstantiateWithFlags";
+  }
   name.append(symbol);
-  if (in_list(symbol, {"cuMemAlloc", "cuMemFree", "cuMemAllocPitch", "cuMemAllocHost"})) {
+  if (in_list(symbol, {"cuMemAlloc", "cuMemFree", "cuMemAllocPitch", "cuMemAllocHost",
+                       "cuArrayCreate", "cuArray3DCreate"})) {
     if (cuda_version < 3020) return p;
     name.append("_v2");
   }
+  // Its per-thread twin is cuStreamBeginCapture_ptsz, without the _v2.
+  if (in_list(symbol, {"cuStreamBeginCapture"}) && cuda_version >= 10010 &&
+      !(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+    name.append("_v2");
+  if (in_list(symbol, {"cuIpcOpenMemHandle"}) && cuda_version >= 11000) name.append("_v2");
   if (in_list(symbol, {"cuGetProcAddress"}) && cuda_version >= 12000) name.append("_v2");
   if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) &&
-      in_list(symbol, {"cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocFromPoolAsync"}))
+      in_list(symbol, {"cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocFromPoolAsync",
+                       "cuStreamBeginCapture", "cuStreamEndCapture", "cuGraphLaunch",
+                       "cuGraphInstantiateWithParams"}))
     name.append("_ptsz");
   HookSlot* s = find_hook(name.c_str());
   return s ? substitute(*s, p) : p;

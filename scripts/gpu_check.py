@@ -18,6 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_check_nvml  # noqa: E402
+import gpu_memory_kinds
 
 EVENT = re.compile(r"^seq=\d+ t=\S+ tid=\d+ (\S+) (\S+) .*result=(\d+)")
 FIELD = re.compile(r"(\w+)=(\S+)")
@@ -204,7 +205,8 @@ def main():
     ap.add_argument("--out", default="gpu-check-out")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
-                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,pybench,top,topbench,html,nvml")
+                    default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,"
+                            "pybench,top,topbench,html,nvml,graphmem,ipc,arrays,static,cupti")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -225,7 +227,12 @@ def main():
                      ("top", lambda: check_top(c, a.python)),
                      ("topbench", lambda: check_top_bench(c)),
                      ("html", lambda: check_html(c, a.python)),
-                     ("nvml", lambda: gpu_check_nvml.check_nvml(c, a.python))):
+                     ("nvml", lambda: gpu_check_nvml.check_nvml(c, a.python)),
+                     ("graphmem", lambda: gpu_memory_kinds.check_graph_memory(c)),
+                     ("ipc", lambda: gpu_memory_kinds.check_ipc(c)),
+                     ("arrays", lambda: gpu_memory_kinds.check_arrays(c)),
+                     ("static", lambda: gpu_memory_kinds.check_static(c)),
+                     ("cupti", lambda: gpu_memory_kinds.check_cupti(c, a.python))):
         if name in only:
             try:
                 fn()

@@ -13,6 +13,8 @@ cp "$BUILD/bin/gmemhook" "$DIST/bin/"
 # The gpu-labelled tests: the recorder's entry-point tests, run against the real libraries.
 cp "$BUILD/bin/recorder_tests" "$BUILD/bin/gmemhook_scenario" "$DIST/bin/"
 cp "$BUILD"/bin/samples/* "$DIST/bin/samples/"
+# The CUPTI oracle of gpu-check's `cupti` rows, when the build has it (-DGMEMHOOK_CUPTI_ORACLE=ON).
+[ -f "$BUILD/lib/libgmemhook_cupti_oracle.so" ] && cp "$BUILD/lib/libgmemhook_cupti_oracle.so" "$DIST/lib/"
 mkdir -p "$DIST/lib/fakecuda" && cp -P "$BUILD"/lib/fakecuda/*.so* "$DIST/lib/fakecuda/"  # python bench
 strip --strip-debug "$DIST/bin/gmemhook"
 du -sh "$DIST"

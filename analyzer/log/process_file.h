@@ -31,7 +31,7 @@ struct ProcessFile {
   ProcessInfo info;
   std::vector<ModuleSnapshot> snapshots;
   std::vector<Note> notes;
-  std::vector<NvmlSample> nvml_samples;  // in file order (version 4; none before)
+  std::vector<NvmlSample> nvml_samples;  // in file order (version 5; none before)
   std::optional<EndRecord> end;  // absent: the process was killed or crashed
   uint64_t end_offset = 0;       // of the End record, when there is one
   StreamEnd stream_end = StreamEnd::NotYet;

@@ -69,7 +69,9 @@ void BlockLayer::call(const Replay& core, const format::Event& ev, const format:
     case EventKind::Map: {
       // The handle's device, as the core will count it; the call's own when the handle is unknown.
       int32_t device = ev.f.device;
-      if (auto h = core.handles().find(ev.f.handle); h != core.handles().end())
+      // (An imported handle has no site of ours: the call's device.)
+      if (auto h = core.handles().find(ev.f.handle);
+          h != core.handles().end() && !h->second.imported)
         device = core.series()[core.sites()[h->second.site].series].key.device;
       return add_segment(ev.f.address, ev.f.size, device);
     }

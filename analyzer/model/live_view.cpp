@@ -81,7 +81,7 @@ Fragmentation measure_fragmentation(const Replay& replay, const PoolTracker& poo
     ranges.push_back({address, address + granted});
   });
   for (const auto& [handle, h] : replay.handles()) {
-    if (!wanted[sites[h.site].series]) continue;
+    if (h.imported || !wanted[sites[h.site].series]) continue;  // imported: another's memory
     f.live_bytes += h.size;
     ++f.live_count;
     f.granted_bytes += granted_bytes(h.size, LiveKind::Physical, format::MemoryType::Device);

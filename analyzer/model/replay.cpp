@@ -95,12 +95,34 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
   for (ReplayObserver* o : calls_) o->call(*this, ev, *api);
   switch (api->kind) {
     case EventKind::CaptureBegin:
+      if (ev.result == 0) graphs_.begin_capture(ev.f.stream);
+      return;
     case EventKind::CaptureEnd:
+      return end_capture(ev);
     case EventKind::GraphLaunch:
-      return;  // no memory of their own: GraphTracker follows them
+      return launch(ev, stack);
+    case EventKind::GraphAllocNode:
+    case EventKind::GraphFreeNode:
+    case EventKind::GraphInstantiate:
+    case EventKind::GraphExecDestroy:
+    case EventKind::GraphDestroy:
+      return graph_call(ev, *api, stack);
+    case EventKind::GraphMemTrim:
+    case EventKind::Export:
+      return;  // no memory comes or goes
+    case EventKind::Import:
+      return import(ev, stack);
+    case EventKind::ImportClose:
+      return import_close(ev, stack);
+    case EventKind::Retain:
+      return retain(ev);
     case EventKind::Alloc:
+      if (ev.f.has(format::kHasStream) && graphs_.capturing(ev.f.stream))
+        return capture_node(ev, *api, stack);
       return alloc(ev, *api, stack);
     case EventKind::Free:
+      if (ev.f.has(format::kHasStream) && graphs_.capturing(ev.f.stream))
+        return capture_node(ev, *api, stack);
       return free(ev, stack);
     case EventKind::Create:
       return create(ev, *api, stack);
@@ -176,7 +198,9 @@ std::vector<SiteGroup> Replay::site_groups(uint16_t series, std::span<const int6
     uint64_t bytes = st.bytes, count = st.count;
     if (i < minus_bytes.size()) bytes -= static_cast<uint64_t>(minus_bytes[i]);
     if (i < minus_count.size()) count -= static_cast<uint64_t>(minus_count[i]);
-    if (count) groups.push_back({series_[series].key, st.api, st.kind, st.stack, bytes, count});
+    if (count)
+      groups.push_back(
+          {series_[series].key, st.api, st.kind, st.stack, bytes, count, st.launch_stack});
   }
   sort_groups(groups);
   return groups;
@@ -264,6 +288,7 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
   if (ev.f.has(format::kHasPool) || ev.f.has(format::kHasStream))
     pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, s.key.device);
   const uint32_t site = site_index(stack, index, ev.api, LiveKind::Allocation);
+  if (launch_stack_ && !sites_[site].launch_stack) sites_[site].launch_stack = launch_stack_;
   *a = {size, site, pool};
   became_live(site, size, ev);
   for (ReplayObserver* o : allocations_) o->allocated(*this, ev, *a);
@@ -288,7 +313,10 @@ void Replay::free(const format::Event& ev, uint32_t stack) {
     return;
   }
   LiveAllocation a;
-  if (!live_.take(address, &a)) return unmatched(ev, address, stack, anomalies_.unknown_frees);
+  if (!live_.take(address, &a)) {
+    if (free_imported_or_node(ev)) return;
+    return unmatched(ev, address, stack, anomalies_.unknown_frees);
+  }
   Series& s = series_[sites_[a.site].series];
   ++s.frees;
   ++s.frees_by_api[ev.api];
@@ -317,6 +345,10 @@ void Replay::create(const format::Event& ev, const format::ApiInfo& api, uint32_
 
 void Replay::drop_physical(uint64_t handle, const format::Event& ev) {
   auto it = handles_.find(handle);
+  if (it->second.imported) {  // another allocation's memory: nothing of ours goes
+    handles_.erase(it);
+    return;
+  }
   const uint32_t site = it->second.site;
   series_[sites_[site].series].physical_bytes -= it->second.size;
   became_free(site, it->second.size, ev);
@@ -332,10 +364,18 @@ void Replay::release(const format::Event& ev, uint32_t stack) {
   if (it == handles_.end() || it->second.released)
     return unmatched(ev, ev.f.handle, stack, anomalies_.unknown_releases);
   PhysicalHandle& h = it->second;
+  if (h.retains > 0) {  // drops a cuMemRetainAllocationHandle reference, nothing else
+    --h.retains;
+    return;
+  }
+  h.released = true;
+  if (h.imported) {
+    if (h.mappings == 0) drop_physical(ev.f.handle, ev);
+    return;
+  }
   Series& s = series_[sites_[h.site].series];
   ++s.frees;
   ++s.frees_by_api[ev.api];
-  h.released = true;
   if (h.mappings == 0) drop_physical(ev.f.handle, ev);
 }
 
@@ -348,7 +388,8 @@ void Replay::map(const format::Event& ev, uint32_t stack) {
   auto it = handles_.find(ev.f.handle);
   if (it != handles_.end()) {
     ++it->second.mappings;
-    index = sites_[it->second.site].series;
+    index = it->second.imported ? series_index(ev.f.device, MemoryType::Device)
+                                : sites_[it->second.site].series;
   } else {
     ++anomalies_.unknown_handle_maps;
     index = series_index(ev.f.device, MemoryType::Device);

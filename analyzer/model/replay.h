@@ -12,6 +12,13 @@
 // - CUDA frees a handle's physical memory only once it is released *and* unmapped everywhere.
 // - A free of an address not live is counted and kept as an example, never fatal. Events of api
 //   ids this build does not know are counted and skipped.
+// - CUDA graph memory (graph_memory.h) becomes live at the launch that runs its allocation node,
+//   under the node's call site (the launch's stack is kept beside it), and is freed by a free
+//   node, a cudaFree or an auto-free relaunch. Allocations made on a stream under capture are
+//   nodes, not memory.
+// - Imported memory (IPC handles, pool pointers, cuMemImportFromShareableHandle handles) is
+//   another process's: it counts as mapped, never as an allocation of this process, and its
+//   maps, unmaps and releases are never "unknown".
 //
 // Live memory is also kept per call site (stack, api, series): what each site holds now costs
 // nothing to group. What a pass needs beyond this live-set core (who held the peak, pools, CUDA
@@ -30,6 +37,7 @@
 
 #include "analyzer/log/event_visitor.h"
 #include "analyzer/model/address_map.h"
+#include "analyzer/model/graph_memory.h"
 #include "analyzer/model/replay_observer.h"
 #include "analyzer/model/stack_interner.h"
 #include "analyzer/model/timeline.h"
@@ -57,6 +65,7 @@ struct SiteGroup {
   LiveKind kind = LiveKind::Allocation;
   uint32_t stack = 0;  // StackInterner id
   uint64_t bytes = 0, count = 0;
+  uint32_t launch_stack = 0;  // graph memory: where a launch made it live (0 otherwise)
 };
 
 // Largest bytes first; ties by count, then by stack id (the order stacks were first met), so the
@@ -101,6 +110,7 @@ struct Site {
   uint8_t api = 0;
   LiveKind kind = LiveKind::Allocation;
   uint64_t bytes = 0, count = 0;
+  uint32_t launch_stack = 0;  // graph memory: the stack of the first launch that made it live
 };
 
 // A live allocation (cudaMalloc family, pinned host, managed, stream-ordered). Small on purpose:
@@ -117,6 +127,8 @@ struct PhysicalHandle {
   uint32_t site = 0;
   bool released = false;  // cuMemRelease was called; freed when the last mapping goes
   uint32_t mappings = 0;
+  uint32_t retains = 0;   // cuMemRetainAllocationHandle references not yet released
+  bool imported = false;  // another allocation's memory: no bytes of this process, no site
 };
 
 struct Mapping {
@@ -164,6 +176,7 @@ struct Anomalies {
   uint64_t null_frees = 0;           // free(0): allowed and a no-op
   uint64_t reused_addresses = 0;     // allocation at a live address: its free was not recorded
   uint64_t failed_other = 0;         // failed map/reserve calls
+  uint64_t unlaunched_graph_frees = 0;  // free of graph memory no recorded launch made live
   uint64_t unknown_api_events = 0;
   ApiCounts unknown_api_ids{};
   std::vector<Unmatched> examples;  // the first kKeptExamples unmatched frees/unmaps/releases
@@ -205,6 +218,8 @@ class Replay : public EventVisitor {
   const std::unordered_map<uint64_t, PhysicalHandle>& handles() const { return handles_; }
   const std::map<uint64_t, Mapping>& mappings() const { return mappings_; }
   const std::map<uint64_t, Reservation>& reservations() const { return reservations_; }
+  // Imported memory opened by address (IPC, pool pointers), mapped until closed or freed.
+  const std::map<uint64_t, Mapping>& imports() const { return imports_; }
   const Anomalies& anomalies() const { return anomalies_; }
   const StackInterner& stacks() const { return *stacks_; }
   // The interned stack of the event being applied: what an observer's call() needs of it.
@@ -236,6 +251,15 @@ class Replay : public EventVisitor {
   void reserve(const format::Event& ev, uint32_t stack);
   void address_free(const format::Event& ev, uint32_t stack);
   void drop_physical(uint64_t handle, const format::Event& ev);
+  // Graph memory and imported memory (replay_nodes.cpp).
+  void capture_node(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
+  void end_capture(const format::Event& ev);
+  void graph_call(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
+  void launch(const format::Event& ev, uint32_t stack);
+  void import(const format::Event& ev, uint32_t stack);
+  void import_close(const format::Event& ev, uint32_t stack);
+  void retain(const format::Event& ev);
+  bool free_imported_or_node(const format::Event& ev);
 
   std::array<const format::ApiInfo*, 256> apis_{};
   std::array<bool, 256> api_ignored_{};  // --api: events of other entry points are skipped
@@ -265,6 +289,9 @@ class Replay : public EventVisitor {
   std::unordered_map<uint64_t, PhysicalHandle> handles_;
   std::map<uint64_t, Mapping> mappings_;
   std::map<uint64_t, Reservation> reservations_;
+  std::map<uint64_t, Mapping> imports_;
+  GraphMemory graphs_;
+  uint32_t launch_stack_ = 0;  // while a launch applies its nodes
   Anomalies anomalies_;
 
   uint32_t event_stack_ = 0;

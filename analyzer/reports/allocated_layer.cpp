@@ -84,7 +84,7 @@ std::vector<SiteGroup> with_blocks(const Replay& replay, const BlockLayer& block
     if (m == replay.mappings().end()) continue;
     take(m->second.stack, m->second.series, m->second.api, LiveKind::Mapping, m->second.size);
     auto h = replay.handles().find(m->second.handle);
-    if (h != replay.handles().end() && handles.insert(h->first).second) {
+    if (h != replay.handles().end() && !h->second.imported && handles.insert(h->first).second) {
       const Site& s = replay.sites()[h->second.site];
       take(s.stack, s.series, s.api, LiveKind::Physical, h->second.size);
     }

@@ -149,6 +149,8 @@ class EventPrinter : public EventVisitor {
     if (f.has(format::kHasPool)) fmt::format_to(out, " pool={:#x}", f.pool);
     if (f.has(format::kHasHandle)) fmt::format_to(out, " handle={:#x}", f.handle);
     if (f.has(format::kHasOffset)) fmt::format_to(out, " offset={}", f.offset);
+    if (f.has(format::kHasGraph)) fmt::format_to(out, " graph={:#x}", f.graph);
+    if (f.has(format::kHasFlags)) fmt::format_to(out, " flags={:#x}", f.flags);
     if (f.has(format::kHasTotals))
       fmt::format_to(out, " allocated={} reserved={}", f.allocated, f.reserved);
     fmt::format_to(out, " result={}", ev.result);

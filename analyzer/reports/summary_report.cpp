@@ -158,22 +158,23 @@ struct SummaryModel final : public ReportModel {
                           plural(p.allocations, "allocation", "allocations"));
     }
     append_graphs(graphs_.activity(), text);
-    append_anomalies(anomalies_, text);
+    append_anomalies(anomalies_, series_, text);
   }
 
   // What CUDA graphs did, so graph memory is neither missed nor counted once per replay.
   static void append_graphs(const GraphActivity& g, std::string& text) {
     if (!g.any()) return;
     text += fmt::format(
-        "  cuda graphs   {} captured: {} of {} made while capturing, counted once as the "
-        "graph's memory; {} replayed, {} after the first launch\n",
+        "  cuda graphs   {} captured: {} of {} made while capturing (graph memory nodes, live "
+        "from the launch that runs them); {} replayed, {} after the first launch\n",
         plural(g.captures, "stream", "streams"),
         plural(g.capture_allocations, "allocation", "allocations"), size_and_bytes(g.capture_bytes),
         plural(g.launches, "launch", "launches"),
         plural(g.allocations_between_launches, "allocation", "allocations"));
   }
 
-  static void append_anomalies(const Anomalies& a, std::string& text) {
+  static void append_anomalies(const Anomalies& a, const std::vector<Series>& series,
+                               std::string& text) {
     auto note = [&](uint64_t n, const char* one, const char* many) {
       if (n) text += fmt::format("  note: {}\n", plural(n, one, many));
     };
@@ -191,6 +192,18 @@ struct SummaryModel final : public ReportModel {
          "free-like calls that returned an error (nothing freed)");
     note(a.reused_addresses, "allocation at an address still live (its free was not recorded)",
          "allocations at addresses still live (their frees were not recorded)");
+    note(a.unlaunched_graph_frees,
+         "free of CUDA graph memory whose launch was not recorded (not counted as a free)",
+         "frees of CUDA graph memory whose launches were not recorded (not counted as frees)");
+    uint64_t lower_bounds = 0;
+    for (const Series& s : series)
+      for (size_t id = 0; id < s.allocations_by_api.size(); ++id)
+        if (format::size_is_lower_bound(static_cast<uint8_t>(id)))
+          lower_bounds += s.allocations_by_api[id];
+    note(lower_bounds,
+         "CUDA array: its size is computed from its descriptor, a lower bound (the driver pads)",
+         "CUDA arrays: their sizes are computed from their descriptors, lower bounds (the "
+         "driver pads)");
     for (const Unmatched& u : a.examples)
       text += fmt::format("    e.g. {} of {:#x} at seq {}\n", api_name(u.api), u.address, u.seq);
     if (a.unknown_api_events) {
@@ -297,6 +310,7 @@ struct SummaryModel final : public ReportModel {
     json.field("failed_frees", a.failed_frees);
     json.field("null_frees", a.null_frees);
     json.field("reused_addresses", a.reused_addresses);
+    json.field("unlaunched_graph_frees", a.unlaunched_graph_frees);
     json.field("unknown_api_events", a.unknown_api_events);
     json.end_object();
     write_nvidia_smi(json, smi_, options_.device, true);

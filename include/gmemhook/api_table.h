@@ -66,9 +66,72 @@
   X(15, cudaStreamBeginCapture, Runtime, CaptureBegin, None,                                       \
     (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode), e.set_stream((uintptr_t)s);)          \
   X(16, cudaStreamEndCapture, Runtime, CaptureEnd, None, (cudaStream_t s, cudaGraph_t* g), (s, g),  \
-    e.set_stream((uintptr_t)s); if (ok && g) e.set_handle((uintptr_t)*g);)                         \
+    e.set_stream((uintptr_t)s); if (ok && g) e.set_graph((uintptr_t)*g);)                          \
   X(17, cudaGraphLaunch, Runtime, GraphLaunch, None, (cudaGraphExec_t exec, cudaStream_t s),       \
     (exec, s), e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);)                         \
+  X(80, cudaStreamBeginCapture_ptsz, Runtime, CaptureBegin, None,                                  \
+    (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode), e.set_stream((uintptr_t)s);)          \
+  X(81, cudaStreamEndCapture_ptsz, Runtime, CaptureEnd, None, (cudaStream_t s, cudaGraph_t* g),    \
+    (s, g), e.set_stream((uintptr_t)s); if (ok && g) e.set_graph((uintptr_t)*g);)                  \
+  X(82, cudaGraphLaunch_ptsz, Runtime, GraphLaunch, None, (cudaGraphExec_t exec, cudaStream_t s),  \
+    (exec, s), e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);)                         \
+  /* graph memory nodes: the address is fixed at the node, the memory comes with a launch */      \
+  X(18, cudaGraphAddMemAllocNode, Runtime, GraphAllocNode, Device,                                 \
+    (cudaGraphNode_t * node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t ndeps,             \
+     cudaMemAllocNodeParams* params),                                                              \
+    (node, g, deps, ndeps, params), e.set_graph((uintptr_t)g);                                     \
+    if (params) { e.set_address(ok ? (uintptr_t)params->dptr : 0); e.set_size(params->bytesize);  \
+                  e.set_pool_location(params->poolProps.location); })                               \
+  X(19, cudaGraphAddMemFreeNode, Runtime, GraphFreeNode, Device,                                   \
+    (cudaGraphNode_t * node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t ndeps, void* ptr), \
+    (node, g, deps, ndeps, ptr), e.set_graph((uintptr_t)g); e.set_address((uintptr_t)ptr);)        \
+  X(20, cudaGraphInstantiate, Runtime, GraphInstantiate, None,                                     \
+    (cudaGraphExec_t * exec, cudaGraph_t g, unsigned long long fl), (exec, g, fl),                 \
+    if (ok && exec) e.set_handle((uintptr_t)*exec); e.set_graph((uintptr_t)g); e.set_flags(fl);)  \
+  X(21, cudaGraphInstantiateWithFlags, Runtime, GraphInstantiate, None,                            \
+    (cudaGraphExec_t * exec, cudaGraph_t g, unsigned long long fl), (exec, g, fl),                 \
+    if (ok && exec) e.set_handle((uintptr_t)*exec); e.set_graph((uintptr_t)g); e.set_flags(fl);)  \
+  X(22, cudaGraphInstantiateWithParams, Runtime, GraphInstantiate, None,                           \
+    (cudaGraphExec_t * exec, cudaGraph_t g, cudaGraphInstantiateParams* params),                   \
+    (exec, g, params), if (ok && exec) e.set_handle((uintptr_t)*exec);                             \
+    e.set_graph((uintptr_t)g); if (params) e.set_flags(params->flags);)                            \
+  X(83, cudaGraphInstantiateWithParams_ptsz, Runtime, GraphInstantiate, None,                      \
+    (cudaGraphExec_t * exec, cudaGraph_t g, cudaGraphInstantiateParams* params),                   \
+    (exec, g, params), if (ok && exec) e.set_handle((uintptr_t)*exec);                             \
+    e.set_graph((uintptr_t)g); if (params) e.set_flags(params->flags);)                            \
+  X(23, cudaGraphExecDestroy, Runtime, GraphExecDestroy, None, (cudaGraphExec_t exec), (exec),     \
+    e.set_handle((uintptr_t)exec);)                                                                \
+  X(24, cudaGraphDestroy, Runtime, GraphDestroy, None, (cudaGraph_t g), (g),                       \
+    e.set_graph((uintptr_t)g);)                                                                    \
+  X(25, cudaDeviceGraphMemTrim, Runtime, GraphMemTrim, None, (int device), (device),               \
+    e.set_device(device);)                                                                         \
+  /* memory of another process or pool, mapped here: never this process's allocation */           \
+  X(26, cudaIpcOpenMemHandle, Runtime, Import, Device,                                             \
+    (void** ptr, cudaIpcMemHandle_t handle, unsigned fl), (ptr, handle, fl),                       \
+    if (ok) { e.set_address((uintptr_t)*ptr); e.set_mapped_size(); })                              \
+  X(27, cudaIpcCloseMemHandle, Runtime, ImportClose, Device, (void* ptr), (ptr),                   \
+    e.set_address((uintptr_t)ptr);)                                                                \
+  X(28, cudaMemPoolImportPointer, Runtime, Import, Device,                                         \
+    (void** ptr, cudaMemPool_t pool, cudaMemPoolPtrExportData* data), (ptr, pool, data),           \
+    e.set_pool((uintptr_t)pool); if (ok) { e.set_address((uintptr_t)*ptr); e.set_mapped_size(); }) \
+  /* CUDA arrays: the address is the array handle; sizes are lower bounds (see array_size.h) */    \
+  X(29, cudaMallocArray, Runtime, Alloc, Device,                                                   \
+    (cudaArray_t * arr, const cudaChannelFormatDesc* desc, size_t w, size_t h, unsigned fl),       \
+    (arr, desc, w, h, fl), e.set_address(ok ? (uintptr_t)*arr : 0);                                \
+    e.set_size(gmemhook::array_bytes(desc, {w, h, 0}, 1));)                                        \
+  X(30, cudaMalloc3DArray, Runtime, Alloc, Device,                                                 \
+    (cudaArray_t * arr, const cudaChannelFormatDesc* desc, cudaExtent ext, unsigned fl),           \
+    (arr, desc, ext, fl), e.set_address(ok ? (uintptr_t)*arr : 0);                                 \
+    e.set_size(gmemhook::array_bytes(desc, ext, 1));)                                              \
+  X(31, cudaMallocMipmappedArray, Runtime, Alloc, Device,                                          \
+    (cudaMipmappedArray_t * arr, const cudaChannelFormatDesc* desc, cudaExtent ext,                \
+     unsigned levels, unsigned fl),                                                                \
+    (arr, desc, ext, levels, fl), e.set_address(ok ? (uintptr_t)*arr : 0);                         \
+    e.set_size(gmemhook::array_bytes(desc, ext, levels));)                                         \
+  X(84, cudaFreeArray, Runtime, Free, Device, (cudaArray_t arr), (arr),                            \
+    e.set_address((uintptr_t)arr);)                                                                \
+  X(85, cudaFreeMipmappedArray, Runtime, Free, Device, (cudaMipmappedArray_t arr), (arr),          \
+    e.set_address((uintptr_t)arr);)                                                                \
   /* driver API */                                                                                 \
   X(32, cuMemAlloc_v2, Driver, Alloc, Device, (CUdeviceptr * ptr, size_t size), (ptr, size),       \
     e.set_address(ok ? *ptr : 0); e.set_size(size);)                                               \
@@ -121,6 +184,77 @@
     e.set_handle(h);)                                                                              \
   X(53, cuMemUnmap, Driver, Unmap, Device, (CUdeviceptr ptr, size_t size), (ptr, size),            \
     e.set_address(ptr); e.set_size(size);)                                                         \
+  /* driver graphs: capture, memory nodes, instantiation, launch (as the runtime's above) */      \
+  X(96, cuStreamBeginCapture_v2, Driver, CaptureBegin, None, (CUstream s, CUstreamCaptureMode m),  \
+    (s, m), e.set_stream((uintptr_t)s);)                                                           \
+  X(97, cuStreamBeginCapture_ptsz, Driver, CaptureBegin, None, (CUstream s, CUstreamCaptureMode m),\
+    (s, m), e.set_stream((uintptr_t)s);)                                                           \
+  X(98, cuStreamEndCapture, Driver, CaptureEnd, None, (CUstream s, CUgraph * g), (s, g),           \
+    e.set_stream((uintptr_t)s); if (ok && g) e.set_graph((uintptr_t)*g);)                          \
+  X(99, cuStreamEndCapture_ptsz, Driver, CaptureEnd, None, (CUstream s, CUgraph * g), (s, g),      \
+    e.set_stream((uintptr_t)s); if (ok && g) e.set_graph((uintptr_t)*g);)                          \
+  X(100, cuGraphAddMemAllocNode, Driver, GraphAllocNode, Device,                                   \
+    (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t ndeps,                         \
+     CUDA_MEM_ALLOC_NODE_PARAMS* params),                                                          \
+    (node, g, deps, ndeps, params), e.set_graph((uintptr_t)g);                                     \
+    if (params) { e.set_address(ok ? params->dptr : 0); e.set_size(params->bytesize);             \
+                  e.set_pool_location(params->poolProps.location); })                               \
+  X(101, cuGraphAddMemFreeNode, Driver, GraphFreeNode, Device,                                     \
+    (CUgraphNode * node, CUgraph g, const CUgraphNode* deps, size_t ndeps, CUdeviceptr ptr),       \
+    (node, g, deps, ndeps, ptr), e.set_graph((uintptr_t)g); e.set_address(ptr);)                   \
+  X(102, cuGraphInstantiateWithFlags, Driver, GraphInstantiate, None,                              \
+    (CUgraphExec * exec, CUgraph g, unsigned long long fl), (exec, g, fl),                         \
+    if (ok && exec) e.set_handle((uintptr_t)*exec); e.set_graph((uintptr_t)g); e.set_flags(fl);)  \
+  X(103, cuGraphInstantiateWithParams, Driver, GraphInstantiate, None,                             \
+    (CUgraphExec * exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* params), (exec, g, params),     \
+    if (ok && exec) e.set_handle((uintptr_t)*exec); e.set_graph((uintptr_t)g);                     \
+    if (params) e.set_flags(params->flags);)                                                       \
+  X(104, cuGraphInstantiateWithParams_ptsz, Driver, GraphInstantiate, None,                        \
+    (CUgraphExec * exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* params), (exec, g, params),     \
+    if (ok && exec) e.set_handle((uintptr_t)*exec); e.set_graph((uintptr_t)g);                     \
+    if (params) e.set_flags(params->flags);)                                                       \
+  X(105, cuGraphLaunch, Driver, GraphLaunch, None, (CUgraphExec exec, CUstream s), (exec, s),      \
+    e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);)                                    \
+  X(106, cuGraphLaunch_ptsz, Driver, GraphLaunch, None, (CUgraphExec exec, CUstream s), (exec, s), \
+    e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);)                                    \
+  X(107, cuGraphExecDestroy, Driver, GraphExecDestroy, None, (CUgraphExec exec), (exec),           \
+    e.set_handle((uintptr_t)exec);)                                                                \
+  X(108, cuGraphDestroy, Driver, GraphDestroy, None, (CUgraph g), (g), e.set_graph((uintptr_t)g);) \
+  X(109, cuDeviceGraphMemTrim, Driver, GraphMemTrim, None, (CUdevice device), (device),            \
+    e.set_device(device);)                                                                         \
+  /* driver: imported and shared memory */                                                         \
+  X(110, cuMemImportFromShareableHandle, Driver, Import, Device,                                   \
+    (CUmemGenericAllocationHandle * h, void* os_handle, CUmemAllocationHandleType type),           \
+    (h, os_handle, type), if (ok) e.set_handle(*h);)                                               \
+  X(111, cuMemRetainAllocationHandle, Driver, Retain, Device,                                      \
+    (CUmemGenericAllocationHandle * h, void* addr), (h, addr), if (ok) e.set_handle(*h);           \
+    e.set_address((uintptr_t)addr);)                                                               \
+  X(112, cuMemExportToShareableHandle, Driver, Export, None,                                       \
+    (void* shareable, CUmemGenericAllocationHandle h, CUmemAllocationHandleType type,              \
+     unsigned long long fl),                                                                       \
+    (shareable, h, type, fl), e.set_handle(h);)                                                    \
+  X(113, cuIpcOpenMemHandle_v2, Driver, Import, Device,                                            \
+    (CUdeviceptr * ptr, CUipcMemHandle handle, unsigned fl), (ptr, handle, fl),                    \
+    if (ok) { e.set_address(*ptr); e.set_mapped_size(); })                                         \
+  X(114, cuIpcCloseMemHandle, Driver, ImportClose, Device, (CUdeviceptr ptr), (ptr),               \
+    e.set_address(ptr);)                                                                           \
+  X(115, cuMemPoolImportPointer, Driver, Import, Device,                                           \
+    (CUdeviceptr * ptr, CUmemoryPool pool, CUmemPoolPtrExportData* data), (ptr, pool, data),       \
+    e.set_pool((uintptr_t)pool); if (ok) { e.set_address(*ptr); e.set_mapped_size(); })           \
+  /* driver: CUDA arrays (the address is the array handle; sizes are lower bounds) */              \
+  X(116, cuArrayCreate_v2, Driver, Alloc, Device,                                                  \
+    (CUarray * arr, const CUDA_ARRAY_DESCRIPTOR* desc), (arr, desc),                               \
+    e.set_address(ok ? (uintptr_t)*arr : 0); e.set_size(gmemhook::array_bytes(desc));)             \
+  X(117, cuArray3DCreate_v2, Driver, Alloc, Device,                                                \
+    (CUarray * arr, const CUDA_ARRAY3D_DESCRIPTOR* desc), (arr, desc),                             \
+    e.set_address(ok ? (uintptr_t)*arr : 0); e.set_size(gmemhook::array_bytes(desc, 1));)          \
+  X(118, cuMipmappedArrayCreate, Driver, Alloc, Device,                                            \
+    (CUmipmappedArray * arr, const CUDA_ARRAY3D_DESCRIPTOR* desc, unsigned levels),                \
+    (arr, desc, levels), e.set_address(ok ? (uintptr_t)*arr : 0);                                  \
+    e.set_size(gmemhook::array_bytes(desc, levels));)                                              \
+  X(119, cuArrayDestroy, Driver, Free, Device, (CUarray arr), (arr), e.set_address((uintptr_t)arr);)\
+  X(120, cuMipmappedArrayDestroy, Driver, Free, Device, (CUmipmappedArray arr), (arr),             \
+    e.set_address((uintptr_t)arr);)                                                                \
   /* PyTorch's caching allocator: c10::reportMemoryUsageToProfiler(void* ptr, int64_t alloc_size,  \
      size_t total_allocated, size_t total_reserved, c10::Device), called by libc10_cuda.so for     \
      every block it hands out (size > 0) or takes back (size < 0), whatever                        \
@@ -159,6 +293,17 @@ inline const ApiInfo* find_api(uint8_t id) {
   for (const ApiInfo& a : kApis)
     if (static_cast<uint8_t>(a.id) == id) return &a;
   return nullptr;
+}
+
+// Entry points whose recorded size is computed from a descriptor and is a lower bound of what
+// the driver really took (CUDA arrays: the driver pads rows and aligns them to its own layout).
+inline constexpr ApiId kLowerBoundSizeApis[] = {
+    ApiId::cudaMallocArray, ApiId::cudaMalloc3DArray, ApiId::cudaMallocMipmappedArray,
+    ApiId::cuArrayCreate_v2, ApiId::cuArray3DCreate_v2, ApiId::cuMipmappedArrayCreate};
+inline bool size_is_lower_bound(uint8_t id) {
+  for (ApiId a : kLowerBoundSizeApis)
+    if (static_cast<uint8_t>(a) == id) return true;
+  return false;
 }
 
 }  // namespace gmemhook::format

@@ -19,6 +19,7 @@ struct EventFields {
   int32_t device = -1;
   MemoryType memory = MemoryType::Device;
   uint64_t allocated = 0, reserved = 0;  // HasTotals: the allocator's totals after the call
+  uint64_t graph = 0, flags = 0;
 
   void set_address(uint64_t v) { address = v, mask |= kHasAddress; }
   void set_size(uint64_t v) { size = v, mask |= kHasSize; }
@@ -30,6 +31,8 @@ struct EventFields {
   void set_memory(MemoryType v) { memory = v, mask |= kHasMemory; }
   void set_totals(uint64_t a, uint64_t r) { allocated = a, reserved = r, mask |= kHasTotals; }
   void set_free() { mask |= kIsFree; }
+  void set_graph(uint64_t v) { graph = v, mask |= kHasGraph; }
+  void set_flags(uint64_t v) { flags = v, mask |= kHasFlags; }
   bool has(EventField f) const { return mask & f; }
 };
 
@@ -51,8 +54,8 @@ struct EventDeltas {
   uint16_t version = kFormatVersion;               // the file's: version 1 has a one-byte mask
 };
 
-// api, 4 varints, a 2-byte mask, 6 varint fields, device, memory, the two totals.
-inline constexpr size_t kMaxEventPayload = 1 + 4 * 10 + 2 + 6 * 10 + 10 + 1 + 2 * 10;
+// api, 4 varints, a 2-byte mask, 6 varint fields, device, memory, the two totals, graph, flags.
+inline constexpr size_t kMaxEventPayload = 1 + 4 * 10 + 2 + 6 * 10 + 10 + 1 + 2 * 10 + 2 * 10;
 static_assert(kMaxEventPayload <= kMaxSmallPayload);
 
 // Sequential byte writer over a caller-provided buffer that is known to be large enough.
@@ -153,6 +156,8 @@ inline size_t encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
   if (ev.f.has(kHasMemory)) w.u8(static_cast<uint8_t>(ev.f.memory));
   if (mask & kAllocatedMoved) w.zigzag(static_cast<int64_t>(ev.f.allocated - expected_allocated));
   if (mask & kReservedMoved) w.zigzag(static_cast<int64_t>(ev.f.reserved - d.last_reserved));
+  if (ev.f.has(kHasGraph)) w.varint(ev.f.graph);
+  if (ev.f.has(kHasFlags)) w.varint(ev.f.flags);
   if (ev.f.has(kHasTotals)) {
     d.last_allocated = ev.f.allocated;
     d.last_reserved = ev.f.reserved;
@@ -174,7 +179,7 @@ inline bool decode_event(const uint8_t* p, size_t n, Event* ev, EventDeltas& d) 
     uint8_t byte;
     if (!r.u8(&byte)) return false;
     mask = fields_from_version1(byte);
-  } else if (!r.varint(&mask) || mask > kKnownFields) {
+  } else if (!r.varint(&mask) || mask > (d.version < 4 ? kVersion3Fields : kKnownFields)) {
     return false;
   }
   if (seq_delta == 0 || result > UINT32_MAX || stack_id > UINT32_MAX) return false;
@@ -185,6 +190,7 @@ inline bool decode_event(const uint8_t* p, size_t n, Event* ev, EventDeltas& d) 
   ev->stack_id = static_cast<uint32_t>(stack_id);
   EventFields& f = ev->f;
   f.address = f.size = f.stream = f.pool = f.handle = f.offset = f.allocated = f.reserved = 0;
+  f.graph = f.flags = 0;
   f.device = -1;
   f.memory = MemoryType::Device;
   if (f.has(kHasAddress)) {
@@ -211,6 +217,8 @@ inline bool decode_event(const uint8_t* p, size_t n, Event* ev, EventDeltas& d) 
   int64_t allocated_moved = 0, reserved_moved = 0;
   if (f.has(kAllocatedMoved) && !r.zigzag(&allocated_moved)) return false;
   if (f.has(kReservedMoved) && !r.zigzag(&reserved_moved)) return false;
+  if (f.has(kHasGraph) && !r.varint(&f.graph)) return false;
+  if (f.has(kHasFlags) && !r.varint(&f.flags)) return false;
   if (!r.at_end()) return false;
   if (f.has(kHasTotals)) {
     f.allocated = expected_allocated_total(f, d) + static_cast<uint64_t>(allocated_moved);

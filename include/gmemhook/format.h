@@ -29,10 +29,12 @@ namespace gmemhook::format {
 inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
 // Version 2: the event's field mask is a varint with renumbered bits, allocator totals and a
 // free marker (see "Event payload"). Version 3: the End record says how many events the recorder
-// could not write and why, and an image replaced by exec ends with how = Exec. Readers still
-// accept versions 1 and 2 (their End records simply lack the tail). Version 4: NvmlSample records
-// in process.gmh (what nvidia-smi would show, issue 13); older files simply have none.
-inline constexpr uint16_t kFormatVersion = 4;
+// could not write and why, and an image replaced by exec ends with how = Exec. Version 4: events
+// may carry a graph and flags (graph memory nodes, instantiation; issue 12). Version 5: NvmlSample
+// records in process.gmh (what nvidia-smi would show, issue 13); older files simply have none.
+// Readers still accept versions 1 to 4 (their End records may lack the tail, their masks the new
+// bits).
+inline constexpr uint16_t kFormatVersion = 5;
 inline constexpr uint16_t kOldestReadableVersion = 1;
 inline constexpr const char* kProcessFileName = "process.gmh";
 inline constexpr const char* kThreadFilePrefix = "thread.";
@@ -78,7 +80,7 @@ enum class RecordType : uint8_t {
   Event = 0x01,     // thread files
   End = 0x02,       // process file: the process ended through exit()/_exit()/exec
   ModulesBegin = 0x03,  // process file: a new snapshot of loaded objects follows
-  NvmlSample = 0x04,    // process file: what NVML (nvidia-smi) said about one device (version 4)
+  NvmlSample = 0x04,    // process file: what NVML (nvidia-smi) said about one device (version 5)
   ChunkEnd = 0x7f,  // rest of this chunk is unused; continue at the next chunk boundary
   // Big records.
   Stack = 0x81,        // thread files: an interned call stack (native, then Python frames)
@@ -171,6 +173,10 @@ inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
 //   u8      memory       (HasMemory) MemoryType overriding the api's default
 //   zigzag  allocated    (AllocatedMoved) see "Allocator totals"
 //   zigzag  reserved     (ReservedMoved) see "Allocator totals"
+//   varint  graph        (HasGraph) cudaGraph_t / CUgraph a node, capture or instantiation is
+//                        about (version 4)
+//   varint  flags        (HasFlags) the call's flags, e.g. cudaGraphInstantiateFlagAutoFreeOnLaunch
+//                        (version 4)
 //
 // The field bits are numbered so that the fields of frequent events (allocations, frees,
 // stream-ordered calls, PyTorch's blocks) fit in the mask's first varint byte, bits 0-6; the
@@ -206,9 +212,12 @@ enum EventField : uint16_t {
   kHasOffset = 1u << 9,
   kAllocatedMoved = 1u << 10,
   kReservedMoved = 1u << 11,
+  kHasGraph = 1u << 12,
+  kHasFlags = 1u << 13,
 };
 inline constexpr uint16_t kMovedFields = kAllocatedMoved | kReservedMoved;  // codec-internal
-inline constexpr uint16_t kKnownFields = 0xfff;  // a mask with any other bit is damage
+inline constexpr uint16_t kKnownFields = 0x3fff;
+inline constexpr uint16_t kVersion3Fields = 0xfff;  // versions 2 and 3 had no graph or flags  // a mask with any other bit is damage
 
 // A version-1 mask byte in today's bits.
 inline constexpr uint16_t fields_from_version1(uint8_t mask) {
@@ -258,7 +267,7 @@ inline constexpr uint16_t fields_from_version1(uint8_t mask) {
 //
 // Note payload: string text.
 //
-// NvmlSample payload (process file, small, version 4): what NVML, the library nvidia-smi is built
+// NvmlSample payload (process file, small, version 5): what NVML, the library nvidia-smi is built
 // on, reported for one device the process uses, sampled inside the process. Never an allocation.
 //   zigzag  device       CUDA device ordinal (as the program numbers it, CUDA_VISIBLE_DEVICES
 //                        applied)
@@ -322,6 +331,21 @@ enum class EventKind : uint8_t {
   // kinds above: a second layer, never to be counted on top of the segments they live in.
   BlockAlloc = 12,  // a block handed out
   BlockFree = 13,   // a block taken back: a BlockAlloc entry point's event with IsFree
+  // CUDA graph memory nodes (issue 12). A node's address is fixed when the node is made, its
+  // memory only exists from the first launch that runs the node until a free node, cudaFree or
+  // an auto-free relaunch gives it back; graphs and execs only say which nodes a launch runs.
+  GraphAllocNode = 14,    // address+size (and graph) of an allocation node
+  GraphFreeNode = 15,     // address (and graph) of a free node
+  GraphInstantiate = 16,  // handle = the exec, graph, flags
+  GraphExecDestroy = 17,  // handle = the exec; its live memory stays live
+  GraphDestroy = 18,      // graph
+  GraphMemTrim = 19,      // memory of freed graph allocations goes back to the OS: nothing live
+  // Memory of another process or allocation made reachable here: mapped, never this process's
+  // allocation (issue 12).
+  Import = 20,       // a handle (cuMemImportFromShareableHandle) or an address+size (IPC, pools)
+  ImportClose = 21,  // address: cudaIpcCloseMemHandle
+  Retain = 22,       // cuMemRetainAllocationHandle: one more reference to handle at address
+  Export = 23,       // cuMemExportToShareableHandle: no new memory
 };
 
 // Runtime and Driver are CUDA's two APIs; Allocator is a framework's allocator reporting its
@@ -348,6 +372,16 @@ inline const char* to_string(EventKind k) {
     case EventKind::GraphLaunch: return "graph-launch";
     case EventKind::BlockAlloc: return "block-alloc";
     case EventKind::BlockFree: return "block-free";
+    case EventKind::GraphAllocNode: return "graph-alloc-node";
+    case EventKind::GraphFreeNode: return "graph-free-node";
+    case EventKind::GraphInstantiate: return "graph-instantiate";
+    case EventKind::GraphExecDestroy: return "graph-exec-destroy";
+    case EventKind::GraphDestroy: return "graph-destroy";
+    case EventKind::GraphMemTrim: return "graph-mem-trim";
+    case EventKind::Import: return "import";
+    case EventKind::ImportClose: return "import-close";
+    case EventKind::Retain: return "retain";
+    case EventKind::Export: return "export";
   }
   return "?";
 }

@@ -185,8 +185,9 @@ CUresult add_allocation(AllocKind kind, CUctx_st* ctx, size_t size, uintptr_t* o
 void remove_allocation(std::map<uintptr_t, Allocation>::iterator it) {
   State& s = state();
   const Allocation& a = it->second;
-  (a.kind == AllocKind::Host ? s.pinned_host_bytes : s.devices[a.device].used) -= a.charged;
-  unmap_backing(a.base, a.charged);
+  if (a.kind != AllocKind::Imported)
+    (a.kind == AllocKind::Host ? s.pinned_host_bytes : s.devices[a.device].used) -= a.charged;
+  if (a.kind != AllocKind::Graph) unmap_backing(a.base, a.charged);
   s.allocations.erase(it);
 }
 

@@ -45,7 +45,11 @@ constexpr size_t kPitchAlignment = 512;        // cuMemAllocPitch row alignment
 constexpr size_t kVmmGranularity = 2u << 20;   // cuMemGetAllocationGranularity
 constexpr int kDriverVersion = 13000;
 
-enum class AllocKind { Device, Managed, Host, Pool };
+// Graph: the memory of a graph allocation node while a launch has it allocated; its address
+// range belongs to the node (reserved when the node was made), so freeing it unmaps nothing.
+// Imported: another process's (or pool's) memory opened here (IPC, cuMemPoolImportPointer); it
+// is charged to its owner, not to this device.
+enum class AllocKind { Device, Managed, Host, Pool, Graph, Imported };
 
 struct Allocation {
   uintptr_t base = 0;
@@ -75,6 +79,8 @@ struct PhysicalMemory {
   int mappings = 0;
   bool released = false;
   unsigned long long id = 0;
+  bool imported = false;  // cuMemImportFromShareableHandle: another allocation's memory
+  int retains = 0;        // cuMemRetainAllocationHandle references, each dropped by a cuMemRelease
 };
 
 struct Mapping {
@@ -128,6 +134,12 @@ CUresult stream_device(CUstream stream, int* device);
 CUresult pool_allocate(CUmemPoolHandle_st* pool, CUctx_st* ctx, size_t size, uintptr_t* out);
 void pool_return(std::map<uintptr_t, Allocation>::iterator it);
 void pool_trim(CUmemPoolHandle_st* pool, size_t keep);
+
+// Stream capture into graphs (driver_graph.cpp): the graph `stream` is being captured into, or
+// nullptr; stream-ordered calls on it add memory nodes instead of allocating.
+CUgraph capturing_graph(CUstream stream);
+CUresult capture_alloc_node(CUgraph graph, int device, size_t size, uintptr_t* out);
+CUresult capture_free_node(CUgraph graph, uintptr_t address);
 
 // What a pointer belongs to, for pointer attributes and copy validation.
 struct PointerInfo {

@@ -23,6 +23,13 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstream
   if (pool && !live_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
   if (!pool) pool = state().devices[device].current_pool;
   uintptr_t p = 0;
+  // Under stream capture nothing is allocated: the call becomes an allocation node of the graph,
+  // with its address fixed now and its memory allocated by each launch that needs it.
+  if (CUgraph graph = capturing_graph(stream)) {
+    CUresult r = capture_alloc_node(graph, device, size, &p);
+    *dptr = p;
+    return r;
+  }
   CUresult r = pool_allocate(pool, ctx, size, &p);
   *dptr = p;
   return r;
@@ -37,6 +44,7 @@ CUresult free_async(CUdeviceptr dptr, CUstream stream) {
   int device = 0;
   if (CUresult r = stream_device(stream, &device)) return r;
   if (dptr == 0) return CUDA_SUCCESS;
+  if (CUgraph graph = capturing_graph(stream)) return capture_free_node(graph, dptr);
   auto it = s.allocations.find(dptr);
   if (it == s.allocations.end() || it->second.kind == AllocKind::Host) return CUDA_ERROR_INVALID_VALUE;
   if (it->second.kind == AllocKind::Pool)

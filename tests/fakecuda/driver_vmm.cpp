@@ -34,6 +34,8 @@ CUresult location_of(const CUmemAllocationProp* prop, int* device) {
 }
 
 size_t& charge_for(const PhysicalMemory& phys) {
+  static size_t owners_charge = 0;  // imported memory is charged to the process that made it
+  if (phys.imported) return owners_charge = 0;
   State& s = state();
   return phys.device < 0 ? s.pinned_host_bytes : s.devices[phys.device].used;
 }
@@ -118,6 +120,10 @@ FAKECUDA_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   std::lock_guard lock(state().mu);
   auto it = state().handles.find(handle);
   if (it == state().handles.end() || it->second.released) return CUDA_ERROR_INVALID_VALUE;
+  if (it->second.retains > 0) {  // a cuMemRetainAllocationHandle reference goes first
+    --it->second.retains;
+    return CUDA_SUCCESS;
+  }
   it->second.released = true;
   if (it->second.mappings == 0) destroy_physical(it);
   return CUDA_SUCCESS;

@@ -41,6 +41,7 @@ namespace {
   X(cudaErrorContextIsDestroyed, "context is destroyed")                                      \
   X(cudaErrorNotPermitted, "operation not permitted")                                         \
   X(cudaErrorNotSupported, "operation not supported")                                         \
+  X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing")     \
   X(cudaErrorUnknown, "unknown error")
 
 struct ErrorText {

@@ -1,81 +1,139 @@
-// CUDA graphs on the simulated device: stream capture, instantiation and launch. Nothing is
-// recorded into the graph (kernels never run here); what matters to the recorder's tests is that
-// the calls exist with CUDA's return codes, and allocations made while capturing are ordinary.
-#include <mutex>
-#include <set>
-
+// CUDA graphs through the runtime: each call is carried out by the driver's (driver_graph.cpp),
+// as real cudart does, so capture, memory nodes and launches behave the same on both layers and
+// an interposer sees runtime calls nested over driver calls.
 #include "runtime_state.h"
 
 using namespace fakecudart;
 
 namespace {
-struct FakeGraph {
-  cudaStream_t origin;
-};
-struct FakeGraphExec {
-  FakeGraph* graph;
-};
 
-std::mutex g_mu;
-std::set<cudaStream_t> g_capturing;
-std::set<FakeGraph*> g_graphs;
-std::set<FakeGraphExec*> g_execs;
+CUstream as_stream(cudaStream_t s) { return reinterpret_cast<CUstream>(s); }
+
+cudaError_t begin_capture(cudaStream_t stream, bool per_thread) {
+  if (cudaError_t e = ensure_context()) return record(e);
+  const auto& d = driver();
+  auto fn = per_thread ? d.cuStreamBeginCapture_ptsz : d.cuStreamBeginCapture_v2;
+  return record(to_runtime_error(fn(as_stream(stream), CU_STREAM_CAPTURE_MODE_GLOBAL)));
+}
+
+cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread) {
+  if (!graph) return record(cudaErrorInvalidValue);
+  if (cudaError_t e = load_driver()) return record(e);
+  const auto& d = driver();
+  auto fn = per_thread ? d.cuStreamEndCapture_ptsz : d.cuStreamEndCapture;
+  return record(to_runtime_error(fn(as_stream(stream), graph)));
+}
+
+cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags) {
+  if (cudaError_t e = ensure_context()) return record(e);
+  return record(to_runtime_error(driver().cuGraphInstantiateWithFlags(exec, graph, flags)));
+}
+
+cudaError_t instantiate_with_params(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                    cudaGraphInstantiateParams* params, bool per_thread) {
+  if (!params) return record(cudaErrorInvalidValue);
+  if (cudaError_t e = ensure_context()) return record(e);
+  CUDA_GRAPH_INSTANTIATE_PARAMS p{};
+  p.flags = params->flags;
+  p.hUploadStream = as_stream(params->uploadStream);
+  const auto& d = driver();
+  auto fn = per_thread ? d.cuGraphInstantiateWithParams_ptsz : d.cuGraphInstantiateWithParams;
+  CUresult r = fn(exec, graph, &p);
+  params->result_out = static_cast<cudaGraphInstantiateResult>(p.result_out);
+  params->errNode_out = nullptr;
+  return record(to_runtime_error(r));
+}
+
+cudaError_t launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thread) {
+  if (cudaError_t e = ensure_context()) return record(e);
+  const auto& d = driver();
+  auto fn = per_thread ? d.cuGraphLaunch_ptsz : d.cuGraphLaunch;
+  return record(to_runtime_error(fn(exec, as_stream(stream))));
+}
+
 }  // namespace
 
 extern "C" {
 
 FAKECUDA_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
-  if (cudaError_t e = ensure_context()) return record(e);
-  // Like CUDA: the legacy default stream cannot be captured.
-  if (stream == nullptr || stream == cudaStreamLegacy) return record(cudaErrorStreamCaptureUnsupported);
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_capturing.insert(stream).second) return record(cudaErrorIllegalState);
-  return cudaSuccess;
+  return begin_capture(stream, false);
+}
+FAKECUDA_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, cudaStreamCaptureMode) {
+  return begin_capture(stream, true);
+}
+FAKECUDA_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
+  return end_capture(stream, pGraph, false);
+}
+FAKECUDA_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph) {
+  return end_capture(stream, pGraph, true);
 }
 
-FAKECUDA_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
-  if (!pGraph) return record(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_capturing.erase(stream) == 0) return record(cudaErrorIllegalState);
-  auto* g = new FakeGraph{stream};
-  g_graphs.insert(g);
-  *pGraph = reinterpret_cast<cudaGraph_t>(g);
-  return cudaSuccess;
+FAKECUDA_API cudaError_t cudaGraphCreate(cudaGraph_t* pGraph, unsigned int flags) {
+  if (cudaError_t e = ensure_context()) return record(e);
+  return record(to_runtime_error(driver().cuGraphCreate(pGraph, flags)));
+}
+
+FAKECUDA_API cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                  const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                  cudaMemAllocNodeParams* nodeParams) {
+  if (!nodeParams) return record(cudaErrorInvalidValue);
+  if (cudaError_t e = ensure_context()) return record(e);
+  CUDA_MEM_ALLOC_NODE_PARAMS p{};
+  p.poolProps.allocType = static_cast<CUmemAllocationType>(nodeParams->poolProps.allocType);
+  p.poolProps.handleTypes = static_cast<CUmemAllocationHandleType>(nodeParams->poolProps.handleTypes);
+  p.poolProps.location.type = static_cast<CUmemLocationType>(nodeParams->poolProps.location.type);
+  p.poolProps.location.id = nodeParams->poolProps.location.id;
+  p.bytesize = nodeParams->bytesize;
+  CUresult r = driver().cuGraphAddMemAllocNode(pGraphNode, graph, pDependencies, numDependencies, &p);
+  nodeParams->dptr = r == CUDA_SUCCESS ? reinterpret_cast<void*>(p.dptr) : nullptr;
+  return record(to_runtime_error(r));
+}
+
+FAKECUDA_API cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                 const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                 void* dptr) {
+  if (cudaError_t e = ensure_context()) return record(e);
+  return record(to_runtime_error(driver().cuGraphAddMemFreeNode(pGraphNode, graph, pDependencies, numDependencies,
+                                                                reinterpret_cast<CUdeviceptr>(dptr))));
 }
 
 FAKECUDA_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
-                                              unsigned long long) {
-  if (!pGraphExec) return record(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(g_mu);
-  auto* g = reinterpret_cast<FakeGraph*>(graph);
-  if (!g_graphs.count(g)) return record(cudaErrorInvalidValue);
-  auto* e = new FakeGraphExec{g};
-  g_execs.insert(e);
-  *pGraphExec = reinterpret_cast<cudaGraphExec_t>(e);
-  return cudaSuccess;
+                                              unsigned long long flags) {
+  return instantiate(pGraphExec, graph, flags);
+}
+FAKECUDA_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                       unsigned long long flags) {
+  return instantiate(pGraphExec, graph, flags);
+}
+FAKECUDA_API cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                        cudaGraphInstantiateParams* params) {
+  return instantiate_with_params(pGraphExec, graph, params, false);
+}
+FAKECUDA_API cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                             cudaGraphInstantiateParams* params) {
+  return instantiate_with_params(pGraphExec, graph, params, true);
 }
 
-FAKECUDA_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_execs.count(reinterpret_cast<FakeGraphExec*>(graphExec)))
-    return record(cudaErrorInvalidValue);
-  return cudaSuccess;
+FAKECUDA_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  return launch(graphExec, stream, false);
+}
+FAKECUDA_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  return launch(graphExec, stream, true);
 }
 
 FAKECUDA_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  auto* e = reinterpret_cast<FakeGraphExec*>(graphExec);
-  if (g_execs.erase(e) == 0) return record(cudaErrorInvalidValue);
-  delete e;
-  return cudaSuccess;
+  if (cudaError_t e = load_driver()) return record(e);
+  return record(to_runtime_error(driver().cuGraphExecDestroy(graphExec)));
 }
 
 FAKECUDA_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  auto* g = reinterpret_cast<FakeGraph*>(graph);
-  if (g_graphs.erase(g) == 0) return record(cudaErrorInvalidValue);
-  delete g;
-  return cudaSuccess;
+  if (cudaError_t e = load_driver()) return record(e);
+  return record(to_runtime_error(driver().cuGraphDestroy(graph)));
+}
+
+FAKECUDA_API cudaError_t cudaDeviceGraphMemTrim(int device) {
+  if (cudaError_t e = load_driver()) return record(e);
+  return record(to_runtime_error(driver().cuDeviceGraphMemTrim(device)));
 }
 
 }  // extern "C"

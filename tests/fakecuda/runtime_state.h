@@ -48,7 +48,34 @@
   X(cuMemPoolCreate, "cuMemPoolCreate", CU_GET_PROC_ADDRESS_DEFAULT)                  \
   X(cuMemPoolDestroy, "cuMemPoolDestroy", CU_GET_PROC_ADDRESS_DEFAULT)                \
   X(cuMemPoolTrimTo, "cuMemPoolTrimTo", CU_GET_PROC_ADDRESS_DEFAULT)                  \
-  X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", CU_GET_PROC_ADDRESS_DEFAULT)
+  X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", CU_GET_PROC_ADDRESS_DEFAULT)      \
+  X(cuGraphCreate, "cuGraphCreate", CU_GET_PROC_ADDRESS_DEFAULT)                      \
+  X(cuStreamBeginCapture_v2, "cuStreamBeginCapture", CU_GET_PROC_ADDRESS_DEFAULT)     \
+  X(cuStreamBeginCapture_ptsz, "cuStreamBeginCapture",                                \
+    CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)                                    \
+  X(cuStreamEndCapture, "cuStreamEndCapture", CU_GET_PROC_ADDRESS_DEFAULT)            \
+  X(cuStreamEndCapture_ptsz, "cuStreamEndCapture", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) \
+  X(cuGraphAddMemAllocNode, "cuGraphAddMemAllocNode", CU_GET_PROC_ADDRESS_DEFAULT)    \
+  X(cuGraphAddMemFreeNode, "cuGraphAddMemFreeNode", CU_GET_PROC_ADDRESS_DEFAULT)      \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", CU_GET_PROC_ADDRESS_DEFAULT) \
+  X(cuGraphInstantiateWithParams, "cuGraphInstantiateWithParams", CU_GET_PROC_ADDRESS_DEFAULT) \
+  X(cuGraphInstantiateWithParams_ptsz, "cuGraphInstantiateWithParams",                \
+    CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)                                    \
+  X(cuGraphLaunch, "cuGraphLaunch", CU_GET_PROC_ADDRESS_DEFAULT)                      \
+  X(cuGraphLaunch_ptsz, "cuGraphLaunch", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", CU_GET_PROC_ADDRESS_DEFAULT)            \
+  X(cuGraphDestroy, "cuGraphDestroy", CU_GET_PROC_ADDRESS_DEFAULT)                    \
+  X(cuDeviceGraphMemTrim, "cuDeviceGraphMemTrim", CU_GET_PROC_ADDRESS_DEFAULT)        \
+  X(cuIpcGetMemHandle, "cuIpcGetMemHandle", CU_GET_PROC_ADDRESS_DEFAULT)              \
+  X(cuIpcOpenMemHandle_v2, "cuIpcOpenMemHandle", CU_GET_PROC_ADDRESS_DEFAULT)         \
+  X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", CU_GET_PROC_ADDRESS_DEFAULT)          \
+  X(cuMemPoolExportPointer, "cuMemPoolExportPointer", CU_GET_PROC_ADDRESS_DEFAULT)    \
+  X(cuMemPoolImportPointer, "cuMemPoolImportPointer", CU_GET_PROC_ADDRESS_DEFAULT)    \
+  X(cuArrayCreate_v2, "cuArrayCreate", CU_GET_PROC_ADDRESS_DEFAULT)                   \
+  X(cuArray3DCreate_v2, "cuArray3DCreate", CU_GET_PROC_ADDRESS_DEFAULT)               \
+  X(cuMipmappedArrayCreate, "cuMipmappedArrayCreate", CU_GET_PROC_ADDRESS_DEFAULT)    \
+  X(cuArrayDestroy, "cuArrayDestroy", CU_GET_PROC_ADDRESS_DEFAULT)                    \
+  X(cuMipmappedArrayDestroy, "cuMipmappedArrayDestroy", CU_GET_PROC_ADDRESS_DEFAULT)
 
 namespace fakecudart {
 

@@ -49,9 +49,12 @@ LoggedProcess only_process(const fs::path& run) {
   return read_process(dirs.at(0));
 }
 
+// What the scenario printed for a call: the handle of handle calls, else the address.
 uint64_t value_of(const LoggedEvent& e) {
-  return e.kind == EventKind::Create || e.kind == EventKind::Release ? e.ev.f.handle
-                                                                     : e.ev.f.address;
+  const bool by_handle = e.kind == EventKind::Create || e.kind == EventKind::Release ||
+                         e.kind == EventKind::Retain || e.kind == EventKind::Export ||
+                         (e.kind == EventKind::Import && !e.ev.f.has(format::kHasAddress));
+  return by_handle ? e.ev.f.handle : e.ev.f.address;
 }
 
 class EntryPoints : public ::testing::TestWithParam<std::string> {};

@@ -29,27 +29,9 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr, CUstream);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr*, size_t, CUmemoryPool, CUstream);
 }
 
+#include "scenario.h"
+
 namespace {
-
-void say(const char* api, uint64_t value, int result) {
-  std::printf("%s 0x%" PRIx64 " %d\n", api, value, result);
-}
-
-[[noreturn]] void die(const char* what, int code) {
-  std::fprintf(stderr, "scenario: %s failed with %d\n", what, code);
-  std::exit(99);
-}
-
-#define CHECK_RT(call)                                   \
-  do {                                                   \
-    cudaError_t rc_ = (call);                            \
-    if (rc_ != cudaSuccess) die(#call, static_cast<int>(rc_)); \
-  } while (0)
-#define CHECK_DRV(call)                                  \
-  do {                                                   \
-    CUresult rc_ = (call);                               \
-    if (rc_ != CUDA_SUCCESS) die(#call, static_cast<int>(rc_)); \
-  } while (0)
 
 // ------------------------------------------------------------------------------------------
 // Driver entry points, reached through a resolver chosen on the command line.
@@ -75,8 +57,6 @@ struct DriverApi {
   decltype(&cuMemUnmap) mem_unmap;
 };
 
-// How a driver function is found: (exported name, base name for cuGetProcAddress, ptsz?).
-using Resolve = void* (*)(const char* exported, const char* base, bool ptsz);
 
 void* by_symbol(const char* exported, const char*, bool) {
   // The program's own references, as a linker would bind them.
@@ -109,12 +89,6 @@ void* by_entry_point_version(const char*, const char* base, bool ptsz) {
   cudaDriverEntryPointQueryResult status;
   CHECK_RT(cudaGetDriverEntryPointByVersion(base, &fn, 13000, ptsz ? cudaEnablePerThreadDefaultStream : cudaEnableDefault, &status));
   return fn;
-}
-
-template <typename T>
-void get(T& slot, Resolve r, const char* exported, const char* base, bool ptsz = false) {
-  slot = reinterpret_cast<T>(r(exported, base, ptsz));
-  if (!slot) die(exported, -1);
 }
 
 DriverApi resolve_driver(Resolve r) {
@@ -279,12 +253,12 @@ void exercise_runtime(const RuntimeApi& r) {
   cudaGraph_t graph;
   say("cudaStreamEndCapture", 0, 0); CHECK_RT(cudaStreamEndCapture(cs, &graph));
   cudaGraphExec_t exec;
-  CHECK_RT(cudaGraphInstantiate(&exec, graph, 0));
+  say("cudaGraphInstantiate", 0, 0); CHECK_RT(cudaGraphInstantiate(&exec, graph, 0));
   for (int i = 0; i < 2; ++i) {
     say("cudaGraphLaunch", 0, 0); CHECK_RT(cudaGraphLaunch(exec, cs));
   }
-  CHECK_RT(cudaGraphExecDestroy(exec));
-  CHECK_RT(cudaGraphDestroy(graph));
+  say("cudaGraphExecDestroy", 0, 0); CHECK_RT(cudaGraphExecDestroy(exec));
+  say("cudaGraphDestroy", 0, 0); CHECK_RT(cudaGraphDestroy(graph));
   CHECK_RT(cudaStreamDestroy(cs));
   cudaError_t e = r.malloc_(&p, size_t{1} << 50);
   if (e == cudaSuccess) die("huge cudaMalloc succeeded", 0);
@@ -293,10 +267,11 @@ void exercise_runtime(const RuntimeApi& r) {
 
 // ------------------------------------------------------------------------------------------
 int entry_points(const std::string& path) {
-  if (path == "runtime-symbol") {
-    exercise_runtime(resolve_runtime(dlopen(nullptr, RTLD_NOW)));
-  } else if (path == "runtime-dlsym") {
-    exercise_runtime(resolve_runtime(dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL)));
+  if (path.starts_with("runtime-")) {
+    void* runtime = path == "runtime-symbol" ? dlopen(nullptr, RTLD_NOW)
+                                             : dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
+    exercise_runtime(resolve_runtime(runtime));
+    exercise_runtime_memory_kinds(runtime);
   } else {
     Resolve r = path == "driver-symbol"         ? by_symbol
                 : path == "driver-dlsym"        ? by_dlsym
@@ -308,6 +283,7 @@ int entry_points(const std::string& path) {
     if (path.starts_with("driver-entrypoint")) CHECK_RT(cudaSetDevice(0));  // runtime up first
     driver_context();
     exercise_driver(resolve_driver(r));
+    exercise_driver_memory_kinds(r);
   }
   return 0;
 }

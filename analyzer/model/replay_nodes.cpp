@@ -1,0 +1,155 @@
+// The replay of CUDA graph memory nodes and of imported memory (issue 12; the model is in
+// replay.h, the graphs' bookkeeping in graph_memory.h).
+#include "analyzer/model/replay.h"
+
+namespace gmemhook::analysis {
+
+using format::EventKind;
+using format::MemoryType;
+
+// A stream-ordered allocation or free on a stream under capture allocates nothing: it is a node
+// of the graph being captured. (A failed one is an ordinary failed call.)
+void Replay::capture_node(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
+  if (ev.result != 0) return api.kind == EventKind::Alloc ? alloc(ev, api, stack) : free(ev, stack);
+  graphs_.add_node(0, ev.f.stream, GraphNode{api.kind == EventKind::Alloc, ev, stack});
+}
+
+void Replay::end_capture(const format::Event& ev) {
+  if (ev.result != 0) return;
+  // Logs written before format version 4 do not say which graph a capture made, and have no
+  // instantiations: their captured allocations count as they did then, once, here.
+  const bool graph_known = ev.f.has(format::kHasGraph);
+  std::vector<GraphNode> nodes = graphs_.end_capture(ev.f.stream, ev.f.graph, graph_known);
+  SiteCache scratch;
+  for (GraphNode& n : nodes) {
+    cache_slot_ = &scratch;
+    n.made.f.mask &= static_cast<uint16_t>(~format::kHasStream);  // or it would be a node again
+    if (n.alloc)
+      alloc(n.made, *apis_[n.made.api], n.stack);
+    else
+      free(n.made, n.stack);
+  }
+  cache_slot_ = nullptr;
+}
+
+void Replay::graph_call(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
+  if (ev.result != 0) {
+    if (api.kind == EventKind::GraphAllocNode) ++anomalies_.failed_other;
+    return;
+  }
+  switch (api.kind) {
+    case EventKind::GraphAllocNode:
+    case EventKind::GraphFreeNode:
+      return graphs_.add_node(ev.f.graph, 0,
+                              GraphNode{api.kind == EventKind::GraphAllocNode, ev, stack});
+    case EventKind::GraphInstantiate:
+      return graphs_.instantiate(ev.f.handle, ev.f.graph,
+                                 ev.f.flags & 1);  // cudaGraphInstantiateFlagAutoFreeOnLaunch
+    case EventKind::GraphExecDestroy:
+      return graphs_.destroy_exec(ev.f.handle);  // what its launches allocated stays live
+    case EventKind::GraphDestroy:
+      return graphs_.destroy_graph(ev.f.graph);
+    default:
+      return;
+  }
+}
+
+// A launch runs its exec's memory nodes in order: an allocation node whose memory is not live
+// becomes live (under the node's call site, with this launch's stack beside it); a free node
+// frees. With auto-free on launch, what the previous launch left live is freed first.
+void Replay::launch(const format::Event& ev, uint32_t stack) {
+  if (ev.result != 0) return;
+  const GraphExec* exec = graphs_.exec(ev.f.handle);
+  if (!exec) return;
+  SiteCache scratch;
+  launch_stack_ = stack;  // kept beside the sites of the memory this launch makes live
+  auto as_launched = [&](const GraphNode& n) {
+    format::Event e = n.made;
+    e.seq = ev.seq;
+    e.time_ns = ev.time_ns;
+    e.result = 0;
+    // Graph memory comes from the graph's own pool, not from the stream's.
+    e.f.mask &= static_cast<uint16_t>(~(format::kHasStream | format::kHasPool));
+    return e;
+  };
+  if (exec->auto_free)
+    for (const GraphNode& n : exec->nodes)
+      if (n.alloc && live_.find(n.made.f.address)) {
+        format::Event e = as_launched(n);
+        e.api = ev.api;  // freed by this launch
+        free(e, stack);
+      }
+  for (const GraphNode& n : exec->nodes) {
+    const format::Event e = as_launched(n);
+    const bool live = live_.find(e.f.address) != nullptr;
+    if (n.alloc && !live) {
+      cache_slot_ = &scratch;
+      alloc(e, *apis_[e.api], n.stack);
+    } else if (!n.alloc && live) {
+      free(e, n.stack);
+    }
+  }
+  launch_stack_ = 0;
+  cache_slot_ = nullptr;
+}
+
+// IPC handles and pool pointers arrive as an address (and the size the driver gave for it);
+// cuMemImportFromShareableHandle as a handle, whose size only its mappings tell.
+void Replay::import(const format::Event& ev, uint32_t stack) {
+  if (ev.result != 0) {
+    ++anomalies_.failed_other;
+    return;
+  }
+  if (!ev.f.has(format::kHasAddress)) {
+    // Importing a handle this process made and exported gives it back: one more reference.
+    auto [it, added] = handles_.try_emplace(ev.f.handle);
+    if (added)
+      it->second.imported = true;
+    else
+      ++it->second.retains;
+    return;
+  }
+  const uint16_t index = series_index(ev.f.device, MemoryType::Device);
+  Series& s = series_[index];
+  s.mapped_bytes += ev.f.size;
+  s.max_mapped_bytes = std::max(s.max_mapped_bytes, s.mapped_bytes);
+  imports_[ev.f.address] = {ev.f.size, 0, ev.seq, stack, index, ev.api};
+}
+
+void Replay::import_close(const format::Event& ev, uint32_t stack) {
+  if (ev.result != 0) {
+    ++anomalies_.failed_frees;
+    return;
+  }
+  if (!free_imported_or_node(ev)) unmatched(ev, ev.f.address, stack, anomalies_.unknown_frees);
+}
+
+// The handle of memory mapped here, one reference more; a handle this log never saw made (an
+// import, or made before the log began) is another allocation's memory.
+void Replay::retain(const format::Event& ev) {
+  if (ev.result != 0) return;
+  auto [it, added] = handles_.try_emplace(ev.f.handle);
+  if (added) {
+    it->second.imported = true;
+    return;
+  }
+  ++it->second.retains;
+}
+
+// A free of an address that is not live: imported memory given back (a pool pointer freed, an
+// IPC handle closed), or graph memory whose launch the log never saw. True when it was either.
+bool Replay::free_imported_or_node(const format::Event& ev) {
+  auto it = imports_.find(ev.f.address);
+  if (it != imports_.end()) {
+    series_[it->second.series].mapped_bytes -= it->second.size;
+    imports_.erase(it);
+    return true;
+  }
+  if (graphs_.is_node_address(ev.f.address)) {
+    ++anomalies_.unlaunched_graph_frees;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,106 @@
+// graph_memory.cu — CUDA graph memory nodes (issue 12): memory that no malloc-family call
+// returns, made by the launch of a graph.
+//
+// explicit_nodes() adds eight 64 MiB allocation nodes to a graph with cudaGraphAddMemAllocNode,
+// instantiates and launches it once, then frees six of the addresses with cudaFree: two stay
+// allocated (the leak). captured() captures a cudaMallocAsync of 16 MiB on a stream, launches
+// the graph and frees the memory with cudaFreeAsync after the capture (freed). relaunched()
+// instantiates a graph holding a 4 MiB allocation node with cudaGraphInstantiateFlagAutoFreeOnLaunch
+// and launches it three times: each relaunch frees the previous launch's memory; the last one's
+// stays (the second leak). Finally cudaDeviceGraphMemTrim gives the freed memory back.
+//
+// What the report should show (`gmemhook run build/bin/samples/graph_memory`, then `gmemhook
+// leaks`): 2 × 64 MiB under cudaGraphAddMemAllocNode from explicit_nodes() and 4 MiB from
+// relaunched(), each made live by a cudaGraphLaunch (whose stack is shown beside it); nothing
+// from captured(); no "frees of addresses that were not live". compute-sanitizer --leak-check
+// full attributes the same leaked memory to cuGraphLaunch. The program prints the bytes it
+// leaks ("expected leaked N bytes") so a check can compare.
+#include "sample_check.h"
+
+namespace {
+
+constexpr std::size_t kNodeBytes = 64 * kMiB;
+constexpr int kNodes = 8;
+constexpr int kFreed = 6;
+constexpr std::size_t kCapturedBytes = 16 * kMiB;
+constexpr std::size_t kRelaunchedBytes = 4 * kMiB;
+
+cudaMemAllocNodeParams node_params(std::size_t bytes, int device) {
+  cudaMemAllocNodeParams p{};
+  p.poolProps.allocType = cudaMemAllocationTypePinned;
+  p.poolProps.location.type = cudaMemLocationTypeDevice;
+  p.poolProps.location.id = device;
+  p.bytesize = bytes;
+  return p;
+}
+
+}  // namespace
+
+SAMPLE_FRAME void explicit_nodes(int device, cudaStream_t s) {
+  cudaGraph_t graph;
+  CHECK_CUDA(cudaGraphCreate(&graph, 0));
+  void* addresses[kNodes];
+  for (int i = 0; i < kNodes; ++i) {
+    cudaMemAllocNodeParams p = node_params(kNodeBytes, device);
+    cudaGraphNode_t node;
+    CHECK_CUDA(cudaGraphAddMemAllocNode(&node, graph, nullptr, 0, &p));
+    addresses[i] = p.dptr;
+  }
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK_CUDA(cudaGraphLaunch(exec, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  for (int i = 0; i < kNodes; ++i) fill(addresses[i], kNodeBytes, i, s);
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  for (int i = 0; i < kFreed; ++i) CHECK_CUDA(cudaFree(addresses[i]));
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+}
+
+SAMPLE_FRAME void captured(cudaStream_t s) {
+  cudaGraph_t graph;
+  void* buffer = nullptr;
+  CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  CHECK_CUDA(cudaMallocAsync(&buffer, kCapturedBytes, s));
+  fill(buffer, kCapturedBytes, 7, s);
+  CHECK_CUDA(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK_CUDA(cudaGraphLaunch(exec, s));
+  CHECK_CUDA(cudaFreeAsync(buffer, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+}
+
+SAMPLE_FRAME void* relaunched(int device, cudaStream_t s) {
+  cudaGraph_t graph;
+  CHECK_CUDA(cudaGraphCreate(&graph, 0));
+  cudaMemAllocNodeParams p = node_params(kRelaunchedBytes, device);
+  cudaGraphNode_t node;
+  CHECK_CUDA(cudaGraphAddMemAllocNode(&node, graph, nullptr, 0, &p));
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch));
+  for (int i = 0; i < 3; ++i) CHECK_CUDA(cudaGraphLaunch(exec, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+  return p.dptr;  // the last launch's memory: never freed
+}
+
+int main() {
+  int device = 0;
+  CHECK_CUDA(cudaSetDevice(device));
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  explicit_nodes(device, s);
+  captured(s);
+  void* kept = relaunched(device, s);
+  CHECK_CUDA(cudaDeviceGraphMemTrim(device));
+  CHECK_CUDA(cudaStreamDestroy(s));
+  std::printf("graph_memory: %d allocation nodes of %zu bytes, %d freed by cudaFree; captured %zu "
+              "bytes freed; relaunched node %p kept\n",
+              kNodes, kNodeBytes, kFreed, kCapturedBytes, kept);
+  std::printf("expected leaked %zu bytes\n", (kNodes - kFreed) * kNodeBytes + kRelaunchedBytes);
+  return 0;
+}

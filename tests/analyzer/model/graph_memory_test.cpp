@@ -1,0 +1,248 @@
+// The replay of CUDA graph memory nodes and imported memory (issue 12), on processes whose
+// answers are known by construction: memory comes into being at the launch that runs a node,
+// is freed by free nodes, cudaFree and auto-free relaunches, and imported memory is mapped,
+// never this process's allocation and never "unknown".
+#include <gtest/gtest.h>
+
+#include "analyzer/model/live_view.h"
+#include "analyzer/model/replay.h"
+#include "report_scenario.h"
+
+namespace gmemhook::test_logs {
+namespace {
+
+using analysis::Replay;
+using analysis::Series;
+using format::ApiId;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kGraph = 0x900, kExec = 0x901, kStream = 0x77;
+
+const Series& device0(const Replay& r) {
+  for (const Series& s : r.series())
+    if (s.key.device == 0 && s.key.memory == format::MemoryType::Device) return s;
+  static const Series none;
+  return none;
+}
+
+void alloc_node(Scenario& s, uint64_t address, uint64_t size, uint32_t stack = 0) {
+  format::Event& ev = s.event(11, ApiId::cudaGraphAddMemAllocNode, stack);
+  ev.f.set_graph(kGraph);
+  ev.f.set_address(address);
+  ev.f.set_size(size);
+  ev.f.set_device(0);
+}
+void free_node(Scenario& s, uint64_t address) {
+  format::Event& ev = s.event(11, ApiId::cudaGraphAddMemFreeNode);
+  ev.f.set_graph(kGraph);
+  ev.f.set_address(address);
+}
+void instantiate(Scenario& s, uint64_t flags = 0) {
+  format::Event& ev = s.event(11, ApiId::cudaGraphInstantiateWithFlags);
+  ev.f.set_handle(kExec);
+  ev.f.set_graph(kGraph);
+  ev.f.set_flags(flags);
+}
+void launch(Scenario& s, uint32_t stack = 0) {
+  format::Event& ev = s.event(11, ApiId::cudaGraphLaunch, stack);
+  ev.f.set_handle(kExec);
+  ev.f.set_stream(kStream);
+}
+
+// What the H200 showed (issue 12): eight 64 MiB allocation nodes, launched once, freed later
+// with cudaFree. Nothing is memory before the launch; after it all eight are, under the nodes'
+// call site with the launch's stack beside it; the frees match them.
+TEST(GraphMemory, AllocationNodesBecomeLiveAtTheLaunchAndCudaFreeFreesThem) {
+  Scenario s(10);
+  const uint32_t made_at = s.stack(11, {0x10, 0x20});
+  const uint32_t launched_at = s.stack(11, {0x30, 0x40});
+  for (uint64_t i = 0; i < 8; ++i) alloc_node(s, 0x10000000 + i * 64 * kMiB, 64 * kMiB, made_at);
+  instantiate(s);
+  {
+    const auto run = replay(s);
+    EXPECT_EQ(device0(run->replay).live_bytes, 0u) << "nodes are not memory yet";
+  }
+  launch(s, launched_at);
+  {
+    const auto run = replay(s);
+    const Replay& r = run->replay;
+    EXPECT_EQ(device0(r).live_bytes, 8 * 64 * kMiB);
+    EXPECT_EQ(device0(r).allocations_by_api[uint8_t(ApiId::cudaGraphAddMemAllocNode)], 8u);
+    const auto groups = r.sites_now([](const analysis::SeriesKey&) { return true; });
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].count, 8u);
+    EXPECT_EQ(groups[0].stack, r.stacks().id(0, made_at));
+    EXPECT_NE(groups[0].launch_stack, 0u);
+    EXPECT_NE(groups[0].launch_stack, groups[0].stack);
+  }
+  for (uint64_t i = 0; i < 8; ++i) s.free(11, ApiId::cudaFree, 0x10000000 + i * 64 * kMiB);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
+  EXPECT_EQ(r.anomalies().unknown_frees, 0u);
+  EXPECT_EQ(device0(r).live_bytes, 0u);
+  EXPECT_EQ(device0(r).peak_bytes, 8 * 64 * kMiB);
+  EXPECT_EQ(device0(r).frees, 8u);
+}
+
+// Launched and never freed: a leak of the whole node, once however often the exec is destroyed.
+TEST(GraphMemory, UnfreedGraphMemoryOutlivesItsExecAndGraph) {
+  Scenario s(10);
+  alloc_node(s, 0x10000000, 4 * kMiB);
+  instantiate(s);
+  launch(s);
+  s.event(11, ApiId::cudaGraphExecDestroy).f.set_handle(kExec);
+  s.event(11, ApiId::cudaGraphDestroy).f.set_graph(kGraph);
+  launch(s);  // an exec that is gone: nothing more
+  const auto run = replay(s);
+  EXPECT_EQ(device0(run->replay).live_bytes, 4 * kMiB);
+  EXPECT_EQ(device0(run->replay).allocations, 1u);
+}
+
+// Auto-free on launch: each relaunch frees what the previous one left, then allocates again.
+TEST(GraphMemory, AutoFreeRelaunchFreesThePreviousLaunchsMemory) {
+  Scenario s(10);
+  alloc_node(s, 0x10000000, 2 * kMiB);
+  instantiate(s, 1);  // cudaGraphInstantiateFlagAutoFreeOnLaunch
+  for (int i = 0; i < 3; ++i) launch(s);
+  const auto run = replay(s);
+  const Series& d = device0(run->replay);
+  EXPECT_EQ(d.allocations, 3u);
+  EXPECT_EQ(d.frees_by_api[uint8_t(ApiId::cudaGraphLaunch)], 2u);
+  EXPECT_EQ(d.live_bytes, 2 * kMiB);
+  EXPECT_EQ(d.peak_bytes, 2 * kMiB) << "freed before it is allocated again";
+  EXPECT_EQ(run->replay.anomalies().reused_addresses, 0u);
+}
+
+// An allocation node and its free node in one graph: memory for the length of each launch.
+TEST(GraphMemory, AFreeNodeInTheSameGraphFreesAtEachLaunch) {
+  Scenario s(10);
+  alloc_node(s, 0x10000000, 2 * kMiB);
+  alloc_node(s, 0x20000000, 1 * kMiB);
+  free_node(s, 0x10000000);
+  instantiate(s);
+  launch(s);
+  s.free(11, ApiId::cudaFree, 0x20000000);  // the one without a free node, by hand
+  launch(s);
+  const auto run = replay(s);
+  const Series& d = device0(run->replay);
+  EXPECT_EQ(d.allocations, 4u);
+  EXPECT_EQ(d.frees_by_api[uint8_t(ApiId::cudaGraphAddMemFreeNode)], 2u);
+  EXPECT_EQ(d.live_bytes, 1 * kMiB);
+  EXPECT_EQ(d.peak_bytes, 3 * kMiB);
+  EXPECT_EQ(run->replay.anomalies().unknown_frees, 0u);
+}
+
+// cudaMallocAsync / cudaFreeAsync on a stream under capture are nodes of the captured graph.
+TEST(GraphMemory, CapturedStreamOrderedCallsAreNodesOfTheCapturedGraph) {
+  Scenario s(10);
+  auto on_stream = [&](ApiId api) -> format::Event& {
+    format::Event& ev = s.event(11, api);
+    ev.f.set_stream(kStream);
+    return ev;
+  };
+  on_stream(ApiId::cudaStreamBeginCapture);
+  format::Event& a = on_stream(ApiId::cudaMallocAsync);
+  a.f.set_address(0x1000000);
+  a.f.set_size(4096);
+  a.f.set_device(0);
+  format::Event& b = on_stream(ApiId::cudaMallocAsync);
+  b.f.set_address(0x2000000);
+  b.f.set_size(512);
+  b.f.set_device(0);
+  on_stream(ApiId::cudaFreeAsync).f.set_address(0x2000000);  // freed inside the graph
+  on_stream(ApiId::cudaStreamEndCapture).f.set_graph(kGraph);
+  {
+    const auto run = replay(s);
+    EXPECT_EQ(device0(run->replay).allocations, 0u) << "capturing allocates nothing";
+    EXPECT_EQ(run->graphs.activity().capture_allocations, 2u);
+  }
+  instantiate(s);
+  launch(s);
+  on_stream(ApiId::cudaFreeAsync).f.set_address(0x1000000);  // after the capture: real memory
+  const auto run = replay(s);
+  const Series& d = device0(run->replay);
+  EXPECT_EQ(d.allocations, 2u);
+  EXPECT_EQ(d.peak_bytes, 4096u + 512);
+  EXPECT_EQ(d.live_bytes, 0u);
+  EXPECT_EQ(run->replay.anomalies().unknown_frees, 0u);
+}
+
+// A free of a node's address whose launch the log never saw is said as such, not as unknown.
+TEST(GraphMemory, FreeOfGraphMemoryNeverLaunchedIsNotUnknown) {
+  Scenario s(10);
+  alloc_node(s, 0x10000000, kMiB);
+  s.free(11, ApiId::cudaFree, 0x10000000);
+  const auto run = replay(s);
+  EXPECT_EQ(run->replay.anomalies().unknown_frees, 0u);
+  EXPECT_EQ(run->replay.anomalies().unlaunched_graph_frees, 1u);
+}
+
+// NCCL's pattern: a peer's handle imported, mapped, released, unmapped; our own handle retained
+// through its address and released once more. Imported memory is mapped, not ours.
+TEST(ImportedMemory, ImportedHandlesAreMappedNeverOursAndNeverUnknown) {
+  Scenario s(10);
+  s.create(11, 1, 2 * kMiB);
+  s.map(11, 0x10000000, 2 * kMiB, 1);
+  format::Event& retain = s.event(11, ApiId::cuMemRetainAllocationHandle);
+  retain.f.set_handle(1);
+  retain.f.set_address(0x10000000);
+  s.event(11, ApiId::cuMemExportToShareableHandle).f.set_handle(1);
+  s.release(11, 1);  // the retained reference: handle 1 stays
+  s.event(11, ApiId::cuMemImportFromShareableHandle).f.set_handle(7);
+  format::Event& peer_map = s.event(11, ApiId::cuMemMap);  // as recorded: with the device
+  peer_map.f.set_address(0x20000000);
+  peer_map.f.set_size(2 * kMiB);
+  peer_map.f.set_handle(7);
+  peer_map.f.set_device(0);
+  s.release(11, 7);
+  s.unmap(11, 0x20000000, 2 * kMiB);
+  s.event(11, ApiId::cuMemImportFromShareableHandle).f.set_handle(8);  // still held at the end
+  const auto mid = replay(s);
+  EXPECT_EQ(device0(mid->replay).live_bytes, 2 * kMiB) << "handle 1 is still ours";
+  EXPECT_EQ(device0(mid->replay).max_mapped_bytes, 4 * kMiB);
+  // The views over live memory skip imported handles (they have no call site of ours): this
+  // crashed `gmemhook summary` on the two-process sample before.
+  const analysis::Fragmentation f = analysis::measure_fragmentation(mid->replay, mid->pools, 0);
+  EXPECT_EQ(f.live_bytes, 2 * kMiB);
+  s.unmap(11, 0x10000000, 2 * kMiB);
+  s.release(11, 1);
+  const auto run = replay(s);
+  const Replay& r = run->replay;
+  const auto& a = r.anomalies();
+  EXPECT_EQ(a.unknown_releases, 0u);
+  EXPECT_EQ(a.unknown_handle_maps, 0u);
+  EXPECT_EQ(a.unknown_unmaps, 0u);
+  EXPECT_EQ(device0(r).allocations, 1u) << "the import is not an allocation";
+  EXPECT_EQ(device0(r).frees, 1u);
+  EXPECT_EQ(device0(r).peak_bytes, 2 * kMiB);
+  EXPECT_EQ(device0(r).live_bytes, 0u);
+  EXPECT_EQ(r.handles().size(), 1u) << "handle 8, imported and never released";
+}
+
+// IPC handles and pool pointers: mapped from open to close (or free), never unknown.
+TEST(ImportedMemory, IpcAndPoolPointersAreMappedUntilClosedOrFreed) {
+  Scenario s(10);
+  auto import = [&](ApiId api, uint64_t address, uint64_t size) {
+    format::Event& ev = s.event(11, api);
+    ev.f.set_address(address);
+    ev.f.set_size(size);
+    ev.f.set_device(0);
+  };
+  import(ApiId::cudaIpcOpenMemHandle, 0x30000000, 8 * kMiB);
+  import(ApiId::cuMemPoolImportPointer, 0x40000000, 1 * kMiB);
+  {
+    const auto run = replay(s);
+    EXPECT_EQ(device0(run->replay).mapped_bytes, 9 * kMiB);
+    EXPECT_EQ(device0(run->replay).live_bytes, 0u) << "not this process's memory";
+  }
+  s.event(11, ApiId::cudaIpcCloseMemHandle).f.set_address(0x30000000);
+  s.free(11, ApiId::cuMemFreeAsync, 0x40000000);
+  const auto run = replay(s);
+  EXPECT_EQ(device0(run->replay).mapped_bytes, 0u);
+  EXPECT_EQ(device0(run->replay).allocations, 0u);
+  EXPECT_EQ(run->replay.anomalies().unknown_frees, 0u);
+  EXPECT_TRUE(run->replay.imports().empty());
+}
+
+}  // namespace
+}  // namespace gmemhook::test_logs

@@ -1,0 +1,254 @@
+// CUDA graphs on the simulated device, as far as memory goes: stream capture, memory nodes
+// (explicit or captured from cuMemAllocAsync / cuMemFreeAsync), instantiation, launch. Kernels
+// never run here, so a graph is just its memory nodes in the order they were added. Like CUDA,
+// an allocation node's address is fixed when the node is made and its memory is allocated by
+// each launch that finds it free; it stays allocated until a free node, cuMemFree or an
+// auto-free-on-launch relaunch gives it back.
+#include <map>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "cuda_decls.h"
+#include "device_state.h"
+
+using namespace fakecuda;
+
+struct MemNode {
+  bool alloc = true;
+  uintptr_t address = 0;
+  size_t size = 0, charged = 0;
+  int device = 0;
+};
+
+struct CUgraph_st {
+  std::vector<MemNode> nodes;
+};
+
+struct CUgraphExec_st {
+  std::vector<MemNode> nodes;
+  unsigned long long flags = 0;
+};
+
+struct CUgraphNode_st {};
+
+namespace {
+
+// Guarded by state().mu, like the allocations the launches touch.
+std::set<CUgraph> g_graphs;
+std::set<CUgraphExec> g_execs;
+std::map<CUstream, CUgraph> g_capturing;
+// Addresses of every allocation node ever made: what a free node may name.
+std::map<uintptr_t, MemNode> g_node_memory;
+// Node handles are only ever compared; one object serves them all.
+CUgraphNode_st g_node;
+
+CUresult add_alloc_node(CUgraph graph, int device, size_t size, uintptr_t* out) {
+  if (size == 0 || !valid_device(device)) return CUDA_ERROR_INVALID_VALUE;
+  MemNode n;
+  n.address = 0;
+  n.size = size;
+  n.charged = round_up(size, kAllocAlignment);
+  n.device = device;
+  if (n.charged > state().devices[device].capacity) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* p = map_backing(n.charged);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  n.address = reinterpret_cast<uintptr_t>(p);
+  graph->nodes.push_back(n);
+  g_node_memory[n.address] = n;
+  *out = n.address;
+  return CUDA_SUCCESS;
+}
+
+CUresult add_free_node(CUgraph graph, uintptr_t address) {
+  auto it = g_node_memory.find(address);
+  if (it == g_node_memory.end()) return CUDA_ERROR_INVALID_VALUE;
+  MemNode n = it->second;
+  n.alloc = false;
+  graph->nodes.push_back(n);
+  return CUDA_SUCCESS;
+}
+
+CUresult begin_capture(CUstream stream) {
+  if (CUresult r = require_init()) return r;
+  // Like CUDA: the legacy default stream cannot be captured.
+  if (stream == nullptr || stream == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  std::lock_guard lock(state().mu);
+  if (stream != CU_STREAM_PER_THREAD && !state().streams.count(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (g_capturing.count(stream)) return CUDA_ERROR_ILLEGAL_STATE;
+  auto* g = new CUgraph_st;
+  g_graphs.insert(g);
+  g_capturing[stream] = g;
+  return CUDA_SUCCESS;
+}
+
+CUresult end_capture(CUstream stream, CUgraph* graph) {
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(state().mu);
+  auto it = g_capturing.find(stream);
+  if (it == g_capturing.end()) return CUDA_ERROR_ILLEGAL_STATE;
+  *graph = it->second;
+  g_capturing.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult instantiate(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
+  if (!exec) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(state().mu);
+  if (!g_graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
+  auto* e = new CUgraphExec_st{graph->nodes, flags};
+  g_execs.insert(e);
+  *exec = e;
+  return CUDA_SUCCESS;
+}
+
+void free_graph_memory(uintptr_t address) {
+  auto it = state().allocations.find(address);
+  if (it != state().allocations.end() && it->second.kind == AllocKind::Graph) remove_allocation(it);
+}
+
+CUresult launch(CUgraphExec exec) {
+  if (CUresult r = require_init()) return r;
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context(&ctx)) return r;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (!g_execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
+  // Auto-free on launch: what the previous launch left allocated goes first.
+  if (exec->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+    for (const MemNode& n : exec->nodes)
+      if (n.alloc) free_graph_memory(n.address);
+  // CUDA refuses to launch a graph whose allocation is still allocated (by an earlier launch
+  // nobody freed): checked before anything changes.
+  std::map<int, size_t> wanted;  // by device
+  for (const MemNode& n : exec->nodes)
+    if (n.alloc) {
+      if (s.allocations.count(n.address)) return CUDA_ERROR_INVALID_VALUE;
+      wanted[n.device] += n.charged;
+    }
+  for (const auto& [device, bytes] : wanted)
+    if (bytes > s.devices[device].capacity - s.devices[device].used) return CUDA_ERROR_OUT_OF_MEMORY;
+  for (const MemNode& n : exec->nodes) {
+    if (!n.alloc) {
+      free_graph_memory(n.address);
+      continue;
+    }
+    s.devices[n.device].used += n.charged;
+    Allocation a;
+    a.base = n.address;
+    a.size = n.size;
+    a.charged = n.charged;
+    a.kind = AllocKind::Graph;
+    a.device = n.device;
+    a.ctx = ctx;
+    a.id = s.next_id++;
+    s.allocations.emplace(a.base, a);
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+namespace fakecuda {
+
+CUgraph capturing_graph(CUstream stream) {
+  auto it = g_capturing.find(stream);
+  return it == g_capturing.end() ? nullptr : it->second;
+}
+
+CUresult capture_alloc_node(CUgraph graph, int device, size_t size, uintptr_t* out) {
+  return add_alloc_node(graph, device, size, out);
+}
+
+CUresult capture_free_node(CUgraph graph, uintptr_t address) { return add_free_node(graph, address); }
+
+}  // namespace fakecuda
+
+FAKECUDA_API CUresult cuGraphCreate(CUgraph* graph, unsigned int flags) {
+  if (CUresult r = require_init()) return r;
+  if (!graph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(state().mu);
+  *graph = new CUgraph_st;
+  g_graphs.insert(*graph);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode) {
+  return begin_capture(stream);
+}
+FAKECUDA_API CUresult cuStreamBeginCapture_ptsz(CUstream stream, CUstreamCaptureMode) {
+  return begin_capture(stream);
+}
+FAKECUDA_API CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) {
+  return end_capture(stream, graph);
+}
+FAKECUDA_API CUresult cuStreamEndCapture_ptsz(CUstream stream, CUgraph* graph) {
+  return end_capture(stream, graph);
+}
+
+FAKECUDA_API CUresult cuGraphAddMemAllocNode(CUgraphNode* node, CUgraph graph, const CUgraphNode*,
+                                             size_t, CUDA_MEM_ALLOC_NODE_PARAMS* params) {
+  if (CUresult r = require_init()) return r;
+  if (!node || !params || params->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      params->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(state().mu);
+  if (!g_graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
+  uintptr_t p = 0;
+  CUresult r = add_alloc_node(graph, params->poolProps.location.id, params->bytesize, &p);
+  if (r == CUDA_SUCCESS) {
+    params->dptr = p;
+    *node = &g_node;
+  }
+  return r;
+}
+
+FAKECUDA_API CUresult cuGraphAddMemFreeNode(CUgraphNode* node, CUgraph graph, const CUgraphNode*,
+                                            size_t, CUdeviceptr dptr) {
+  if (CUresult r = require_init()) return r;
+  if (!node) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(state().mu);
+  if (!g_graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = add_free_node(graph, dptr);
+  if (r == CUDA_SUCCESS) *node = &g_node;
+  return r;
+}
+
+FAKECUDA_API CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph,
+                                                  unsigned long long flags) {
+  return instantiate(exec, graph, flags);
+}
+FAKECUDA_API CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph,
+                                                   CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  if (!params) return CUDA_ERROR_INVALID_VALUE;
+  params->result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
+  return instantiate(exec, graph, params->flags);
+}
+FAKECUDA_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph graph,
+                                                        CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  return cuGraphInstantiateWithParams(exec, graph, params);
+}
+
+FAKECUDA_API CUresult cuGraphLaunch(CUgraphExec exec, CUstream) { return launch(exec); }
+FAKECUDA_API CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream) { return launch(exec); }
+
+// Destroying an exec or a graph frees nothing a launch allocated: that memory stays until it is
+// freed (CUDA's rule too).
+FAKECUDA_API CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  std::lock_guard lock(state().mu);
+  if (g_execs.erase(exec) == 0) return CUDA_ERROR_INVALID_VALUE;
+  delete exec;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuGraphDestroy(CUgraph graph) {
+  std::lock_guard lock(state().mu);
+  if (g_graphs.erase(graph) == 0) return CUDA_ERROR_INVALID_VALUE;
+  delete graph;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuDeviceGraphMemTrim(CUdevice device) {
+  if (CUresult r = require_init()) return r;
+  return valid_device(device) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}

@@ -1,0 +1,46 @@
+// What the parts of the scenario program share: how a call is reported ("<api> <value> <result>"
+// on stdout, compared with the log by recorder_test.cpp), how a failure ends it, and how driver
+// functions are resolved through the path chosen on the command line.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+inline void say(const char* api, uint64_t value, int result) {
+  std::printf("%s 0x%" PRIx64 " %d\n", api, value, result);
+}
+
+[[noreturn]] inline void die(const char* what, int code) {
+  std::fprintf(stderr, "scenario: %s failed with %d\n", what, code);
+  std::exit(99);
+}
+
+#define CHECK_RT(call)                                         \
+  do {                                                         \
+    cudaError_t rc_ = (call);                                  \
+    if (rc_ != cudaSuccess) die(#call, static_cast<int>(rc_)); \
+  } while (0)
+#define CHECK_DRV(call)                                          \
+  do {                                                           \
+    CUresult rc_ = (call);                                       \
+    if (rc_ != CUDA_SUCCESS) die(#call, static_cast<int>(rc_)); \
+  } while (0)
+
+// How a driver function is found: (exported name, base name for cuGetProcAddress, ptsz?).
+using Resolve = void* (*)(const char* exported, const char* base, bool ptsz);
+
+template <typename T>
+void get(T& slot, Resolve r, const char* exported, const char* base, bool ptsz = false) {
+  slot = reinterpret_cast<T>(r(exported, base, ptsz));
+  if (!slot) die(exported, -1);
+}
+
+// Graph memory nodes, imported and shared memory, arrays (issue 12), through the driver functions
+// `r` finds (scenario_memory_kinds.cpp); the runtime's through dlsym on `runtime`.
+void exercise_driver_memory_kinds(Resolve r);
+void exercise_runtime_memory_kinds(void* runtime);
