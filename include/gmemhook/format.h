@@ -19,6 +19,10 @@ namespace gmemhook::format {
 // FileHeader::chunk_size bytes (the header lives in the first chunk); a record never straddles a
 // chunk boundary, and a writer that cannot fit the next record ends the chunk with a ChunkEnd
 // record. Unwritten bytes are zero, so a zero record header means "nothing more was committed".
+// From version 4 on chunks grow: the first is chunk_size bytes, each next one doubles up to
+// max_chunk_size, and all later ones have that size (ChunkGeometry). A thread that records one
+// event costs one small chunk, not a megabyte reserved up front (issue 15), and a writer that
+// finishes a file cuts it to the bytes it committed.
 //
 // Crash safety: the writer stores a record's payload first and its 2-byte header last (see
 // RecordHeader). The file is a MAP_SHARED mapping, so whatever was stored before the process died
@@ -30,8 +34,9 @@ inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
 // Version 2: the event's field mask is a varint with renumbered bits, allocator totals and a
 // free marker (see "Event payload"). Version 3: the End record says how many events the recorder
 // could not write and why, and an image replaced by exec ends with how = Exec. Readers still
-// accept versions 1 and 2 (their End records simply lack the tail).
-inline constexpr uint16_t kFormatVersion = 3;
+// accept versions 1 and 2 (their End records simply lack the tail). Version 4: chunks grow
+// (FileHeader::max_chunk_size), and a file may end anywhere after its last record.
+inline constexpr uint16_t kFormatVersion = 4;
 inline constexpr uint16_t kOldestReadableVersion = 1;
 inline constexpr const char* kProcessFileName = "process.gmh";
 inline constexpr const char* kThreadFilePrefix = "thread.";
@@ -60,10 +65,33 @@ struct FileHeader {
   uint64_t start_monotonic_ns;  // CLOCK_MONOTONIC when the file was created: base for deltas
   uint64_t start_realtime_ns;   // CLOCK_REALTIME at the same instant (for wall-clock display)
   uint32_t pid;
-  uint32_t reserved0;
+  uint32_t max_chunk_size;  // version >= 4: chunks double up to this size; 0 = all chunk_size
   uint64_t reserved1[2];
 };
 static_assert(sizeof(FileHeader) == 64);
+
+// Where chunks begin and end: boundaries at first, 2·first, 4·first … max, then every max bytes.
+// With max == first (every file before version 4) all chunks are `first` bytes. Both powers of
+// two, so every boundary is a multiple of the page size and can be mapped.
+struct ChunkGeometry {
+  uint64_t first;
+  uint64_t max;
+
+  static ChunkGeometry of(const FileHeader& h) {
+    return {h.chunk_size, h.max_chunk_size > h.chunk_size ? h.max_chunk_size : h.chunk_size};
+  }
+  uint64_t start_of(uint64_t offset) const {
+    if (offset < first) return 0;
+    if (offset >= max) return offset / max * max;
+    uint64_t start = first;
+    while (start * 2 <= offset) start *= 2;
+    return start;
+  }
+  uint64_t end_of(uint64_t offset) const {
+    uint64_t start = start_of(offset);
+    return start == 0 ? first : start < max ? start * 2 : start + max;
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // Record framing

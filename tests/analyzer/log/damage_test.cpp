@@ -48,10 +48,10 @@ ProcessLogs with_thread(ThreadLogBuilder& t) {
 
 TEST(Damage, WrongVersionNamesBothVersions) {
   ProcessLogs logs = small_two_thread_process(true);
-  header_of(logs.process).version = 4;
+  header_of(logs.process).version = 5;
   EXPECT_EQ(read_error(logs),
-            "process.gmh: offset 8: was written by format version 4; this gmemhook reads "
-            "versions 1 to 3");
+            "process.gmh: offset 8: was written by format version 5; this gmemhook reads "
+            "versions 1 to 4");
   logs = small_two_thread_process(true);
   header_of(logs.process).version = 0;
   EXPECT_CONTAINS(read_error(logs), "process.gmh: offset 8: was written by format version 0");
