@@ -1,9 +1,8 @@
-// The gmemhook command line: one CLI11 subcommand per report, each implemented in its own file.
+// The gmemhook command line: a CLI11 subcommand per line of the report table (reports/report.h),
+// with the --format choices of the format table (output/format.h); then diff, dump and run.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <array>
 #include <cstdio>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -24,26 +23,20 @@ namespace {
 
 constexpr int kExitUsage = 2;
 
-using gmemhook::analysis::OutputFormat;
-using gmemhook::analysis::ReportKind;
+using gmemhook::analysis::ReportEntry;
 using gmemhook::analysis::ReportOptions;
 using gmemhook::analysis::whole_number;
 
-const std::map<std::string, OutputFormat> kFormats{{"text", OutputFormat::Text},
-                                                   {"json", OutputFormat::Json},
-                                                   {"folded", OutputFormat::Folded},
-                                                   {"speedscope", OutputFormat::Speedscope}};
-
-// --format NAME, limited to `names`, and --json as its synonym for json.
-void add_format_options(CLI::App* s, OutputFormat& format, std::vector<std::string> names) {
+// --format NAME, limited to the formats (output/format.h) that read the `parts` a command's models
+// offer, and --json as its synonym for json.
+void add_format_options(CLI::App* s, std::string& format, unsigned parts) {
+  const std::vector<std::string> names = gmemhook::analysis::format_names(parts);
   std::string help = "Output: ";
   for (size_t i = 0; i < names.size(); ++i) help += (i ? ", " : "") + names[i];
   help += " (docs/json.md)";
-  auto* f = s->add_option_function<std::string>(
-                 "--format", [&format](const std::string& v) { format = kFormats.at(v); }, help)
-                ->check(CLI::IsMember(names));
+  auto* f = s->add_option("--format", format, help)->check(CLI::IsMember(names));
   s->add_flag_callback(
-       "--json", [&format] { format = OutputFormat::Json; }, "Same as --format json")
+       "--json", [&format] { format = "json"; }, "Same as --format json")
       ->excludes(f);
 }
 
@@ -54,28 +47,23 @@ std::string known_api(const std::string& name) {
   return "unknown entry point '" + name + "' (see include/gmemhook/api_table.h)";
 }
 
+// A report's subcommand, made from its line of the report table (reports/report.h).
 struct ReportCommand {
-  ReportCommand(ReportKind k, const char* n, const char* d, bool moment)
-      : kind(k), name(n), description(d), takes_moment(moment) {}
-  ReportKind kind;
-  const char* name;
-  const char* description;
-  bool takes_moment;           // --at / --at-seq
-  bool stacks_export = false;  // --format folded / speedscope
+  explicit ReportCommand(const ReportEntry& e) : entry(e) {}
+  const ReportEntry& entry;
   CLI::App* app = nullptr;
   ReportOptions options;
   std::string run;
 };
 
 void add_report_options(CLI::App& app, ReportCommand& c) {
+  using namespace gmemhook::analysis;
   ReportOptions& o = c.options;
-  c.app = app.add_subcommand(c.name, c.description);
+  const unsigned flags = c.entry.flags;
+  c.app = app.add_subcommand(c.entry.name, c.entry.help);
   CLI::App* s = c.app;
   s->add_option("RUN", c.run, "A run directory, or one <exe>.<pid> process directory")->required();
-  if (c.stacks_export)
-    add_format_options(s, o.format, {"text", "json", "folded", "speedscope"});
-  else
-    add_format_options(s, o.format, {"text", "json"});
+  add_format_options(s, o.format, c.entry.parts());
   s->add_option("--pid", o.pid, "Only the process with this pid")
       ->check(whole_number("a process id (e.g. 4242)"));
   s->add_option("--device", o.device, "Only this device (pinned host memory is on none)")
@@ -86,7 +74,7 @@ void add_report_options(CLI::App& app, ReportCommand& c) {
       ->check(whole_number("a count of frames (0 = all)"));
   s->add_flag("--native", o.native,
               "Every frame of a stack as recorded, none folded (default: user code first)");
-  if (c.stacks_export)
+  if (flags & kStackExports)
     s->add_option_function<std::string>(
          "--group-by",
          [&o](const std::string& v) { o.group_by = *gmemhook::analysis::parse_group_by(v); },
@@ -100,11 +88,11 @@ void add_report_options(CLI::App& app, ReportCommand& c) {
       ->check(known_api);
   s->add_option("--memory", o.memory, "Only this memory: device, host-pinned or managed")
       ->check(CLI::IsMember({"device", "host-pinned", "managed"}));
-  if (c.kind == ReportKind::Fragmentation)
+  if (flags & kAllMoments)
     s->add_flag("--all-moments", o.all_moments,
                 "Text: the peak, the first failure and the end (default: the worst of them, or the "
                 "--at moment)");
-  if (c.takes_moment) {
+  if (flags & kAtMoment) {
     auto* at =
         s->add_option("--at", o.at_seconds,
                       "The live set at this many seconds after the process started")
@@ -146,21 +134,9 @@ int main(int argc, char** argv) {
       "--fail-above refused the growth; 2 bad usage, or a log is unreadable (missing, another "
       "format version, damaged).");
 
-  std::array<ReportCommand, 4> reports{
-      ReportCommand(
-          ReportKind::Summary, "summary",
-          "One screen per process: allocations, frees, peak, live at end and failures per device",
-          false),
-      ReportCommand(ReportKind::Leaks, "leaks",
-                    "What was never freed (or live when the process died), grouped by stack", true),
-      ReportCommand(
-          ReportKind::Peak, "peak",
-          "Who held the memory at each device's peak, and when an allocation first failed", false),
-      ReportCommand(ReportKind::Fragmentation, "fragmentation",
-                    "How live memory lay in the address space at the peak and at the end", true),
-  };
+  std::vector<ReportCommand> reports;
+  for (const ReportEntry& e : gmemhook::analysis::reports()) reports.emplace_back(e);
   gmemhook::analysis::add_run_command(app);  // runs a command under the hook (docs/run.md)
-  reports[1].stacks_export = reports[2].stacks_export = true;  // leaks, peak
   for (ReportCommand& c : reports) add_report_options(app, c);
 
   gmemhook::analysis::DiffOptions diff_options;
@@ -181,7 +157,7 @@ int main(int argc, char** argv) {
         return "expected a percentage (5%) or an amount with a unit (64MiB, 1000000B), not '" + v +
                "'";
       });
-  add_format_options(diff, diff_options.format, {"text", "json", "folded"});
+  add_format_options(diff, diff_options.format, gmemhook::analysis::kDiffParts);
   diff->add_option("--top", diff_options.top,
                    "Sites shown per device, largest change first; 0 = all")
       ->check(whole_number("a count of sites (0 = all)"));
@@ -221,7 +197,7 @@ int main(int argc, char** argv) {
     if (!c.app->parsed()) continue;
     c.options.run = c.run;
     c.options.run_arg = c.run;
-    return gmemhook::analysis::run_report(c.kind, c.options, stdout, stderr);
+    return gmemhook::analysis::run_report(c.entry, c.options, stdout, stderr);
   }
   return 1;
 }

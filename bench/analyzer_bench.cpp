@@ -216,7 +216,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 struct Counter : gmemhook::analysis::EventVisitor {
   uint64_t n = 0;
-  void on_event(const fmt::Event&, const gmemhook::analysis::ThreadLog&) override { ++n; }
+  void on_event(const fmt::Event&, const gmemhook::analysis::ThreadFileReader&) override { ++n; }
 };
 
 }  // namespace
@@ -289,19 +289,15 @@ int main(int argc, char** argv) {
   });
   std::FILE* null = std::fopen("/dev/null", "w");
   std::FILE* warnings = std::fopen("/dev/null", "w");
-  using gmemhook::analysis::ReportKind;
-  const std::pair<const char*, ReportKind> kinds[] = {{"summary", ReportKind::Summary},
-                                                      {"leaks", ReportKind::Leaks},
-                                                      {"peak", ReportKind::Peak},
-                                                      {"fragmentation", ReportKind::Fragmentation}};
-  for (const auto& [name, kind] : kinds) {
+  for (const gmemhook::analysis::ReportEntry& entry : gmemhook::analysis::reports()) {
+    const char* name = entry.name;
     gmemhook::analysis::ReportOptions o;
     o.run = run;
     o.run_arg = run.string();
     // fragmentation's second pass stops at the last moment it needs (here: the peak).
-    const unsigned passes = kind == ReportKind::Fragmentation ? 2 : 1;
+    const unsigned passes = std::string(name) == "fragmentation" ? 2 : 1;
     report(name, passes, [&] {
-      if (gmemhook::analysis::run_report(kind, o, null, warnings) != 0) {
+      if (gmemhook::analysis::run_report(entry, o, null, warnings) != 0) {
         std::fprintf(stderr, "%s failed\n", name);
         std::exit(1);
       }

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "analyzer/log/event_info.h"
-#include "analyzer/symbols/python_stack.h"
 #include "analyzer/log/reader.h"
+#include "analyzer/symbols/python_stack.h"
 
 namespace {
 
@@ -38,7 +38,7 @@ std::vector<uint8_t> file_part(const uint8_t* p, size_t n, bool with_header, uin
 // Touches everything a report would, so the sanitizers see every byte the reader hands out.
 struct Touch : analysis::EventVisitor {
   uint64_t sum = 0;
-  void on_event(const format::Event& ev, const analysis::ThreadLog& t) override {
+  void on_event(const format::Event& ev, const analysis::ThreadFileReader& t) override {
     sum +=
         ev.seq + ev.f.address + ev.f.allocated + ev.f.reserved + analysis::api_name(ev.api).size();
     if (auto k = analysis::event_kind(ev)) sum += static_cast<uint64_t>(*k);
@@ -49,13 +49,13 @@ struct Touch : analysis::EventVisitor {
     if (auto m = analysis::memory_type(ev)) sum += static_cast<uint64_t>(*m);
   }
   void on_stack(uint32_t id, std::span<const uint64_t> frames,
-                const analysis::ThreadLog&) override {
+                const analysis::ThreadFileReader&) override {
     sum += id + frames.size();
   }
-  void on_note(const analysis::Note& n, const analysis::ThreadLog&) override {
+  void on_note(const analysis::Note& n, const analysis::ThreadFileReader&) override {
     sum += n.text.size();
   }
-  void on_py_code(const analysis::PyCode& c, const analysis::ThreadLog&) override {
+  void on_py_code(const analysis::PyCode& c, const analysis::ThreadFileReader&) override {
     sum += c.filename.size() + c.line_table.size();
   }
 };

@@ -9,7 +9,7 @@
 
 namespace gmemhook::analysis {
 
-class ThreadLog;
+class ThreadFileReader;
 struct Note;
 struct PyCode;
 
@@ -17,15 +17,15 @@ class EventVisitor {
  public:
   virtual ~EventVisitor() = default;
   // Events arrive in increasing seq across all thread files of the process.
-  virtual void on_event(const format::Event& ev, const ThreadLog& thread) = 0;
+  virtual void on_event(const format::Event& ev, const ThreadFileReader& thread) = 0;
   // A stack record of `thread`, delivered after the events that precede it in its file and
   // before the first event that refers to it.
   virtual void on_stack(uint32_t /*id*/, std::span<const uint64_t> /*frames*/,
-                        const ThreadLog& /*thread*/) {}
-  virtual void on_note(const Note& /*note*/, const ThreadLog& /*thread*/) {}
+                        const ThreadFileReader& /*thread*/) {}
+  virtual void on_note(const Note& /*note*/, const ThreadFileReader& /*thread*/) {}
   // A Python code object of `thread`, delivered before the first stack that refers to it.
-  // Stacks' Python frames are read with ThreadLog::python_frames().
-  virtual void on_py_code(const PyCode& /*code*/, const ThreadLog& /*thread*/) {}
+  // Stacks' Python frames are read with ThreadFileReader::python_frames().
+  virtual void on_py_code(const PyCode& /*code*/, const ThreadFileReader& /*thread*/) {}
 };
 
 }  // namespace gmemhook::analysis

@@ -36,7 +36,7 @@ void ProcessReader::add_thread(LogBytes file) {
                               "thread file says pid " + std::to_string(header->pid) +
                                   ", the process file says " +
                                   std::to_string(process_.header.pid)});
-  threads_.push_back(std::make_unique<ThreadLog>(std::move(file), *header, threads_.size()));
+  threads_.push_back(std::make_unique<ThreadFileReader>(std::move(file), *header, threads_.size()));
 }
 
 std::span<const uint64_t> ProcessReader::stack(size_t thread_index, uint32_t stack_id) const {
@@ -53,7 +53,7 @@ void ProcessReader::read_events(EventVisitor& v) {
   // Min-heap of (current seq, thread index): each file contributes its next unread event.
   using Head = std::pair<uint64_t, size_t>;
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
-  auto finish = [&](ThreadLog& t) {
+  auto finish = [&](ThreadFileReader& t) {
     t.deliver_pending(v);  // stacks and notes after the file's last event
     if (t.stream_end() == StreamEnd::TruncatedTail)
       pass_warnings_.push_back({t.name(), t.data_end(),
@@ -68,10 +68,10 @@ void ProcessReader::read_events(EventVisitor& v) {
       finish(*t);
   }
 
-  const ThreadLog* previous = nullptr;
-  ThreadLog* next = nullptr;  // a file whose next event precedes every queued one
+  const ThreadFileReader* previous = nullptr;
+  ThreadFileReader* next = nullptr;  // a file whose next event precedes every queued one
   while (next || !heads.empty()) {
-    ThreadLog& t = next ? *next : *threads_[heads.top().second];
+    ThreadFileReader& t = next ? *next : *threads_[heads.top().second];
     if (next)
       next = nullptr;
     else
@@ -98,12 +98,12 @@ void ProcessReader::read_events(EventVisitor& v) {
 }
 
 void ProcessReader::for_each_event(
-    const std::function<void(const format::Event&, const ThreadLog&)>& fn) {
+    const std::function<void(const format::Event&, const ThreadFileReader&)>& fn) {
   struct Adapter : EventVisitor {
-    const std::function<void(const format::Event&, const ThreadLog&)>& fn;
-    explicit Adapter(const std::function<void(const format::Event&, const ThreadLog&)>& f)
+    const std::function<void(const format::Event&, const ThreadFileReader&)>& fn;
+    explicit Adapter(const std::function<void(const format::Event&, const ThreadFileReader&)>& f)
         : fn(f) {}
-    void on_event(const format::Event& ev, const ThreadLog& t) override { fn(ev, t); }
+    void on_event(const format::Event& ev, const ThreadFileReader& t) override { fn(ev, t); }
   } adapter(fn);
   read_events(adapter);
 }

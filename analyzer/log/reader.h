@@ -17,7 +17,7 @@
 #include "analyzer/log/read_error.h"
 #include "analyzer/log/records.h"
 #include "analyzer/log/run_dir.h"
-#include "analyzer/log/thread_log.h"
+#include "analyzer/log/thread_file_reader.h"
 #include "gmemhook/codec.h"
 
 namespace gmemhook::analysis {
@@ -42,7 +42,7 @@ class ProcessReader {
   const std::string& process_file_name() const { return process_name_; }
 
   size_t thread_count() const { return threads_.size(); }
-  const ThreadLog& thread(size_t index) const { return *threads_[index]; }
+  const ThreadFileReader& thread(size_t index) const { return *threads_[index]; }
   // Frames of stack `stack_id` in thread file `thread_index` (read during a pass).
   std::span<const uint64_t> stack(size_t thread_index, uint32_t stack_id) const;
 
@@ -50,7 +50,7 @@ class ProcessReader {
   // file is read incrementally). Can be repeated. Throws ReadError on damage, including the same
   // seq in two files.
   void read_events(EventVisitor& v);
-  void for_each_event(const std::function<void(const format::Event&, const ThreadLog&)>& fn);
+  void for_each_event(const std::function<void(const format::Event&, const ThreadFileReader&)>& fn);
 
   // After a pass: events delivered and the highest seq seen (0 when none).
   uint64_t events_read() const { return events_read_; }
@@ -69,7 +69,7 @@ class ProcessReader {
 
   std::string process_name_;
   ProcessFile process_;
-  std::vector<std::unique_ptr<ThreadLog>> threads_;
+  std::vector<std::unique_ptr<ThreadFileReader>> threads_;
   std::vector<ReadWarning> open_warnings_;
   std::vector<ReadWarning> pass_warnings_;
   uint64_t events_read_ = 0;

@@ -1,6 +1,6 @@
 // Walks the record framing of one log file (format.h, "Record framing"): file header, small and
 // big records, ChunkEnd, and the zero header that marks the end of committed data. It knows
-// nothing about what records mean; process_file and thread_log decode them.
+// nothing about what records mean; process_file and thread_file_reader decode them.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "analyzer/log/thread_log.h"
+#include "analyzer/log/thread_file_reader.h"
 
 namespace gmemhook::analysis {
 
@@ -59,17 +59,18 @@ void Replay::finish() {
   for (ReplayObserver* o : observers_) o->finish(*this);
 }
 
-void Replay::on_stack(uint32_t id, std::span<const uint64_t> frames, const ThreadLog& thread) {
+void Replay::on_stack(uint32_t id, std::span<const uint64_t> frames,
+                      const ThreadFileReader& thread) {
   // Python frames belong to a stack's identity: two Python call sites reaching CUDA through the
   // same native frames are different stacks.
   stacks_->add(thread.index(), id, frames, thread.python_frames(id));
 }
 
-void Replay::on_py_code(const PyCode& code, const ThreadLog& thread) {
+void Replay::on_py_code(const PyCode& code, const ThreadFileReader& thread) {
   stacks_->add_code(thread.index(), code);
 }
 
-void Replay::on_event(const format::Event& ev, const ThreadLog& thread) {
+void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
   // Observers waiting for a moment see the state after every event before this one.
   if (ev.seq > wake_seq_ || ev.time_ns > wake_time_ns_) wake(ev);
 

@@ -179,9 +179,10 @@ class Replay : public EventVisitor {
   // Attaches `observer` to this pass (before it starts); it must outlive the pass.
   void observe(ReplayObserver& observer);
 
-  void on_event(const format::Event& ev, const ThreadLog& thread) override;
-  void on_stack(uint32_t id, std::span<const uint64_t> frames, const ThreadLog& thread) override;
-  void on_py_code(const PyCode& code, const ThreadLog& thread) override;
+  void on_event(const format::Event& ev, const ThreadFileReader& thread) override;
+  void on_stack(uint32_t id, std::span<const uint64_t> frames,
+                const ThreadFileReader& thread) override;
+  void on_py_code(const PyCode& code, const ThreadFileReader& thread) override;
 
   // What an observer throws to cut the pass short once it has all it wanted; the caller of
   // ProcessReader::read_events catches it (the reader rewinds on its next pass).

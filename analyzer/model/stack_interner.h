@@ -18,7 +18,7 @@ namespace gmemhook::analysis {
 class StackInterner {
  public:
   // Where a process-wide stack was first met: a thread file (by index) and its id there. Its
-  // Python frames are read back from that file (ThreadLog::python_frames).
+  // Python frames are read back from that file (ThreadFileReader::python_frames).
   struct Origin {
     size_t thread_index = 0;
     uint32_t id = 0;

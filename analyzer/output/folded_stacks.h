@@ -27,8 +27,8 @@ class FoldedStacks : public StackExport {
   void add(const std::vector<Frame>& frames, uint64_t bytes) override {
     accumulate(frames, bytes, 0);
   }
-  // Two weights (diff): finish() writes "STACK BASE NEW" once any add2() was made.
-  void add2(const std::vector<Frame>& frames, uint64_t base, uint64_t now) {
+  // Two weights (diff): finish() writes "STACK BASE NEW" once any add_pair() was made.
+  void add_pair(const std::vector<Frame>& frames, uint64_t base, uint64_t now) override {
     two_columns_ = true;
     accumulate(frames, base, now);
   }

@@ -1,23 +1,37 @@
-// make_stack_export(): the folded or speedscope writer behind --format (see stack_export.h).
+// The renderers of the stack exports (--format folded / speedscope, see stack_export.h): every
+// model's weighted stacks go to the export, whose document is the output.
 #include "analyzer/output/stack_export.h"
 
 #include "analyzer/output/folded_stacks.h"
+#include "analyzer/output/format.h"
 #include "analyzer/output/speedscope_profile.h"
 
 namespace gmemhook::analysis {
 
-std::unique_ptr<StackExport> make_stack_export(OutputFormat format, size_t depth,
-                                               const std::string& title) {
-  switch (format) {
-    case OutputFormat::Folded:
-      return std::make_unique<FoldedStacks>(depth);
-    case OutputFormat::Speedscope:
-      return std::make_unique<SpeedscopeProfile>(depth, title);
-    case OutputFormat::Text:
-    case OutputFormat::Json:
-      break;
+namespace {
+
+class StackExportRenderer final : public Renderer {
+ public:
+  explicit StackExportRenderer(std::unique_ptr<StackExport> out) : out_(std::move(out)) {}
+  std::string add(const ReportModel& model) override {
+    model.stacks(*out_);
+    return {};
   }
-  return nullptr;
+  std::string finish(const std::string&) override { return out_->finish(); }
+
+ private:
+  std::unique_ptr<StackExport> out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Renderer> make_folded_renderer(const RenderSettings& settings) {
+  return std::make_unique<StackExportRenderer>(std::make_unique<FoldedStacks>(settings.depth));
+}
+
+std::unique_ptr<Renderer> make_speedscope_renderer(const RenderSettings& settings) {
+  return std::make_unique<StackExportRenderer>(
+      std::make_unique<SpeedscopeProfile>(settings.depth, settings.title));
 }
 
 }  // namespace gmemhook::analysis

@@ -4,12 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "analyzer/symbols/frame.h"
-#include "analyzer/output/output_format.h"
 
 namespace gmemhook::analysis {
 
@@ -20,13 +18,13 @@ class StackExport {
   virtual void begin_profile(const std::string& name) = 0;
   // `frames` innermost first, as the reports keep them; `bytes` is the weight.
   virtual void add(const std::vector<Frame>& frames, uint64_t bytes) = 0;
+  // The same stack weighed twice (a diff's base and new); formats that cannot show two weights
+  // are never offered a model that has them (format.h), so by default it is the new weight.
+  virtual void add_pair(const std::vector<Frame>& frames, uint64_t /*base*/, uint64_t now) {
+    add(frames, now);
+  }
   // The whole document, once every process was added.
   virtual std::string finish() = 0;
 };
-
-// The export for `format` (null for text and JSON). `depth` > 0 keeps that many innermost frames;
-// `title` names the whole document where the format has a name ("gmemhook peak RUN").
-std::unique_ptr<StackExport> make_stack_export(OutputFormat format, size_t depth,
-                                               const std::string& title);
 
 }  // namespace gmemhook::analysis

@@ -7,13 +7,12 @@
 #include <algorithm>
 #include <set>
 
+#include "analyzer/output/format.h"
+#include "analyzer/output/json_writer.h"
+#include "analyzer/output/text_format.h"
 #include "analyzer/reports/diff_match.h"
 #include "analyzer/reports/diff_sides.h"
-#include "analyzer/output/folded_stacks.h"
-#include "analyzer/output/json_writer.h"
-#include "analyzer/log/read_error.h"
 #include "analyzer/reports/report_common.h"
-#include "analyzer/output/text_format.h"
 
 namespace gmemhook::analysis {
 
@@ -108,15 +107,17 @@ std::string refused_percent(uint64_t base, uint64_t now, const GrowthLimit& limi
 
 std::string side_title(const ProcessSites* p) { return p ? p->title : "(no such process)"; }
 
-class DiffWriter {
+// The comparison of the two runs, one model for the whole document: text, JSON, or the sites'
+// stacks weighed twice (base, new) for two-column folded stacks.
+class DiffModel final : public ReportModel {
  public:
-  DiffWriter(const DiffOptions& options, const std::vector<Comparison>& comparisons)
+  DiffModel(const DiffOptions& options, const std::vector<Comparison>& comparisons)
       : o_(options), comparisons_(comparisons) {}
 
-  std::string text() const {
+  void text(std::string& t) const override {
     const char* what = o_.leaks ? "device memory live at the end" : "device memory at the peak";
-    std::string t = fmt::format("gmemhook diff: {}, {} -> {}{}\n", what, o_.base_arg, o_.new_arg,
-                                o_.match_lines ? " (sites told apart by line too)" : "");
+    t += fmt::format("gmemhook diff: {}, {} -> {}{}\n", what, o_.base_arg, o_.new_arg,
+                     o_.match_lines ? " (sites told apart by line too)" : "");
     if (comparisons_.empty()) t += "\nneither run used device memory\n";
     const StackStyle style{o_.native, o_.depth.value_or(kTextDepth)};
     const char* total_name = o_.leaks ? "leaked" : "peak";
@@ -155,18 +156,17 @@ class DiffWriter {
         t += fmt::format("  {} unchanged, holding {} (--top N shows them)\n",
                          plural(same, "site", "sites"), human_size(same_bytes));
     }
-    t += "\n";
-    if (o_.leaks)
-      t += hint_line("gmemhook leaks " + shell_word(o_.new_arg), "what the new run never freed");
-    else
-      t += hint_line("gmemhook peak " + shell_word(o_.new_arg),
-                     "who holds the memory at the new run's peak");
-    return t;
   }
 
-  std::string json() const {
-    std::string out;
-    JsonWriter j(out);
+  // The text's closing hint line.
+  std::string next_step() const {
+    if (o_.leaks)
+      return hint_line("gmemhook leaks " + shell_word(o_.new_arg), "what the new run never freed");
+    return hint_line("gmemhook peak " + shell_word(o_.new_arg),
+                     "who holds the memory at the new run's peak");
+  }
+
+  void json(JsonWriter& j) const override {
     j.begin_object();
     // The first (or only) pair at the top level: what a single-process run needs, flat.
     if (comparisons_.empty())
@@ -184,14 +184,11 @@ class DiffWriter {
     }
     j.end_array();
     j.end_object();
-    return out;
   }
 
-  std::string folded() const {
-    FoldedStacks folded(o_.depth.value_or(0));
+  void stacks(StackExport& out) const override {
     for (const Comparison& c : comparisons_)
-      for (const SiteDiff& s : c.sites) folded.add2(s.frames, s.base_bytes, s.new_bytes);
-    return folded.finish();
+      for (const SiteDiff& s : c.sites) out.add_pair(s.frames, s.base_bytes, s.new_bytes);
   }
 
  private:
@@ -272,30 +269,24 @@ class DiffWriter {
 }  // namespace
 
 int run_diff(const DiffOptions& options, std::FILE* out, std::FILE* err) {
+  const Format* format = find_format(options.format);
+  if (!format || !(format->reads & kDiffParts)) {
+    fmt::print(err, "gmemhook: diff has no output format '{}'\n", options.format);
+    return kExitReportFailure;
+  }
   SideOptions side{options.leaks, options.device, options.apis};
   std::vector<ProcessSites> base, now;
   RunWarnings warnings;
-  try {
-    base = read_side(options.base, side, warnings);
-    now = read_side(options.now, side, warnings);
-  } catch (const ReadError& e) {
-    fmt::print(err, "gmemhook: {}\n", e.what());
-    return kExitUnreadable;
-  }
+  for (auto [run, sites] : {std::pair{&options.base, &base}, std::pair{&options.now, &now}})
+    if (const int status = read_side(*run, side, warnings, *sites, out, err); status != kExitOk)
+      return status;
   const std::vector<Comparison> comparisons = compare(base, now, options.match_lines);
-  const DiffWriter writer(options, comparisons);
-  std::string doc;
-  switch (options.format) {
-    case OutputFormat::Json:
-      doc = writer.json();
-      break;
-    case OutputFormat::Folded:
-      doc = writer.folded();
-      break;
-    default:
-      doc = writer.text();
-      break;
-  }
+  const DiffModel model(options, comparisons);
+  const std::unique_ptr<Renderer> renderer =
+      format->make({"gmemhook diff " + options.base_arg + " " + options.new_arg, std::nullopt,
+                    options.depth.value_or(0)});
+  std::string doc = renderer->add(model);
+  doc += renderer->finish(model.next_step());
   std::fwrite(doc.data(), 1, doc.size(), out);
   std::fflush(out);
   warnings.print(err);

@@ -10,10 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/output/format.h"
 #include "analyzer/reports/diff_threshold.h"
 #include "analyzer/reports/report.h"
 
 namespace gmemhook::analysis {
+
+// What a diff's model offers the formats (output/format.h): its layout, and stacks weighed twice.
+inline constexpr unsigned kDiffParts = kLayout | kStackPairs;
 
 struct DiffOptions {
   std::filesystem::path base, now;  // run directories or process directories
@@ -21,9 +25,9 @@ struct DiffOptions {
   bool leaks = false;               // compare what was live at the end, not at the peak
   bool match_lines = false;         // a site is also told apart by its lines
   std::optional<GrowthLimit> fail_above;
-  OutputFormat format = OutputFormat::Text;  // text, json or folded
-  std::optional<size_t> top, depth;          // as for the reports (0 = all)
-  bool native = false;                       // text: every frame as recorded (--native)
+  std::string format = "text";       // a format that reads kDiffParts
+  std::optional<size_t> top, depth;  // as for the reports (0 = all)
+  bool native = false;               // text: every frame as recorded (--native)
   std::optional<int32_t> device;
   std::vector<std::string> apis;
 };

@@ -3,12 +3,12 @@
 
 #include <fmt/format.h>
 
-#include "analyzer/log/run_dir.h"
 #include "analyzer/model/block_layer.h"
 #include "analyzer/model/live_view.h"
 #include "analyzer/model/peak_sites.h"
 #include "analyzer/reports/allocated_layer.h"
-#include "analyzer/reports/report_common.h"
+#include "analyzer/reports/process_context.h"
+#include "analyzer/reports/process_walk.h"
 
 namespace gmemhook::analysis {
 
@@ -24,33 +24,28 @@ bool is_memory(const SiteGroup& g) {
 }
 
 DeviceSites device_sites(int32_t device, uint64_t total, const std::vector<SiteGroup>& groups,
-                         const Replay& replay, StackResolver& stacks) {
+                         const FrameLookup& frames) {
   DeviceSites d;
   d.device = device;
   d.total_bytes = total;
   for (const SiteGroup& g : groups) {
     if (!is_memory(g) || g.series.device != device) continue;
-    d.sites.push_back(SiteFrames{frames_of(stacks, replay, g.stack), g.bytes, g.count});
+    d.sites.push_back(SiteFrames{frames(g.stack), g.bytes, g.count});
   }
   return d;
 }
 
 }  // namespace
 
-std::vector<ProcessSites> read_side(const std::filesystem::path& run, const SideOptions& options,
-                                    RunWarnings& warnings) {
-  std::vector<ProcessSites> out;
-  for (const auto& dir : find_process_dirs(run)) {
-    ProcessReader reader = ProcessReader::open(dir);
-    StackResolver stacks(reader);
-    StackInterner interned;
-    Replay replay(interned, options.apis);
+int read_side(const std::filesystem::path& run, const SideOptions& options, RunWarnings& warnings,
+              std::vector<ProcessSites>& out, std::FILE* out_file, std::FILE* err) {
+  return walk_processes(run, std::nullopt, out_file, err, [&](ProcessReader& reader) {
+    ProcessContext process(reader, options.apis);
     PeakSites captured;
-    if (!options.leaks) replay.observe(captured);
     BlockLayer blocks;  // PyTorch's blocks (issue 9): compared when both sides have them
-    replay.observe(blocks);
-    reader.read_events(replay);
-    replay.finish();
+    const Replay replay =
+        options.leaks ? process.pass({&blocks}) : process.pass({&captured, &blocks});
+    const FrameLookup frames = process.frames();
 
     ProcessSites p;
     p.pid = reader.info().pid;
@@ -64,10 +59,10 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
     for (const Series* s : ordered_series(replay)) {
       if (!device_memory(s->key, options)) continue;
       if (options.leaks) {
-        p.devices.push_back(device_sites(s->key.device, s->live_bytes, live, replay, stacks));
+        p.devices.push_back(device_sites(s->key.device, s->live_bytes, live, frames));
       } else {
         p.devices.push_back(
-            device_sites(s->key.device, s->peak_bytes, captured.at_peak(s->key), replay, stacks));
+            device_sites(s->key.device, s->peak_bytes, captured.at_peak(s->key), frames));
       }
       if (const BlockDevice* b = blocks_of(blocks, s->key)) {
         // The allocated layer: blocks (and, for --leaks, memory outside the allocator).
@@ -80,7 +75,7 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
           total = 0;
           for (const SiteGroup& g : groups) total += g.bytes;
         }
-        DeviceSites a = device_sites(s->key.device, total, groups, replay, stacks);
+        DeviceSites a = device_sites(s->key.device, total, groups, frames);
         DeviceSites& d = p.devices.back();
         d.has_allocated = true;
         d.allocated_total_bytes = a.total_bytes;
@@ -88,10 +83,9 @@ std::vector<ProcessSites> read_side(const std::filesystem::path& run, const Side
       }
     }
     for (const ReadWarning& w : reader.warnings()) warnings.add(w.to_string());
-    warnings.add_symbolizer(stacks);
+    warnings.add_symbolizer(process.stacks());
     out.push_back(std::move(p));
-  }
-  return out;
+  });
 }
 
 }  // namespace gmemhook::analysis

@@ -44,9 +44,10 @@ struct SideOptions {
   std::vector<std::string> apis;  // only these entry points (empty: all)
 };
 
-// Reads every process of `run` (a run directory or one process directory), in pid order.
-// Warnings go to `warnings`; throws ReadError on an unreadable log.
-std::vector<ProcessSites> read_side(const std::filesystem::path& run, const SideOptions& options,
-                                    RunWarnings& warnings);
+// Reads every process of `run` (a run directory or one process directory), in pid order, into
+// `sites`. Warnings go to `warnings`. Returns kExitOk, or kExitUnreadable after saying why on
+// `err`.
+int read_side(const std::filesystem::path& run, const SideOptions& options, RunWarnings& warnings,
+              std::vector<ProcessSites>& sites, std::FILE* out, std::FILE* err);
 
 }  // namespace gmemhook::analysis

@@ -11,8 +11,9 @@
 #include <string_view>
 
 #include "analyzer/log/event_info.h"
-#include "analyzer/symbols/python_lines.h"
 #include "analyzer/log/reader.h"
+#include "analyzer/reports/process_walk.h"
+#include "analyzer/symbols/python_lines.h"
 
 namespace gmemhook::analysis {
 
@@ -79,8 +80,7 @@ void print_process_info(std::FILE* out, const ProcessReader& r) {
   const ProcessInfo& p = r.info();
   std::string line =
       fmt::format("process pid={} ppid={} exe={} argv=[", p.pid, p.ppid, as_token(p.exe));
-  for (size_t i = 0; i < p.argv.size(); ++i)
-    line += (i ? ", " : "") + as_token(p.argv[i]);
+  for (size_t i = 0; i < p.argv.size(); ++i) line += (i ? ", " : "") + as_token(p.argv[i]);
   line += "]";
   if (!p.rank.empty()) line += " rank=" + as_token(p.rank);
   if (!p.local_rank.empty()) line += " local_rank=" + as_token(p.local_rank);
@@ -122,7 +122,7 @@ class EventPrinter : public EventVisitor {
  public:
   EventPrinter(std::FILE* out, uint64_t start_ns) : out_(out), start_ns_(start_ns) {}
 
-  void on_event(const format::Event& ev, const ThreadLog& t) override {
+  void on_event(const format::Event& ev, const ThreadFileReader& t) override {
     line_.clear();
     auto out = fmt::appender(line_);
     fmt::format_to(out, "seq={} t=", ev.seq);
@@ -149,7 +149,7 @@ class EventPrinter : public EventVisitor {
     emit();
   }
 
-  void on_stack(uint32_t id, std::span<const uint64_t> frames, const ThreadLog& t) override {
+  void on_stack(uint32_t id, std::span<const uint64_t> frames, const ThreadFileReader& t) override {
     line_.clear();
     auto out = fmt::appender(line_);
     fmt::format_to(out, "stack {} tid={}:", id, t.tid());
@@ -169,7 +169,7 @@ class EventPrinter : public EventVisitor {
     emit();
   }
 
-  void on_py_code(const PyCode& c, const ThreadLog& t) override {
+  void on_py_code(const PyCode& c, const ThreadFileReader& t) override {
     line_.clear();
     fmt::format_to(fmt::appender(line_),
                    "pycode {} tid={}: python={}.{} file={} name={} qualname={} first_line={} "
@@ -180,7 +180,7 @@ class EventPrinter : public EventVisitor {
     emit();
   }
 
-  void on_note(const Note& note, const ThreadLog& t) override {
+  void on_note(const Note& note, const ThreadFileReader& t) override {
     fmt::print(out_, "note tid={}: {}\n", t.tid(), as_token(note.text));
   }
 
@@ -207,12 +207,11 @@ void print_end(std::FILE* out, const ProcessReader& r) {
              e.cuda_used ? 1 : 0, since_start(r.start_ns() + e.time_delta_ns, r.start_ns()));
 }
 
-void dump_process(std::FILE* out, std::FILE* err, const std::filesystem::path& dir) {
-  ProcessReader r = ProcessReader::open(dir);
+void dump_process(std::FILE* out, std::FILE* err, ProcessReader& r) {
   print_process_info(out, r);
   print_process_records(out, r);
   for (size_t i = 0; i < r.thread_count(); ++i) {
-    const ThreadLog& t = r.thread(i);
+    const ThreadFileReader& t = r.thread(i);
     fmt::print(out, "thread tid={} file={} chunk_size={} start={}\n", t.tid(), as_token(t.name()),
                t.header().chunk_size, since_start(t.header().start_monotonic_ns, r.start_ns()));
   }
@@ -226,18 +225,11 @@ void dump_process(std::FILE* out, std::FILE* err, const std::filesystem::path& d
 }  // namespace
 
 int dump_command(const std::filesystem::path& run, std::FILE* out, std::FILE* err) {
-  try {
-    auto dirs = find_process_dirs(run);
-    for (size_t i = 0; i < dirs.size(); ++i) {
-      if (i) fmt::print(out, "\n");
-      dump_process(out, err, dirs[i]);
-    }
-  } catch (const ReadError& e) {
-    std::fflush(out);
-    fmt::print(err, "gmemhook: {}\n", e.what());
-    return 2;
-  }
-  return 0;
+  size_t dumped = 0;
+  return walk_processes(run, std::nullopt, out, err, [&](ProcessReader& reader) {
+    if (dumped++) fmt::print(out, "\n");
+    dump_process(out, err, reader);
+  });
 }
 
 }  // namespace gmemhook::analysis

@@ -14,7 +14,8 @@
 #include "analyzer/model/pool_tracker.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/allocated_layer.h"
-#include "analyzer/reports/report_common.h"
+#include "analyzer/reports/process_context.h"
+#include "analyzer/reports/report.h"
 
 namespace gmemhook::analysis {
 
@@ -76,183 +77,26 @@ std::string device_name(int32_t device) {
   return device == kNoDevice ? "device ?" : "device " + std::to_string(device);
 }
 
-class FragmentationReport : public Report {
+// What `fragmentation` found in one process: per device the live set's layout at each moment,
+// PyTorch's segments, and the remedies that follow; rendered as text or JSON.
+class FragmentationModel final : public ReportModel {
  public:
-  explicit FragmentationReport(const ReportOptions& options) : options_(options) {}
+  FragmentationModel(const ReportOptions& options, ProcessHeader header, FrameLookup frames,
+                     std::vector<DeviceFrames> devices, std::vector<std::string> remedies)
+      : options_(options),
+        h_(std::move(header)),
+        frames_(frames),
+        devices_(std::move(devices)),
+        remedies_(std::move(remedies)) {}
 
-  ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
-                    JsonWriter* json) override {
-    StackInterner interned;
-    Replay replay(interned, options_.apis);
-    PoolTracker pools;
-    replay.observe(pools);
-    BlockLayer blocks;  // PyTorch's blocks (issue 9)
-    replay.observe(blocks);
-    reader.read_events(replay);
-    replay.finish();
-    const ReadFacts facts = read_facts(reader, replay);
-    const ProcessEnd end = process_end(reader, facts, replay);
-
-    std::vector<DeviceFrames> devices;
-    std::vector<uint64_t> seqs;
-    for (const Series& s : replay.series()) {
-      if (s.key.memory != format::MemoryType::Device || !wanted_series(options_, s.key)) continue;
-      DeviceFrames d;
-      d.device = s.key.device;
-      d.peak_seq = s.peak_seq;
-      if (s.peak_seq) seqs.push_back(s.peak_seq);
-      if (!s.failures.empty()) {
-        d.first_failure = s.failures.front();
-        seqs.push_back(s.failures.front().seq);
-      }
-      if (const BlockDevice* b = blocks_of(blocks, s.key)) {
-        d.blocks = true;
-        d.most_idle_seq = b->worst_idle_seq;
-        if (d.most_idle_seq) seqs.push_back(d.most_idle_seq);
-      }
-      devices.push_back(std::move(d));
-    }
-    std::sort(devices.begin(), devices.end(),
-              [](const DeviceFrames& a, const DeviceFrames& b) { return a.device < b.device; });
-
-    // The second pass's replay and pools, while it runs.
-    const PoolTracker* pools_now = &pools;
-    auto take = [&](const Replay& r, DeviceFrames& d, Moment at) {
-      d.snapshots.push_back(
-          {at, r.last_seq(), r.last_time_ns(), measure_fragmentation(r, *pools_now, d.device)});
-    };
-    // The end comes from this first pass; the second one stops after the last moment wanted.
-    std::vector<Snapshot> at_end;
-    for (DeviceFrames& d : devices) {
-      take(replay, d, Moment::End);
-      at_end.push_back(std::move(d.snapshots.back()));
-      d.snapshots.clear();
-    }
-    if (options_.at_seq) seqs.push_back(*options_.at_seq);
-    if (!seqs.empty() || options_.at_seconds) {
-      Replay second(interned, options_.apis);
-      PoolTracker second_pools;
-      pools_now = &second_pools;
-      second.observe(second_pools);
-      BlockLayer second_blocks;
-      second.observe(second_blocks);
-      Checkpoints at_seqs(
-          seqs,
-          [&](const Replay& r, uint64_t seq) {
-            for (DeviceFrames& d : devices) {
-              if (d.peak_seq == seq) take(r, d, Moment::Peak);
-              if (d.blocks && d.peak_seq == seq) take_allocator(r, second_blocks, d, "peak");
-              if (d.blocks && d.most_idle_seq == seq)
-                take_allocator(r, second_blocks, d, "most-idle");
-              if (d.first_failure && d.first_failure->seq == seq) take(r, d, Moment::FirstFailure);
-              if (options_.at_seq && *options_.at_seq == seq) take(r, d, Moment::Seq);
-            }
-          },
-          !options_.at_seconds);
-      second.observe(at_seqs);
-      std::optional<Checkpoints> at_time;
-      if (options_.at_seconds && !options_.at_seq) {
-        at_time.emplace(at_time_ns(reader, *options_.at_seconds), [&](const Replay& r) {
-          for (DeviceFrames& d : devices) take(r, d, Moment::Time);
-        });
-        second.observe(*at_time);
-      }
-      try {
-        reader.read_events(second);
-        second.finish();
-      } catch (const Replay::Stop&) {
-        // Every moment wanted was taken: the rest of the log cannot change them.
-      }
-    }
-    for (size_t i = 0; i < devices.size(); ++i)
-      devices[i].snapshots.push_back(std::move(at_end[i]));
-
-    const std::vector<std::string> remedies = find_remedies(reader, devices);
-    if (json)
-      write_json(reader, stacks, facts, end, devices, remedies, *json);
-    else
-      write_text(reader, end, devices, remedies, text);
-    return facts;
-  }
-
-  static void take_allocator(const Replay& replay, const BlockLayer& blocks, DeviceFrames& d,
-                             const char* at) {
-    DeviceFrames::AllocatorView v{at, replay.last_seq(), replay.last_time_ns(), 0, 0, {}};
-    for (const Series& s : replay.series())
-      if (s.key.device == d.device && s.key.memory == format::MemoryType::Device)
-        v.reserved_bytes = s.live_bytes;
-    if (const BlockDevice* b = blocks.device(d.device)) v.allocated_bytes = b->live_bytes;
-    v.segments = blocks.segment_use(d.device);
-    d.allocator.push_back(std::move(v));
-  }
-
-  void finish(std::string& text) override {
-    text += "\n";
-    const std::string run = shell_word(options_.run_arg);
-    text += hint_line("gmemhook peak " + run, "which call sites held the memory at the peak");
-  }
+  void text(std::string& text) const override { write_text(text); }
+  void json(JsonWriter& json) const override { write_json(json); }
 
  private:
-  std::vector<std::string> find_remedies(const ProcessReader& reader,
-                                         const std::vector<DeviceFrames>& devices) const {
-    std::vector<std::string> out;
-    const bool pytorch = uses_pytorch(reader);
-    for (const DeviceFrames& d : devices) {
-      const std::string dev = device_name(d.device);
-      bool scattered = false;
-      for (const Snapshot& s : d.snapshots) {
-        const Fragmentation& f = s.f;
-        if (s.at == Moment::FirstFailure && d.first_failure) {
-          const uint64_t want = d.first_failure->bytes;
-          if (want > f.largest_gap_bytes && want <= f.gap_bytes)
-            out.push_back(fmt::format(
-                "{}: the failed {} request would have fit in the gaps together ({}) but in "
-                "none of them (largest {}): fragmentation, not capacity.",
-                dev, human_size(want), human_size(f.gap_bytes), human_size(f.largest_gap_bytes)));
-        }
-        if (s.at != Moment::End && f.gap_count >= 2 && f.fragmentation >= 0.5 &&
-            f.gap_bytes * 10 >= f.span_bytes)
-          scattered = true;
-      }
-      if (scattered)
-        out.push_back(
-            pytorch ? fmt::format("{}: free space is scattered in small holes between live blocks. "
-                                  "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so PyTorch "
-                                  "grows mapped segments instead of leaving holes.",
-                                  dev)
-                    : fmt::format(
-                          "{}: free space is scattered in small holes between live blocks. "
-                          "Allocate long-lived buffers first (or from one arena) so short-lived "
-                          "ones don't leave holes between them; with PyTorch, set "
-                          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
-                          dev));
-      const Snapshot& last = d.snapshots.back();
-      for (const PoolView& p : last.f.pools) {
-        const uint64_t idle = p.high_water_bytes - std::min(p.high_water_bytes, p.live_bytes);
-        if (idle >= (64u << 20) && idle >= p.live_bytes)
-          out.push_back(fmt::format(
-              "{}: {} may keep up to {} it no longer hands out (high-water mark {}, {} live): "
-              "cudaMemPoolTrimTo or a lower cudaMemPoolAttrReleaseThreshold gives it back.",
-              dev, p.handle ? fmt::format("pool {:#x}", p.handle) : std::string("the default pool"),
-              human_size(idle), human_size(p.high_water_bytes), human_size(p.live_bytes)));
-      }
-      for (const Snapshot& s : d.snapshots) {
-        if (s.at != Moment::Peak) continue;
-        const uint64_t lost = s.f.granted_bytes - s.f.live_bytes;
-        if (lost >= (1u << 20) && lost * 10 >= s.f.granted_bytes)
-          out.push_back(
-              fmt::format("{}: rounding small requests up to the granularity costs {} at the peak; "
-                          "suballocate small buffers from one larger allocation.",
-                          dev, human_size(lost)));
-      }
-    }
-    return out;
-  }
-
-  static std::string moment_text(const ProcessReader& reader, const DeviceFrames& d,
-                                 const Snapshot& s, const ProcessEnd& end) {
+  std::string moment_text(const DeviceFrames& d, const Snapshot& s) const {
+    const ProcessEnd& end = h_.end;
     const std::string when =
-        fmt::format("{} (seq {})", human_duration(since_start(reader, s.time_ns)), s.seq);
+        fmt::format("{} (seq {})", human_duration(since_start(h_, s.time_ns)), s.seq);
     if (s.at == Moment::Peak) return "at the peak, " + when;
     if (s.at == Moment::FirstFailure)
       return fmt::format("at the first failed allocation ({} of {}), {}",
@@ -263,10 +107,10 @@ class FragmentationReport : public Report {
     return "at " + when;
   }
 
-  void write_text(const ProcessReader& reader, const ProcessEnd& end,
-                  const std::vector<DeviceFrames>& devices,
-                  const std::vector<std::string>& remedies, std::string& text) const {
-    text += fmt::format("{}: {}\n", process_title(reader), end.text);
+  void write_text(std::string& text) const {
+    const ProcessEnd& end = h_.end;
+    const std::vector<DeviceFrames>& devices = devices_;
+    text += fmt::format("{}: {}\n", h_.title, end.text);
     if (devices.empty()) text += "  no device memory recorded\n";
     auto line = [&](const char* label, const std::string& value, const char* why) {
       text += fmt::format("  {:<15}{:<30} {}\n", label, value, why);
@@ -279,7 +123,7 @@ class FragmentationReport : public Report {
         const bool chosen = asked ? s.at == Moment::Seq || s.at == Moment::Time : i == worst;
         if (!options_.all_moments && !chosen) continue;
         const Fragmentation& f = s.f;
-        text += fmt::format("\n{} {}{}:\n", device_name(d.device), moment_text(reader, d, s, end),
+        text += fmt::format("\n{} {}{}:\n", device_name(d.device), moment_text(d, s),
                             !asked && i == worst && !options_.all_moments
                                 ? "; the worst moment: " + why + " (--all-moments shows the others)"
                                 : "");
@@ -332,22 +176,21 @@ class FragmentationReport : public Report {
             device_name(d.device),
             std::string_view(v.at) == "peak" ? "at the reserved peak"
                                              : "when most reserved memory held no block",
-            human_duration(since_start(reader, v.time_ns)), v.seq, human_size(v.reserved_bytes),
+            human_duration(since_start(h_, v.time_ns)), v.seq, human_size(v.reserved_bytes),
             human_size(v.allocated_bytes),
             human_size(v.reserved_bytes - std::min(v.reserved_bytes, v.allocated_bytes)));
         append_segment_view(text, v.segments);
       }
-    if (!remedies.empty()) {
+    if (!remedies_.empty()) {
       text += "\n";
-      for (const std::string& r : remedies) text += "remedy: " + r + "\n";
+      for (const std::string& r : remedies_) text += "remedy: " + r + "\n";
     }
   }
 
-  void write_json(const ProcessReader& reader, const StackResolver& stacks, const ReadFacts& facts,
-                  const ProcessEnd& end, const std::vector<DeviceFrames>& devices,
-                  const std::vector<std::string>& remedies, JsonWriter& json) const {
+  void write_json(JsonWriter& json) const {
+    const std::vector<DeviceFrames>& devices = devices_;
     json.begin_object();
-    write_process_fields(json, reader, end);
+    write_process_fields(json, h_);
     json.key("devices");
     json.begin_array();
     for (const DeviceFrames& d : devices) {
@@ -357,7 +200,7 @@ class FragmentationReport : public Report {
         write_series_fields(json, {d.device, format::MemoryType::Device});
         json.field("at", moment_name(s.at));
         json.field("seq", s.seq);
-        json.field("time_ns", since_start(reader, s.time_ns));
+        json.field("time_ns", since_start(h_, s.time_ns));
         if (s.at == Moment::FirstFailure) {
           json.key("failed_request");
           json.begin_object();
@@ -421,7 +264,7 @@ class FragmentationReport : public Report {
         json.field("device", d.device);
         json.field("at", v.at);
         json.field("seq", v.seq);
-        json.field("time_ns", since_start(reader, v.time_ns));
+        json.field("time_ns", since_start(h_, v.time_ns));
         json.field("reserved_bytes", v.reserved_bytes);
         json.field("allocated_bytes", v.allocated_bytes);
         write_segment_view(json, v.segments);
@@ -430,10 +273,170 @@ class FragmentationReport : public Report {
     json.end_array();
     json.key("remedies");
     json.begin_array();
-    for (const std::string& r : remedies) json.value(r);
+    for (const std::string& r : remedies_) json.value(r);
     json.end_array();
-    write_warnings(json, facts, stacks);
+    write_warnings(json, h_.facts, frames_.resolver());
     json.end_object();
+  }
+
+  const ReportOptions& options_;
+  ProcessHeader h_;
+  FrameLookup frames_;
+  std::vector<DeviceFrames> devices_;
+  std::vector<std::string> remedies_;
+};
+
+class FragmentationReport : public Report {
+ public:
+  explicit FragmentationReport(const ReportOptions& options) : options_(options) {}
+
+  std::unique_ptr<ReportModel> analyze(ProcessContext& process) override {
+    PoolTracker pools;
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    const Replay replay = process.pass({&pools, &blocks});
+
+    std::vector<DeviceFrames> devices;
+    std::vector<uint64_t> seqs;
+    for (const Series& s : replay.series()) {
+      if (s.key.memory != format::MemoryType::Device || !wanted_series(options_, s.key)) continue;
+      DeviceFrames d;
+      d.device = s.key.device;
+      d.peak_seq = s.peak_seq;
+      if (s.peak_seq) seqs.push_back(s.peak_seq);
+      if (!s.failures.empty()) {
+        d.first_failure = s.failures.front();
+        seqs.push_back(s.failures.front().seq);
+      }
+      if (const BlockDevice* b = blocks_of(blocks, s.key)) {
+        d.blocks = true;
+        d.most_idle_seq = b->worst_idle_seq;
+        if (d.most_idle_seq) seqs.push_back(d.most_idle_seq);
+      }
+      devices.push_back(std::move(d));
+    }
+    std::sort(devices.begin(), devices.end(),
+              [](const DeviceFrames& a, const DeviceFrames& b) { return a.device < b.device; });
+
+    // The second pass's replay and pools, while it runs.
+    const PoolTracker* pools_now = &pools;
+    auto take = [&](const Replay& r, DeviceFrames& d, Moment at) {
+      d.snapshots.push_back(
+          {at, r.last_seq(), r.last_time_ns(), measure_fragmentation(r, *pools_now, d.device)});
+    };
+    // The end comes from this first pass; the second one stops after the last moment wanted.
+    std::vector<Snapshot> at_end;
+    for (DeviceFrames& d : devices) {
+      take(replay, d, Moment::End);
+      at_end.push_back(std::move(d.snapshots.back()));
+      d.snapshots.clear();
+    }
+    if (options_.at_seq) seqs.push_back(*options_.at_seq);
+    if (!seqs.empty() || options_.at_seconds) {
+      PoolTracker second_pools;
+      pools_now = &second_pools;
+      BlockLayer second_blocks;
+      Checkpoints at_seqs(
+          seqs,
+          [&](const Replay& r, uint64_t seq) {
+            for (DeviceFrames& d : devices) {
+              if (d.peak_seq == seq) take(r, d, Moment::Peak);
+              if (d.blocks && d.peak_seq == seq) take_allocator(r, second_blocks, d, "peak");
+              if (d.blocks && d.most_idle_seq == seq)
+                take_allocator(r, second_blocks, d, "most-idle");
+              if (d.first_failure && d.first_failure->seq == seq) take(r, d, Moment::FirstFailure);
+              if (options_.at_seq && *options_.at_seq == seq) take(r, d, Moment::Seq);
+            }
+          },
+          !options_.at_seconds);
+      std::optional<Checkpoints> at_time;
+      if (options_.at_seconds && !options_.at_seq) {
+        at_time.emplace(at_time_ns(process.reader(), *options_.at_seconds), [&](const Replay& r) {
+          for (DeviceFrames& d : devices) take(r, d, Moment::Time);
+        });
+        process.pass({&second_pools, &second_blocks, &at_seqs, &*at_time});
+      } else {
+        process.pass({&second_pools, &second_blocks, &at_seqs});
+      }
+    }
+    for (size_t i = 0; i < devices.size(); ++i)
+      devices[i].snapshots.push_back(std::move(at_end[i]));
+
+    std::vector<std::string> remedies = find_remedies(process.reader(), devices);
+    return std::make_unique<FragmentationModel>(options_, process.header(), process.frames(),
+                                                std::move(devices), std::move(remedies));
+  }
+
+  static void take_allocator(const Replay& replay, const BlockLayer& blocks, DeviceFrames& d,
+                             const char* at) {
+    DeviceFrames::AllocatorView v{at, replay.last_seq(), replay.last_time_ns(), 0, 0, {}};
+    for (const Series& s : replay.series())
+      if (s.key.device == d.device && s.key.memory == format::MemoryType::Device)
+        v.reserved_bytes = s.live_bytes;
+    if (const BlockDevice* b = blocks.device(d.device)) v.allocated_bytes = b->live_bytes;
+    v.segments = blocks.segment_use(d.device);
+    d.allocator.push_back(std::move(v));
+  }
+
+  std::string next_step() const override {
+    return hint_line("gmemhook peak " + shell_word(options_.run_arg),
+                     "which call sites held the memory at the peak");
+  }
+
+ private:
+  std::vector<std::string> find_remedies(const ProcessReader& reader,
+                                         const std::vector<DeviceFrames>& devices) const {
+    std::vector<std::string> out;
+    const bool pytorch = uses_pytorch(reader);
+    for (const DeviceFrames& d : devices) {
+      const std::string dev = device_name(d.device);
+      bool scattered = false;
+      for (const Snapshot& s : d.snapshots) {
+        const Fragmentation& f = s.f;
+        if (s.at == Moment::FirstFailure && d.first_failure) {
+          const uint64_t want = d.first_failure->bytes;
+          if (want > f.largest_gap_bytes && want <= f.gap_bytes)
+            out.push_back(fmt::format(
+                "{}: the failed {} request would have fit in the gaps together ({}) but in "
+                "none of them (largest {}): fragmentation, not capacity.",
+                dev, human_size(want), human_size(f.gap_bytes), human_size(f.largest_gap_bytes)));
+        }
+        if (s.at != Moment::End && f.gap_count >= 2 && f.fragmentation >= 0.5 &&
+            f.gap_bytes * 10 >= f.span_bytes)
+          scattered = true;
+      }
+      if (scattered)
+        out.push_back(
+            pytorch ? fmt::format("{}: free space is scattered in small holes between live blocks. "
+                                  "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so PyTorch "
+                                  "grows mapped segments instead of leaving holes.",
+                                  dev)
+                    : fmt::format(
+                          "{}: free space is scattered in small holes between live blocks. "
+                          "Allocate long-lived buffers first (or from one arena) so short-lived "
+                          "ones don't leave holes between them; with PyTorch, set "
+                          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+                          dev));
+      const Snapshot& last = d.snapshots.back();
+      for (const PoolView& p : last.f.pools) {
+        const uint64_t idle = p.high_water_bytes - std::min(p.high_water_bytes, p.live_bytes);
+        if (idle >= (64u << 20) && idle >= p.live_bytes)
+          out.push_back(fmt::format(
+              "{}: {} may keep up to {} it no longer hands out (high-water mark {}, {} live): "
+              "cudaMemPoolTrimTo or a lower cudaMemPoolAttrReleaseThreshold gives it back.",
+              dev, p.handle ? fmt::format("pool {:#x}", p.handle) : std::string("the default pool"),
+              human_size(idle), human_size(p.high_water_bytes), human_size(p.live_bytes)));
+      }
+      for (const Snapshot& s : d.snapshots) {
+        if (s.at != Moment::Peak) continue;
+        const uint64_t lost = s.f.granted_bytes - s.f.live_bytes;
+        if (lost >= (1u << 20) && lost * 10 >= s.f.granted_bytes)
+          out.push_back(
+              fmt::format("{}: rounding small requests up to the granularity costs {} at the peak; "
+                          "suballocate small buffers from one larger allocation.",
+                          dev, human_size(lost)));
+      }
+    }
+    return out;
   }
 
   const ReportOptions& options_;

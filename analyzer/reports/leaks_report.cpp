@@ -9,11 +9,11 @@
 #include "analyzer/log/event_info.h"
 #include "analyzer/model/block_layer.h"
 #include "analyzer/model/checkpoints.h"
-#include "analyzer/output/stack_export.h"
 #include "analyzer/output/stack_text.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/allocated_layer.h"
-#include "analyzer/reports/report_common.h"
+#include "analyzer/reports/process_context.h"
+#include "analyzer/reports/report.h"
 
 namespace gmemhook::analysis {
 
@@ -53,106 +53,50 @@ struct LiveAtMoment {
   std::vector<CachedSegments> cached;  // PyTorch's cache: not leaks (issue 9)
 };
 
-class LeaksReport : public Report {
+struct Total {
+  uint64_t bytes = 0, count = 0;
+};
+
+// What `leaks` found in one process; rendered as text, JSON or weighted stacks.
+class LeaksModel final : public ReportModel {
  public:
-  explicit LeaksReport(const ReportOptions& options)
+  LeaksModel(const ReportOptions& options, ProcessHeader header, FrameLookup frames,
+             std::vector<SeriesKey> series, LiveAtMoment live)
       : options_(options),
-        export_(make_stack_export(options.format, options.depth.value_or(0),
-                                  "gmemhook leaks " + options.run_arg)) {}
+        h_(std::move(header)),
+        frames_(frames),
+        series_(std::move(series)),
+        m_(std::move(live)) {}
 
-  ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
-                    JsonWriter* json) override {
-    StackInterner interned;
-    Replay replay(interned, options_.apis);
-    LiveAtMoment m;
-    bool captured = false;
-    BlockLayer blocks;  // PyTorch's blocks (issue 9)
-    replay.observe(blocks);
-    auto capture = [&](const Replay& r, std::optional<uint64_t> time_ns) {
-      const auto want = [&](const SeriesKey& k) { return wanted_series(options_, k); };
-      // With PyTorch's blocks, the leaks are the tensors; the allocator's segments are not.
-      m.groups = with_blocks(r, blocks, group_live(r, want, true), want);
-      m.cached = cached_now(blocks, want);
-      m.seq = r.last_seq();
-      m.time_ns = time_ns.value_or(r.last_time_ns());
-      captured = true;
-    };
-    std::optional<Checkpoints> moment;
-    if (options_.at_seq) {
-      m.at = Moment::Seq;
-      moment.emplace(std::vector<uint64_t>{*options_.at_seq},
-                     [&](const Replay& r, uint64_t) { capture(r, std::nullopt); });
-    } else if (options_.at_seconds) {
-      m.at = Moment::Time;
-      const uint64_t at = at_time_ns(reader, *options_.at_seconds);
-      moment.emplace(at, [&, at](const Replay& r) { capture(r, at); });
-    }
-    if (moment) replay.observe(*moment);
-    reader.read_events(replay);
-    replay.finish();
-    if (!captured) capture(replay, std::nullopt);
-    const ReadFacts facts = read_facts(reader, replay);
-    const ProcessEnd end = process_end(reader, facts, replay);
+  void text(std::string& text) const override { write_text(text); }
+  void json(JsonWriter& json) const override { write_json(json); }
 
-    for (const SiteGroup& g : m.groups)
-      if (is_memory(g)) {
-        auto& t = totals_[static_cast<size_t>(g.series.memory)];
-        t.bytes += g.bytes;
-        t.count += g.count;
+  // --format folded / speedscope: memory only (address space holds none), a profile per series.
+  void stacks(StackExport& out) const override {
+    const size_t top = options_.top.value_or(0);
+    for (const SeriesKey& key : series_) {
+      size_t shown = 0;
+      for (const SiteGroup& g : m_.groups) {
+        if (!is_memory(g) || !(g.series == key) || (top && shown >= top)) continue;
+        if (shown++ == 0)
+          out.begin_profile(
+              fmt::format("{}: {} live at {}", h_.title, series_label(key),
+                          m_.at == Moment::End ? "end" : "seq " + std::to_string(m_.seq)));
+        out.add(frames_(g.stack), g.bytes);
       }
-    if (export_)
-      export_leaks(reader, replay, stacks, m);
-    else if (json)
-      write_json(reader, replay, stacks, facts, end, m, *json);
-    else
-      write_text(reader, replay, stacks, end, m, text);
-    return facts;
-  }
-
-  void finish(std::string& text) override {
-    if (export_) {
-      text += export_->finish();
-      return;
     }
-    text += "\n";
-    const std::string run = shell_word(options_.run_arg);
-    if (totals_[0].bytes || totals_[1].bytes || totals_[2].bytes)
-      text += hint_line("gmemhook peak " + run, "who held the memory at the peak");
-    else
-      text += hint_line("gmemhook summary " + run, "allocations, peaks and failures per device");
   }
 
  private:
-  struct Total {
-    uint64_t bytes = 0, count = 0;
-  };
-
-  // --format folded / speedscope: memory only (address space holds none), a profile per series.
-  void export_leaks(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                    const LiveAtMoment& m) {
-    const size_t top = options_.top.value_or(0);
-    for (const Series* s : ordered_series(replay)) {
-      if (!wanted_series(options_, s->key)) continue;
-      size_t shown = 0;
-      for (const SiteGroup& g : m.groups) {
-        if (!is_memory(g) || !(g.series == s->key) || (top && shown >= top)) continue;
-        if (shown++ == 0)
-          export_->begin_profile(
-              fmt::format("{}: {} live at {}", process_title(reader), series_label(s->key),
-                          m.at == Moment::End ? "end" : "seq " + std::to_string(m.seq)));
-        export_->add(frames_of(stacks, replay, g.stack), g.bytes);
-      }
-    }
-  }
-
-  void write_text(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                  const ProcessEnd& end, const LiveAtMoment& m, std::string& text) const {
+  void write_text(std::string& text) const {
+    const LiveAtMoment& m = m_;
+    const ProcessEnd& end = h_.end;
     const bool at_end = m.at == Moment::End;
     std::string heading, verb;
     if (!at_end) {
-      heading = fmt::format("live at {} (after seq {})",
-                            human_duration(since_start(reader, m.time_ns)), m.seq);
-      verb = fmt::format("Live at {}:", human_duration(since_start(reader, m.time_ns)));
+      heading = fmt::format("live at {} (after seq {})", human_duration(since_start(h_, m.time_ns)),
+                            m.seq);
+      verb = fmt::format("Live at {}:", human_duration(since_start(h_, m.time_ns)));
     } else if (exited_with_full_log(end)) {
       heading = "never freed (leaked at exit)";
       verb = "Leaked";
@@ -166,7 +110,7 @@ class LeaksReport : public Report {
       heading = "live at the moment it died";
       verb = "Live when it died:";
     }
-    text += fmt::format("{}: {}; {}\n", process_title(reader), end.text, heading);
+    text += fmt::format("{}: {}; {}\n", h_.title, end.text, heading);
 
     const size_t top = top_limit(options_, kTextTop);
     const StackStyle style = stack_style(options_, kTextDepth);
@@ -180,7 +124,7 @@ class LeaksReport : public Report {
     }
     std::vector<SiteStack> sites;
     for (const SiteGroup* g : memory)
-      sites.push_back({&frames_of(stacks, replay, g->stack), g->bytes, g->count, where(*g)});
+      sites.push_back({&frames_(g->stack), g->bytes, g->count, where(*g)});
     size_t shown = 0;
     Total omitted;
     for (const SiteRow& row : group_sites(sites, options_.group_by)) {
@@ -193,7 +137,7 @@ class LeaksReport : public Report {
       const SiteGroup& g = *memory[row.members.front()];
       const bool physical = g.kind == LiveKind::Physical;
       const std::string things_held =
-          physical ? plural(row.count, "physical allocation", "physical allocations")
+          physical              ? plural(row.count, "physical allocation", "physical allocations")
           : is_block_api(g.api) ? plural(row.count, "block", "blocks")
                                 : plural(row.count, "allocation", "allocations");
       text += fmt::format("\n{} {} in {} {}{}:\n", verb, size_and_bytes(row.bytes), things_held,
@@ -226,7 +170,7 @@ class LeaksReport : public Report {
         text += fmt::format("\nStill reserved: {} of address space in {} ({}, {}) reserved from:\n",
                             size_and_bytes(g.bytes), plural(g.count, "range", "ranges"),
                             api_name(g.api), series_label(g.series));
-      append_frames(text, frames_of(stacks, replay, g.stack), style, "    ");
+      append_frames(text, frames_(g.stack), style, "    ");
     }
 
     uint64_t cached_bytes = 0;
@@ -259,16 +203,15 @@ class LeaksReport : public Report {
     text += ".\n";
   }
 
-  void write_json(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                  const ReadFacts& facts, const ProcessEnd& end, const LiveAtMoment& m,
-                  JsonWriter& json) const {
+  void write_json(JsonWriter& json) const {
+    const LiveAtMoment& m = m_;
     const size_t top = top_limit(options_, kTextTop);
     const size_t depth = depth_limit(options_, kTextDepth);
     json.begin_object();
-    write_process_fields(json, reader, end);
+    write_process_fields(json, h_);
     json.field("at", moment_name(m.at));
     json.field("at_seq", m.seq);
-    json.field("at_time_ns", since_start(reader, m.time_ns));
+    json.field("at_time_ns", since_start(h_, m.time_ns));
     Total total;
     std::array<Total, 4> by_memory{};
     for (const SiteGroup& g : m.groups)
@@ -304,18 +247,75 @@ class LeaksReport : public Report {
         json.field("kind", is_block_api(g.api) ? "block" : kind_name(g.kind));
         json.field("bytes", g.bytes);
         json.field("count", g.count);
-        write_frames(json, frames_of(stacks, replay, g.stack), depth);
+        write_frames(json, frames_(g.stack), depth);
         json.end_object();
       }
       json.end_array();
     }
     write_cached(json, m.cached);
-    write_warnings(json, facts, stacks);
+    write_warnings(json, h_.facts, frames_.resolver());
     json.end_object();
   }
 
   const ReportOptions& options_;
-  std::unique_ptr<StackExport> export_;  // --format folded / speedscope, else null
+  ProcessHeader h_;
+  FrameLookup frames_;
+  std::vector<SeriesKey> series_;  // in report order, as --device and --memory leave them
+  LiveAtMoment m_;
+};
+
+class LeaksReport : public Report {
+ public:
+  explicit LeaksReport(const ReportOptions& options) : options_(options) {}
+
+  std::unique_ptr<ReportModel> analyze(ProcessContext& process) override {
+    LiveAtMoment m;
+    bool captured = false;
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    auto capture = [&](const Replay& r, std::optional<uint64_t> time_ns) {
+      const auto want = [&](const SeriesKey& k) { return wanted_series(options_, k); };
+      // With PyTorch's blocks, the leaks are the tensors; the allocator's segments are not.
+      m.groups = with_blocks(r, blocks, group_live(r, want, true), want);
+      m.cached = cached_now(blocks, want);
+      m.seq = r.last_seq();
+      m.time_ns = time_ns.value_or(r.last_time_ns());
+      captured = true;
+    };
+    std::optional<Checkpoints> moment;
+    if (options_.at_seq) {
+      m.at = Moment::Seq;
+      moment.emplace(std::vector<uint64_t>{*options_.at_seq},
+                     [&](const Replay& r, uint64_t) { capture(r, std::nullopt); });
+    } else if (options_.at_seconds) {
+      m.at = Moment::Time;
+      const uint64_t at = at_time_ns(process.reader(), *options_.at_seconds);
+      moment.emplace(at, [&, at](const Replay& r) { capture(r, at); });
+    }
+    const Replay replay = moment ? process.pass({&blocks, &*moment}) : process.pass({&blocks});
+    if (!captured) capture(replay, std::nullopt);
+
+    for (const SiteGroup& g : m.groups)
+      if (is_memory(g)) {
+        auto& t = totals_[static_cast<size_t>(g.series.memory)];
+        t.bytes += g.bytes;
+        t.count += g.count;
+      }
+    std::vector<SeriesKey> series;
+    for (const Series* s : ordered_series(replay))
+      if (wanted_series(options_, s->key)) series.push_back(s->key);
+    return std::make_unique<LeaksModel>(options_, process.header(), process.frames(),
+                                        std::move(series), std::move(m));
+  }
+
+  std::string next_step() const override {
+    const std::string run = shell_word(options_.run_arg);
+    if (totals_[0].bytes || totals_[1].bytes || totals_[2].bytes)
+      return hint_line("gmemhook peak " + run, "who held the memory at the peak");
+    return hint_line("gmemhook summary " + run, "allocations, peaks and failures per device");
+  }
+
+ private:
+  const ReportOptions& options_;
   std::array<Total, 4> totals_{};
 };
 

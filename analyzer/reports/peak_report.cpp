@@ -7,11 +7,11 @@
 #include "analyzer/log/event_info.h"
 #include "analyzer/model/block_layer.h"
 #include "analyzer/model/peak_sites.h"
-#include "analyzer/output/stack_export.h"
 #include "analyzer/output/text_format.h"
-#include "analyzer/reports/framework_pool.h"
 #include "analyzer/reports/allocated_layer.h"
-#include "analyzer/reports/report_common.h"
+#include "analyzer/reports/framework_pool.h"
+#include "analyzer/reports/process_context.h"
+#include "analyzer/reports/report.h"
 
 namespace gmemhook::analysis {
 
@@ -33,8 +33,8 @@ struct SeriesPeak {
   std::optional<Failure> first_failure;
   Held at_peak, at_failure;
   std::optional<std::string> pool_note;  // framework_pool_note()
-  // PyTorch's blocks on this device (issue 9): the allocated peak and who held it; null if none.
-  const BlockDevice* blocks = nullptr;
+  // PyTorch's blocks on this device (issue 9): the allocated peak and who held it; none if none.
+  std::optional<BlockDevice> blocks;
   Held allocated;
 };
 
@@ -49,91 +49,33 @@ Held held(uint64_t seq, const std::vector<SiteGroup>& sites) {
   return h;
 }
 
-class PeakReport : public Report {
+// What `peak` found in one process; rendered as text, JSON or weighted stacks.
+class PeakModel final : public ReportModel {
  public:
-  explicit PeakReport(const ReportOptions& options)
-      : options_(options),
-        export_(make_stack_export(options.format, options.depth.value_or(0),
-                                  "gmemhook peak " + options.run_arg)) {}
+  PeakModel(const ReportOptions& options, ProcessHeader header, FrameLookup frames,
+            std::vector<SeriesPeak> peaks)
+      : options_(options), h_(std::move(header)), frames_(frames), peaks_(std::move(peaks)) {}
 
-  ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
-                    JsonWriter* json) override {
-    // One pass: the replay keeps what each site held at each series' peak and first failure.
-    StackInterner interned;
-    Replay replay(interned, options_.apis);
-    PeakSites captured;
-    replay.observe(captured);
-    BlockLayer blocks;  // PyTorch's blocks (issue 9)
-    replay.observe(blocks);
-    reader.read_events(replay);
-    replay.finish();
-    const ReadFacts facts = read_facts(reader, replay);
-    const ProcessEnd end = process_end(reader, facts, replay);
+  void text(std::string& text) const override { write_text(text); }
+  void json(JsonWriter& json) const override { write_json(json); }
 
-    std::vector<SeriesPeak> peaks;
-    for (const Series* series : ordered_series(replay)) {
-      const Series& s = *series;
-      if (!wanted_series(options_, s.key) || (s.peak_seq == 0 && s.failed == 0)) continue;
-      SeriesPeak p;
-      p.key = s.key;
-      p.peak_bytes = s.peak_bytes;
-      p.peak_seq = s.peak_seq;
-      p.peak_time_ns = s.peak_time_ns;
-      p.at_peak = held(s.peak_seq, captured.at_peak(s.key));
-      p.pool_note = framework_pool_note(reader, s);
-      if (!s.failures.empty()) {
-        p.first_failure = s.failures.front();
-        p.at_failure = held(s.failures.front().seq, captured.at_first_failure(s.key));
-        any_failure_ = true;
-      }
-      if ((p.blocks = blocks_of(blocks, s.key)))
-        p.allocated = held(p.blocks->peak_seq, block_site_groups(p.blocks->sites_at_peak));
-      peaks.push_back(std::move(p));
+  // --format folded / speedscope: the sites at each peak (the first failure is text and JSON's).
+  void stacks(StackExport& out) const override {
+    const size_t top = options_.top.value_or(0);
+    for (const SeriesPeak& p : peaks_) {
+      if (!p.peak_seq) continue;
+      out.begin_profile(fmt::format("{}: {} peak", h_.title, series_label(p.key)));
+      for (size_t i = 0; i < p.at_peak.sites.size() && (top == 0 || i < top); ++i)
+        out.add(frames_(p.at_peak.sites[i].stack), p.at_peak.sites[i].bytes);
     }
-
-    if (export_)
-      export_peaks(reader, replay, stacks, peaks);
-    else if (json)
-      write_json(reader, replay, stacks, facts, end, peaks, *json);
-    else
-      write_text(reader, replay, stacks, end, peaks, text);
-    return facts;
-  }
-
-  void finish(std::string& text) override {
-    if (export_) {
-      text += export_->finish();
-      return;
-    }
-    text += "\n";
-    const std::string run = shell_word(options_.run_arg);
-    if (any_failure_)
-      text += hint_line("gmemhook fragmentation " + run,
-                        "whether the failed request lacked memory or one hole large enough");
-    else
-      text += hint_line("gmemhook leaks " + run, "what was never freed");
   }
 
  private:
-  // --format folded / speedscope: the sites at each peak (the first failure is text and JSON's).
-  void export_peaks(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                    const std::vector<SeriesPeak>& peaks) {
-    const size_t top = options_.top.value_or(0);
-    for (const SeriesPeak& p : peaks) {
-      if (!p.peak_seq) continue;
-      export_->begin_profile(
-          fmt::format("{}: {} peak", process_title(reader), series_label(p.key)));
-      for (size_t i = 0; i < p.at_peak.sites.size() && (top == 0 || i < top); ++i)
-        export_->add(frames_of(stacks, replay, p.at_peak.sites[i].stack), p.at_peak.sites[i].bytes);
-    }
-  }
-
-  void append_sites(std::string& text, const Replay& replay, StackResolver& stacks, const Held& h,
-                    uint64_t whole) const {
+  void append_sites(std::string& text, const Held& h, uint64_t whole) const {
     const size_t top = top_limit(options_, kTextTop);
     std::vector<SiteStack> sites;
     for (const SiteGroup& g : h.sites)
-      sites.push_back({&frames_of(stacks, replay, g.stack), g.bytes, g.count, api_name(g.api)});
+      sites.push_back({&frames_(g.stack), g.bytes, g.count, api_name(g.api)});
     size_t shown = 0;
     uint64_t rest_bytes = 0, rest_count = 0;
     for (const SiteRow& row : group_sites(sites, options_.group_by)) {
@@ -157,27 +99,25 @@ class PeakReport : public Report {
                       plural(rest_count, "allocation", "allocations"));
   }
 
-  void write_text(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                  const ProcessEnd& end, const std::vector<SeriesPeak>& peaks,
-                  std::string& text) const {
-    text += fmt::format("{}: {}\n", process_title(reader), end.text);
-    if (peaks.empty()) text += "  nothing was ever live\n";
-    for (const SeriesPeak& p : peaks) {
+  void write_text(std::string& text) const {
+    text += fmt::format("{}: {}\n", h_.title, h_.end.text);
+    if (peaks_.empty()) text += "  nothing was ever live\n";
+    for (const SeriesPeak& p : peaks_) {
       if (p.blocks && p.blocks->peak_seq) {
         // Tensors first: what the program asked for, inside what the allocator reserved below.
         const BlockDevice& b = *p.blocks;
         text += fmt::format("\n{} allocated (PyTorch tensors): peak {} at {} (seq {}) in {}\n",
                             series_label(p.key), size_and_bytes(b.peak_bytes),
-                            human_duration(since_start(reader, b.peak_time_ns)), b.peak_seq,
+                            human_duration(since_start(h_, b.peak_time_ns)), b.peak_seq,
                             plural(p.allocated.count, "block", "blocks"));
         text += "PEAK TENSOR CONSUMERS\n";
-        append_sites(text, replay, stacks, p.allocated, b.peak_bytes);
+        append_sites(text, p.allocated, b.peak_bytes);
       }
       if (p.peak_seq) {
         text += fmt::format("\n{}{}: peak {} at {} (seq {}) in {}\n", series_label(p.key),
                             p.blocks ? " reserved (segments from CUDA)" : "",
                             size_and_bytes(p.peak_bytes),
-                            human_duration(since_start(reader, p.peak_time_ns)), p.peak_seq,
+                            human_duration(since_start(h_, p.peak_time_ns)), p.peak_seq,
                             plural(p.at_peak.count, "allocation", "allocations"));
         if (p.pool_note) text += "note: " + *p.pool_note + "\n";
         if (p.blocks)
@@ -187,24 +127,23 @@ class PeakReport : public Report {
               size_and_bytes(p.peak_bytes -
                              std::min(p.peak_bytes, p.blocks->allocated_at_reserved_peak)));
         text += "PEAK MEMORY CONSUMERS\n";
-        append_sites(text, replay, stacks, p.at_peak, p.peak_bytes);
+        append_sites(text, p.at_peak, p.peak_bytes);
       }
       if (p.first_failure) {
         const Failure& f = *p.first_failure;
         text +=
             fmt::format("\n{} ran out at {} (seq {}): {} of {} returned {}\n", series_label(p.key),
-                        human_duration(since_start(reader, f.time_ns)), f.seq, api_name(f.api),
+                        human_duration(since_start(h_, f.time_ns)), f.seq, api_name(f.api),
                         size_and_bytes(f.bytes), cuda_error_text(f.api, f.result));
         text += fmt::format("WHAT HELD THE MEMORY WHEN IT RAN OUT: {} in {}\n",
                             size_and_bytes(p.at_failure.bytes),
                             plural(p.at_failure.count, "allocation", "allocations"));
-        append_sites(text, replay, stacks, p.at_failure, p.at_failure.bytes);
+        append_sites(text, p.at_failure, p.at_failure.bytes);
       }
     }
   }
 
-  void write_sites(JsonWriter& json, const Replay& replay, StackResolver& stacks, const Held& h,
-                   uint64_t whole) const {
+  void write_sites(JsonWriter& json, const Held& h, uint64_t whole) const {
     const size_t top = top_limit(options_, kTextTop);
     const size_t depth = depth_limit(options_, kTextDepth);
     json.key("sites");
@@ -216,46 +155,43 @@ class PeakReport : public Report {
       json.field("count", g.count);
       json.field("share", whole ? double(g.bytes) / double(whole) : 0.0);
       json.field("api", api_name(g.api));
-      write_frames(json, frames_of(stacks, replay, g.stack), depth);
+      write_frames(json, frames_(g.stack), depth);
       json.end_object();
     }
     json.end_array();
   }
 
   // "allocated": the allocated layer's peak and sites, and the reserved peak's overhead.
-  void write_allocated(JsonWriter& json, const ProcessReader& reader, const Replay& replay,
-                       StackResolver& stacks, const SeriesPeak& p) const {
+  void write_allocated(JsonWriter& json, const SeriesPeak& p) const {
     json.key("allocated");
     if (!p.blocks) return json.null();
     const BlockDevice& b = *p.blocks;
     json.begin_object();
     json.field("peak_bytes", b.peak_bytes);
     json.field("peak_seq", b.peak_seq);
-    json.field("peak_time_ns", since_start(reader, b.peak_time_ns));
+    json.field("peak_time_ns", since_start(h_, b.peak_time_ns));
     json.field("live_count", p.allocated.count);
-    write_sites(json, replay, stacks, p.allocated, b.peak_bytes);
+    write_sites(json, p.allocated, b.peak_bytes);
     json.field("allocated_at_reserved_peak", b.allocated_at_reserved_peak);
     json.field("overhead_at_reserved_peak",
                p.peak_bytes - std::min(p.peak_bytes, b.allocated_at_reserved_peak));
     json.end_object();
   }
 
-  void write_json(const ProcessReader& reader, const Replay& replay, StackResolver& stacks,
-                  const ReadFacts& facts, const ProcessEnd& end,
-                  const std::vector<SeriesPeak>& peaks, JsonWriter& json) const {
+  void write_json(JsonWriter& json) const {
     json.begin_object();
-    write_process_fields(json, reader, end);
+    write_process_fields(json, h_);
     json.key("devices");
     json.begin_array();
-    for (const SeriesPeak& p : peaks) {
+    for (const SeriesPeak& p : peaks_) {
       json.begin_object();
       write_series_fields(json, p.key);
       json.field("peak_bytes", p.peak_bytes);
-      json.field("peak_time_ns", since_start(reader, p.peak_time_ns));
+      json.field("peak_time_ns", since_start(h_, p.peak_time_ns));
       json.field("peak_seq", p.peak_seq);
       json.field("live_count", p.at_peak.count);
-      write_sites(json, replay, stacks, p.at_peak, p.peak_bytes);
-      write_allocated(json, reader, replay, stacks, p);
+      write_sites(json, p.at_peak, p.peak_bytes);
+      write_allocated(json, p);
       json.key("first_failure");
       if (!p.first_failure) {
         json.null();
@@ -266,22 +202,71 @@ class PeakReport : public Report {
         json.field("bytes", f.bytes);
         json.field("result", f.result);
         json.field("seq", f.seq);
-        json.field("time_ns", since_start(reader, f.time_ns));
-        write_frames(json, frames_of(stacks, replay, f.stack), depth_limit(options_, kTextDepth));
+        json.field("time_ns", since_start(h_, f.time_ns));
+        write_frames(json, frames_(f.stack), depth_limit(options_, kTextDepth));
         json.field("live_bytes", p.at_failure.bytes);
         json.field("live_count", p.at_failure.count);
-        write_sites(json, replay, stacks, p.at_failure, p.at_failure.bytes);
+        write_sites(json, p.at_failure, p.at_failure.bytes);
         json.end_object();
       }
       json.end_object();
     }
     json.end_array();
-    write_warnings(json, facts, stacks);
+    write_warnings(json, h_.facts, frames_.resolver());
     json.end_object();
   }
 
   const ReportOptions& options_;
-  std::unique_ptr<StackExport> export_;  // --format folded / speedscope, else null
+  ProcessHeader h_;
+  FrameLookup frames_;
+  std::vector<SeriesPeak> peaks_;
+};
+
+class PeakReport : public Report {
+ public:
+  explicit PeakReport(const ReportOptions& options) : options_(options) {}
+
+  std::unique_ptr<ReportModel> analyze(ProcessContext& process) override {
+    // One pass: the replay keeps what each site held at each series' peak and first failure.
+    PeakSites captured;
+    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    const Replay replay = process.pass({&captured, &blocks});
+    std::vector<SeriesPeak> peaks;
+    for (const Series* series : ordered_series(replay)) {
+      const Series& s = *series;
+      if (!wanted_series(options_, s.key) || (s.peak_seq == 0 && s.failed == 0)) continue;
+      SeriesPeak p;
+      p.key = s.key;
+      p.peak_bytes = s.peak_bytes;
+      p.peak_seq = s.peak_seq;
+      p.peak_time_ns = s.peak_time_ns;
+      p.at_peak = held(s.peak_seq, captured.at_peak(s.key));
+      p.pool_note = framework_pool_note(process.reader(), s);
+      if (!s.failures.empty()) {
+        p.first_failure = s.failures.front();
+        p.at_failure = held(s.failures.front().seq, captured.at_first_failure(s.key));
+        any_failure_ = true;
+      }
+      if (const BlockDevice* b = blocks_of(blocks, s.key)) {
+        p.blocks = *b;
+        p.allocated = held(b->peak_seq, block_site_groups(b->sites_at_peak));
+      }
+      peaks.push_back(std::move(p));
+    }
+    return std::make_unique<PeakModel>(options_, process.header(), process.frames(),
+                                       std::move(peaks));
+  }
+
+  std::string next_step() const override {
+    const std::string run = shell_word(options_.run_arg);
+    if (any_failure_)
+      return hint_line("gmemhook fragmentation " + run,
+                       "whether the failed request lacked memory or one hole large enough");
+    return hint_line("gmemhook leaks " + run, "what was never freed");
+  }
+
+ private:
+  const ReportOptions& options_;
   bool any_failure_ = false;
 };
 

@@ -1,25 +1,30 @@
 // The reports of the gmemhook CLI (summary, leaks, peak, fragmentation): what they are asked
-// (ReportOptions) and the one entry point that runs any of them over a run directory.
+// (ReportOptions), what each one is (Report: a process in, a plain model out), and the one table
+// they are registered in (report_table.cpp): a new report is its file plus one line there.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "analyzer/output/output_format.h"
+#include "analyzer/output/report_model.h"
+#include "analyzer/reports/process_walk.h"
 #include "analyzer/reports/site_rows.h"
 
 namespace gmemhook::analysis {
 
-enum class ReportKind { Summary, Leaks, Peak, Fragmentation };
+class ProcessContext;
 
 struct ReportOptions {
-  std::filesystem::path run;  // a run directory or one process directory
-  std::string run_arg;        // `run` as the user typed it, for the hint lines
-  OutputFormat format = OutputFormat::Text;
+  std::filesystem::path run;         // a run directory or one process directory
+  std::string run_arg;               // `run` as the user typed it, for the hint lines
+  std::string format = "text";       // a name of the format table (output/format.h)
   std::optional<uint64_t> pid;       // only this process
   std::optional<int32_t> device;     // only this device (pinned host memory is on none)
   std::optional<size_t> top;         // groups shown per list; 0 = all (default: text 20, JSON all)
@@ -35,13 +40,40 @@ struct ReportOptions {
   bool all_moments = false;  // fragmentation text: every moment, not only the worst (or --at)
 };
 
-// Exit statuses of every report (and of `gmemhook dump`).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitReportFailure = 1;  // the report could not be made (e.g. no such --pid)
-inline constexpr int kExitUnreadable = 2;     // a log is missing, of another version, or damaged
+// One report over a run. The driver (run_report) hands it each process in turn and renders the
+// model it returns in the format asked for.
+class Report {
+ public:
+  virtual ~Report() = default;
+  // Replays the process as the report needs (ProcessContext::pass) and returns what it found.
+  virtual std::unique_ptr<ReportModel> analyze(ProcessContext& process) = 0;
+  // The hint line that ends the text, once every process is in.
+  virtual std::string next_step() const = 0;
+};
 
-// Runs the report over every process of options.run (in pid order). Text or JSON goes to `out`,
-// warnings and errors to `err`. Returns one of the exit statuses above.
-int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, std::FILE* err);
+// What a report takes besides the options every report takes, and what its models offer.
+enum ReportFlag : unsigned {
+  kAtMoment = 1u << 0,      // --at / --at-seq: the live set at a moment
+  kStackExports = 1u << 1,  // sites by stack: --group-by, and --format folded / speedscope
+  kAllMoments = 1u << 2,    // --all-moments: every moment, not the worst
+};
+
+struct ReportEntry {
+  const char* name;  // the subcommand
+  const char* help;
+  unsigned flags;  // ReportFlag bits
+  std::unique_ptr<Report> (*make)(const ReportOptions& options);
+  // The ModelPart bits its models offer the formats (output/format.h).
+  unsigned parts() const;
+};
+
+// Every report, in the order the CLI lists them.
+std::span<const ReportEntry> reports();
+const ReportEntry* find_report(std::string_view name);
+
+// Runs `report` over every process of options.run (in pid order), rendered in options.format on
+// `out`; warnings and errors go to `err`. Returns an exit status (process_walk.h).
+int run_report(const ReportEntry& report, const ReportOptions& options, std::FILE* out,
+               std::FILE* err);
 
 }  // namespace gmemhook::analysis

@@ -1,4 +1,4 @@
-// run_report() and the pieces every report shares (see report_common.h).
+// The pieces every report shares (see report_common.h).
 #include "analyzer/reports/report_common.h"
 
 #include <fmt/format.h>
@@ -13,7 +13,6 @@
 #include "analyzer/log/event_info.h"
 #include "analyzer/output/command_name.h"
 #include "analyzer/output/text_format.h"
-#include "analyzer/reports/run_warnings.h"
 #include "analyzer/symbols/user_code.h"
 
 namespace gmemhook::analysis {
@@ -39,18 +38,6 @@ void write_rank_field(JsonWriter& json, const char* key, const std::string& valu
   if (value.size() < 10 && value.find_first_not_of("0123456789") == std::string::npos)
     return json.value(static_cast<uint64_t>(std::stoull(value)));
   json.value(value);
-}
-
-// "devices used: 0, 1", "no device memory used".
-std::string used_devices_text(std::vector<int32_t> devices) {
-  std::sort(devices.begin(), devices.end());
-  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
-  if (devices.empty()) return "no device memory used";
-  std::string s = devices.size() == 1 ? "device used: " : "devices used: ";
-  for (size_t i = 0; i < devices.size(); ++i)
-    s +=
-        (i ? ", " : "") + (devices[i] == kNoDevice ? std::string("?") : std::to_string(devices[i]));
-  return s;
 }
 
 }  // namespace
@@ -126,16 +113,27 @@ const char* moment_name(Moment moment) {
   return "?";
 }
 
-std::string process_title(const ProcessReader& reader) {
-  const ProcessInfo& p = reader.info();
+std::string process_title(const ProcessInfo& p) {
   std::string title = fmt::format("process {} {}", p.pid, base_name(p.exe));
   if (!p.rank.empty())
     title += fmt::format(" (rank {}{})", p.rank, p.world_size.empty() ? "" : " of " + p.world_size);
   return title;
 }
 
-void write_process_fields(JsonWriter& json, const ProcessReader& reader, const ProcessEnd& end) {
-  const ProcessInfo& p = reader.info();
+ProcessHeader describe_process(const ProcessReader& reader, const Replay& replay) {
+  ProcessHeader h;
+  h.info = reader.info();
+  h.title = process_title(reader.info());
+  h.start_ns = reader.start_ns();
+  h.threads = reader.thread_count();
+  h.facts = read_facts(reader, replay);
+  h.end = process_end(reader, h.facts, replay);
+  return h;
+}
+
+void write_process_fields(JsonWriter& json, const ProcessHeader& process) {
+  const ProcessInfo& p = process.info;
+  const ProcessEnd& end = process.end;
   json.field("pid", p.pid);
   json.field("ppid", p.ppid);
   json.field("exe", p.exe);
@@ -193,12 +191,12 @@ void write_series_fields(JsonWriter& json, const SeriesKey& key) {
 
 size_t depth_limit(const ReportOptions& options, size_t text_default) {
   if (options.depth) return *options.depth;
-  return options.format == OutputFormat::Json ? 0 : text_default;
+  return options.format == "json" ? 0 : text_default;
 }
 
 size_t top_limit(const ReportOptions& options, size_t text_default) {
   if (options.top) return *options.top;
-  return options.format == OutputFormat::Json ? 0 : text_default;
+  return options.format == "json" ? 0 : text_default;
 }
 
 StackStyle stack_style(const ReportOptions& options, size_t text_default_depth) {
@@ -241,10 +239,6 @@ void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t dep
     json.value(uint64_t(user));
 }
 
-const std::vector<Frame>& frames_of(StackResolver& stacks, const Replay& replay, uint32_t stack) {
-  return stacks.resolve(replay.stacks(), stack);
-}
-
 uint64_t at_time_ns(const ProcessReader& reader, double seconds) {
   if (!(seconds > 0)) return reader.start_ns();
   const double ns = std::floor(seconds * 1e9);
@@ -257,82 +251,6 @@ std::string hint_line(const std::string& command, const std::string& why) {
   if (command.starts_with(self))
     return fmt::format("hint: {} {}   # {}\n", command_name(), command.substr(self.size()), why);
   return fmt::format("hint: {}   # {}\n", command, why);
-}
-
-int run_report(ReportKind kind, const ReportOptions& options, std::FILE* out, std::FILE* err) {
-  std::unique_ptr<Report> report;
-  switch (kind) {
-    case ReportKind::Summary:
-      report = make_summary_report(options);
-      break;
-    case ReportKind::Leaks:
-      report = make_leaks_report(options);
-      break;
-    case ReportKind::Peak:
-      report = make_peak_report(options);
-      break;
-    case ReportKind::Fragmentation:
-      report = make_fragmentation_report(options);
-      break;
-  }
-  std::string json_text;
-  JsonWriter json(json_text);
-  const bool as_json = options.format == OutputFormat::Json;
-  try {
-    const auto dirs = find_process_dirs(options.run);
-    if (as_json) {
-      json.begin_object();
-      json.field("run", options.run.string());
-      json.key("processes");
-      json.begin_array();
-    }
-    size_t reported = 0;
-    RunWarnings warnings;
-    std::string body;
-    std::vector<int32_t> devices;
-    for (const auto& dir : dirs) {
-      ProcessReader reader = ProcessReader::open(dir);
-      if (options.pid && reader.info().pid != *options.pid) continue;
-      StackResolver stacks(reader);
-      std::string text;
-      if (options.format == OutputFormat::Text && reported > 0) text += "\n";
-      const ReadFacts facts = report->process(reader, stacks, text, as_json ? &json : nullptr);
-      ++reported;
-      // Held back until the end: a --device no process used is an error, not an empty report.
-      body += text;
-      for (const std::string& w : facts.warnings) warnings.add(w);
-      warnings.add_symbolizer(stacks);
-      devices.insert(devices.end(), facts.devices.begin(), facts.devices.end());
-    }
-    if (options.pid && reported == 0) {
-      fmt::print(err, "gmemhook: no process with pid {} in {}\n", *options.pid,
-                 options.run.string());
-      return kExitReportFailure;
-    }
-    if (options.device &&
-        std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
-      fmt::print(err, "gmemhook: device {} was never used in {} ({})\n", *options.device,
-                 options.run.string(), used_devices_text(devices));
-      return kExitReportFailure;
-    }
-    std::fwrite(body.data(), 1, body.size(), out);
-    if (as_json) {
-      json.end_array();
-      json.end_object();
-      std::fwrite(json_text.data(), 1, json_text.size(), out);
-    } else {
-      std::string text;
-      report->finish(text);
-      std::fwrite(text.data(), 1, text.size(), out);
-    }
-    std::fflush(out);
-    warnings.print(err);
-  } catch (const ReadError& e) {
-    std::fflush(out);
-    fmt::print(err, "gmemhook: {}\n", e.what());
-    return kExitUnreadable;
-  }
-  return kExitOk;
 }
 
 }  // namespace gmemhook::analysis

@@ -1,9 +1,8 @@
-// What the four reports share: the per-process interface run_report() drives, how a process is
-// named and how it ended, series filters, and stacks written as text or JSON frames.
+// What the reports share: how a process is named and how it ended (ProcessHeader), series
+// filters, and stacks written as text or JSON frames.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,24 +28,6 @@ struct ReadFacts {
   std::optional<std::string> incomplete;  // incomplete_log_message(): events never written
 };
 ReadFacts read_facts(const ProcessReader& reader, const Replay& replay);
-
-// One report. run_report() hands it each process in turn, then asks for the closing text.
-class Report {
- public:
-  virtual ~Report() = default;
-  // Replays `reader` as the report needs, then appends the process's text to `text`, or, when
-  // `json` is set, writes the process's object (an element of "processes") to it. Returns what
-  // the reader said after the first pass, for run_report() to print as warnings.
-  virtual ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
-                            JsonWriter* json) = 0;
-  // Text after the last process: run-wide totals and the one-line hint of the next command.
-  virtual void finish(std::string& text) = 0;
-};
-
-std::unique_ptr<Report> make_summary_report(const ReportOptions& options);
-std::unique_ptr<Report> make_leaks_report(const ReportOptions& options);
-std::unique_ptr<Report> make_peak_report(const ReportOptions& options);
-std::unique_ptr<Report> make_fragmentation_report(const ReportOptions& options);
 
 // How a process ended, as far as its log tells: Exited (an End record: exit() or _exit()), or
 // Unknown (none: killed, crashed, or still running). JSON's "killed" and "crashed" are reserved
@@ -76,9 +57,24 @@ enum class Moment { Peak, FirstFailure, Time, Seq, End };
 const char* moment_name(Moment moment);  // "peak", "first-failure", "time", "seq", "end"
 
 // "process 48213 python (rank 3 of 8)".
-std::string process_title(const ProcessReader& reader);
+std::string process_title(const ProcessInfo& info);
+inline std::string process_title(const ProcessReader& reader) {
+  return process_title(reader.info());
+}
+
+// What a report's renderers know of a process, taken after its first pass.
+struct ProcessHeader {
+  ProcessInfo info;
+  std::string title;  // process_title()
+  uint64_t start_ns = 0;
+  size_t threads = 0;
+  ReadFacts facts;
+  ProcessEnd end;
+};
+ProcessHeader describe_process(const ProcessReader& reader, const Replay& replay);
+
 // pid, ppid, exe, argv, rank, local_rank, world_size, end, exit_code, still_running.
-void write_process_fields(JsonWriter& json, const ProcessReader& reader, const ProcessEnd& end);
+void write_process_fields(JsonWriter& json, const ProcessHeader& process);
 // "warnings": the reader's (abrupt end, torn tails ...) and the symbolizer's.
 void write_warnings(JsonWriter& json, const ReadFacts& facts, const StackResolver& stacks);
 
@@ -104,12 +100,12 @@ void append_frames(std::string& text, const std::vector<Frame>& frames, const St
 // framework, interpreter, runtime), then "user_frame": the index of the user frame or null.
 void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth);
 
-// The resolved frames of an interned stack of `replay`.
-const std::vector<Frame>& frames_of(StackResolver& stacks, const Replay& replay, uint32_t stack);
-
 // Times in reports are ns since the process file was created (the process's start).
 inline uint64_t since_start(const ProcessReader& reader, uint64_t time_ns) {
   return time_ns > reader.start_ns() ? time_ns - reader.start_ns() : 0;
+}
+inline uint64_t since_start(const ProcessHeader& process, uint64_t time_ns) {
+  return time_ns > process.start_ns ? time_ns - process.start_ns : 0;
 }
 
 // The absolute time --at SECONDS stands for in this process.

@@ -11,9 +11,10 @@
 #include "analyzer/model/graph_tracker.h"
 #include "analyzer/model/pool_tracker.h"
 #include "analyzer/output/text_format.h"
-#include "analyzer/reports/framework_pool.h"
 #include "analyzer/reports/allocated_layer.h"
-#include "analyzer/reports/report_common.h"
+#include "analyzer/reports/framework_pool.h"
+#include "analyzer/reports/process_context.h"
+#include "analyzer/reports/report.h"
 
 namespace gmemhook::analysis {
 
@@ -43,73 +44,33 @@ bool has_vmm(const Series& s) {
   return s.max_physical_bytes || s.max_mapped_bytes || s.max_reserved_bytes;
 }
 
-class SummaryReport : public Report {
- public:
-  explicit SummaryReport(const ReportOptions& options) : options_(options) {}
+// What `summary` found in one process: the series in report order, the observers' findings and
+// the replay's anomalies; rendered as text or JSON.
+struct SummaryModel final : public ReportModel {
+  explicit SummaryModel(const ReportOptions& options, FrameLookup frames)
+      : options_(options), frames_(frames) {}
 
-  ReadFacts process(ProcessReader& reader, StackResolver& stacks, std::string& text,
-                    JsonWriter* json) override {
-    StackInterner interned;
-    Replay replay(interned, options_.apis);
-    PoolTracker pools;
-    GraphTracker graphs;
-    replay.observe(pools);
-    replay.observe(graphs);
-    BlockLayer blocks;  // PyTorch's blocks (issue 9)
-    replay.observe(blocks);
-    blocks_ = &blocks;
-    reader.read_events(replay);
-    replay.finish();
-    const ReadFacts facts = read_facts(reader, replay);
-    const ProcessEnd end = process_end(reader, facts, replay);
-    const auto want = [&](const SeriesKey& k) { return wanted_series(options_, k); };
-    for (const Series& s : replay.series()) {
-      if (!want(s.key)) continue;
-      if (s.key.memory == format::MemoryType::Device) {
-        if (!blocks_of(blocks, s.key)) device_live_ += s.live_bytes;
-        device_failed_ += s.failed;
-      }
-      if (!blocks_of(blocks, s.key)) any_live_ |= s.live_bytes > 0;
-    }
-    // With PyTorch's blocks, what leaks is the tensors (and memory outside the allocator); the
-    // segments it caches are not leaks, and the hint says so, as `leaks` does.
-    if (blocks.any()) {
-      auto only_blocks_devices = [&](const SeriesKey& k) {
-        return want(k) && blocks_of(blocks, k);
-      };
-      for (const SiteGroup& g : with_blocks(
-               replay, blocks, group_live(replay, only_blocks_devices, false), only_blocks_devices))
-        device_live_ += g.bytes, any_live_ = true;
-      for (const CachedSegments& c : cached_now(blocks, want)) cached_ += c.bytes;
-    }
-    if (json)
-      write_json(reader, replay, pools, graphs.activity(), stacks, facts, end, *json);
-    else
-      write_text(reader, replay, pools, graphs.activity(), stacks, end, text);
-    return facts;
-  }
+  void text(std::string& text) const override { write_text(text); }
+  void json(JsonWriter& json) const override { write_json(json); }
 
-  void finish(std::string& text) override {
-    const std::string run = shell_word(options_.run_arg);
-    text += "\n";
-    if (device_failed_)
-      text += hint_line("gmemhook peak " + run, "what held the memory when an allocation failed");
-    else if (any_live_)
-      text += hint_line("gmemhook leaks " + run,
-                        (device_live_ ? human_size(device_live_) + " of device memory never freed"
-                                      : std::string("memory that was never freed")) +
-                            cached_note());
-    else
-      text += hint_line("gmemhook peak " + run, "who held the memory at the peak" + cached_note());
-  }
+  const ReportOptions& options_;
+  FrameLookup frames_;
+  ProcessHeader h_;
+  std::vector<Series> series_;                          // in report order (ordered_series)
+  std::vector<std::optional<std::string>> pool_notes_;  // framework_pool_note(), per series_
+  uint64_t events_ = 0;
+  Anomalies anomalies_;
+  // The observers of the pass, kept for what they found.
+  PoolTracker pools_;
+  GraphTracker graphs_;
+  BlockLayer blocks_;  // PyTorch's blocks (issue 9)
 
  private:
-  void write_text(const ProcessReader& reader, const Replay& replay, const PoolTracker& pools,
-                  const GraphActivity& graphs, StackResolver& stacks, const ProcessEnd& end,
-                  std::string& text) {
-    text += fmt::format("{}: {}\n", process_title(reader), end.text);
-    text += fmt::format("  {}, {}; {}\n", plural(replay.events(), "event", "events"),
-                        plural(reader.thread_count(), "thread", "threads"), reader.info().exe);
+  void write_text(std::string& text) const {
+    const ProcessEnd& end = h_.end;
+    text += fmt::format("{}: {}\n", h_.title, end.text);
+    text += fmt::format("  {}, {}; {}\n", plural(events_, "event", "events"),
+                        plural(h_.threads, "thread", "threads"), h_.info.exe);
     const char* at_end = exited_with_full_log(end) ? "leaked at exit"
                          : end.still_running       ? "live so far"
                          : end.incomplete          ? "live when the log stops"
@@ -117,15 +78,15 @@ class SummaryReport : public Report {
     const StackStyle style = stack_style(options_, kTextDepth);
     // The timelines share one time axis, from the first change of any series to the end (the
     // time before the first CUDA call is usually start-up, and only flattens the picture).
-    const uint64_t axis_end = reader.start_ns() + end.duration_ns;
+    const uint64_t axis_end = h_.start_ns + end.duration_ns;
     uint64_t axis_start = axis_end;
-    for (const Series& s : replay.series())
+    for (const Series& s : series_)
       if (wanted_series(options_, s.key))
         for (const TimelinePoint& p : s.timeline.points())
           axis_start = std::min(axis_start, p.time_ns);
     bool any = false;
-    for (const Series* series : ordered_series(replay)) {
-      const Series& s = *series;
+    for (size_t i = 0; i < series_.size(); ++i) {
+      const Series& s = series_[i];
       if (!wanted_series(options_, s.key)) continue;
       any = true;
       text += fmt::format("  {}\n", series_label(s.key));
@@ -137,18 +98,17 @@ class SummaryReport : public Report {
                           human_size(s.freed_bytes));
       if (s.peak_seq)
         text += fmt::format("    peak          {} at {} (seq {})\n", size_and_bytes(s.peak_bytes),
-                            human_duration(since_start(reader, s.peak_time_ns)), s.peak_seq);
+                            human_duration(since_start(h_, s.peak_time_ns)), s.peak_seq);
       else
         text += "    peak          0 bytes (nothing was ever live)\n";
       if (s.live_count)
-        text += fmt::format("    live at end   {} in {}: {}\n", size_and_bytes(s.live_bytes),
-                            plural(s.live_count, "allocation", "allocations"),
-                            blocks_of(*blocks_, s.key)
-                                ? "reserved by PyTorch's allocator (tensors below)"
-                                : at_end);
+        text += fmt::format(
+            "    live at end   {} in {}: {}\n", size_and_bytes(s.live_bytes),
+            plural(s.live_count, "allocation", "allocations"),
+            blocks_of(blocks_, s.key) ? "reserved by PyTorch's allocator (tensors below)" : at_end);
       else
         text += "    live at end   0 bytes\n";
-      append_allocated_summary(text, *blocks_, s, at_end);
+      append_allocated_summary(text, blocks_, s, at_end);
       if (has_vmm(s))
         text += fmt::format(
             "    virtual mem   at end {} physical, {} mapped, {} reserved; at most {}, {}, {}\n",
@@ -162,28 +122,27 @@ class SummaryReport : public Report {
             fmt::format("    failed        {}\n", plural(s.failed, "allocation", "allocations"));
         for (size_t i = 0; i < s.failures.size() && i < kFailuresShown; ++i) {
           const Failure& f = s.failures[i];
-          text +=
-              fmt::format("      {} of {} at {} (seq {}) returned {}, from:\n", api_name(f.api),
-                          size_and_bytes(f.bytes), human_duration(since_start(reader, f.time_ns)),
-                          f.seq, cuda_error_text(f.api, f.result));
-          append_frames(text, frames_of(stacks, replay, f.stack), style, "        ");
+          text += fmt::format("      {} of {} at {} (seq {}) returned {}, from:\n", api_name(f.api),
+                              size_and_bytes(f.bytes), human_duration(since_start(h_, f.time_ns)),
+                              f.seq, cuda_error_text(f.api, f.result));
+          append_frames(text, frames_(f.stack), style, "        ");
         }
         if (s.failed > kFailuresShown)
           text += fmt::format("      ... and {} more (--json lists the first {})\n",
                               s.failed - kFailuresShown, Series::kKeptFailures);
       }
-      if (auto note = framework_pool_note(reader, s)) text += "    note          " + *note + "\n";
+      if (const auto& note = pool_notes_[i]) text += "    note          " + *note + "\n";
       const auto points = s.timeline.points();
       if (!points.empty())
         text += fmt::format("    timeline      |{}| {} .. {}, top {}\n",
                             sparkline(points, axis_start, axis_end, kSparkWidth),
-                            human_duration(since_start(reader, axis_start)),
+                            human_duration(since_start(h_, axis_start)),
                             human_duration(end.duration_ns), human_size(s.peak_bytes));
     }
     if (!any)
       text += options_.device ? fmt::format("  nothing recorded on device {}\n", *options_.device)
                               : "  no CUDA allocation recorded\n";
-    for (const Pool& p : pools.pools()) {
+    for (const Pool& p : pools_.pools()) {
       if (options_.device && p.device != *options_.device) continue;
       text += fmt::format("  {}: {} live now, high-water mark {} ({})\n",
                           p.handle ? fmt::format("pool {:#x}", p.handle)
@@ -191,8 +150,8 @@ class SummaryReport : public Report {
                           human_size(p.live_bytes), human_size(p.high_water_bytes),
                           plural(p.allocations, "allocation", "allocations"));
     }
-    append_graphs(graphs, text);
-    append_anomalies(replay, text);
+    append_graphs(graphs_.activity(), text);
+    append_anomalies(anomalies_, text);
   }
 
   // What CUDA graphs did, so graph memory is neither missed nor counted once per replay.
@@ -207,8 +166,7 @@ class SummaryReport : public Report {
         plural(g.allocations_between_launches, "allocation", "allocations"));
   }
 
-  static void append_anomalies(const Replay& replay, std::string& text) {
-    const Anomalies& a = replay.anomalies();
+  static void append_anomalies(const Anomalies& a, std::string& text) {
     auto note = [&](uint64_t n, const char* one, const char* many) {
       if (n) text += fmt::format("  note: {}\n", plural(n, one, many));
     };
@@ -238,13 +196,12 @@ class SummaryReport : public Report {
     }
   }
 
-  void write_json(const ProcessReader& reader, const Replay& replay, const PoolTracker& pools,
-                  const GraphActivity& g, StackResolver& stacks, const ReadFacts& facts,
-                  const ProcessEnd& end, JsonWriter& json) {
+  void write_json(JsonWriter& json) const {
+    const GraphActivity& g = graphs_.activity();
     json.begin_object();
-    write_process_fields(json, reader, end);
-    json.field("events", replay.events());
-    json.field("threads", static_cast<uint64_t>(reader.thread_count()));
+    write_process_fields(json, h_);
+    json.field("events", events_);
+    json.field("threads", static_cast<uint64_t>(h_.threads));
     json.key("cuda_graphs");
     json.begin_object();
     json.field("captures", g.captures);
@@ -255,8 +212,8 @@ class SummaryReport : public Report {
     json.end_object();
     json.key("devices");
     json.begin_array();
-    for (const Series* series : ordered_series(replay)) {
-      const Series& s = *series;
+    for (size_t i = 0; i < series_.size(); ++i) {
+      const Series& s = series_[i];
       if (!wanted_series(options_, s.key)) continue;
       json.begin_object();
       write_series_fields(json, s.key);
@@ -275,17 +232,17 @@ class SummaryReport : public Report {
         json.field("bytes", f.bytes);
         json.field("result", f.result);
         json.field("seq", f.seq);
-        json.field("time_ns", since_start(reader, f.time_ns));
-        write_frames(json, frames_of(stacks, replay, f.stack), depth_limit(options_, 0));
+        json.field("time_ns", since_start(h_, f.time_ns));
+        write_frames(json, frames_(f.stack), depth_limit(options_, 0));
         json.end_object();
       }
       json.end_array();
       json.field("peak_bytes", s.peak_bytes);
-      json.field("peak_time_ns", since_start(reader, s.peak_time_ns));
+      json.field("peak_time_ns", since_start(h_, s.peak_time_ns));
       json.field("peak_seq", s.peak_seq);
       json.field("live_bytes_at_end", s.live_bytes);
       json.field("live_count_at_end", s.live_count);
-      write_allocated_summary(json, *blocks_, s);
+      write_allocated_summary(json, blocks_, s);
       json.key("virtual_memory");
       json.begin_object();
       json.field("physical_bytes", s.physical_bytes);
@@ -298,14 +255,14 @@ class SummaryReport : public Report {
       json.key("timeline");
       json.begin_array();
       for (const TimelinePoint& p : s.timeline.points())
-        json.inline_array({since_start(reader, p.time_ns), p.bytes});
+        json.inline_array({since_start(h_, p.time_ns), p.bytes});
       json.end_array();
       json.end_object();
     }
     json.end_array();
     json.key("pools");
     json.begin_array();
-    for (const Pool& p : pools.pools()) {
+    for (const Pool& p : pools_.pools()) {
       if (options_.device && p.device != *options_.device) continue;
       json.begin_object();
       json.key("pool");
@@ -322,7 +279,7 @@ class SummaryReport : public Report {
       json.end_object();
     }
     json.end_array();
-    const Anomalies& a = replay.anomalies();
+    const Anomalies& a = anomalies_;
     json.key("anomalies");
     json.begin_object();
     json.field("unknown_frees", a.unknown_frees);
@@ -335,19 +292,70 @@ class SummaryReport : public Report {
     json.field("reused_addresses", a.reused_addresses);
     json.field("unknown_api_events", a.unknown_api_events);
     json.end_object();
-    write_warnings(json, facts, stacks);
+    write_warnings(json, h_.facts, frames_.resolver());
     json.end_object();
   }
+};
 
-  const ReportOptions& options_;
+class SummaryReport : public Report {
+ public:
+  explicit SummaryReport(const ReportOptions& options) : options_(options) {}
+
+  std::unique_ptr<ReportModel> analyze(ProcessContext& process) override {
+    auto m = std::make_unique<SummaryModel>(options_, process.frames());
+    const BlockLayer& blocks = m->blocks_;
+    const Replay replay = process.pass({&m->pools_, &m->graphs_, &m->blocks_});
+    m->h_ = process.header();
+    m->events_ = replay.events();
+    m->anomalies_ = replay.anomalies();
+    for (const Series* s : ordered_series(replay)) {
+      m->series_.push_back(*s);
+      m->pool_notes_.push_back(framework_pool_note(process.reader(), *s));
+    }
+    const auto want = [&](const SeriesKey& k) { return wanted_series(options_, k); };
+    for (const Series& s : replay.series()) {
+      if (!want(s.key)) continue;
+      if (s.key.memory == format::MemoryType::Device) {
+        if (!blocks_of(blocks, s.key)) device_live_ += s.live_bytes;
+        device_failed_ += s.failed;
+      }
+      if (!blocks_of(blocks, s.key)) any_live_ |= s.live_bytes > 0;
+    }
+    // With PyTorch's blocks, what leaks is the tensors (and memory outside the allocator); the
+    // segments it caches are not leaks, and the hint says so, as `leaks` does.
+    if (blocks.any()) {
+      auto only_blocks_devices = [&](const SeriesKey& k) {
+        return want(k) && blocks_of(blocks, k);
+      };
+      for (const SiteGroup& g : with_blocks(
+               replay, blocks, group_live(replay, only_blocks_devices, false), only_blocks_devices))
+        device_live_ += g.bytes, any_live_ = true;
+      for (const CachedSegments& c : cached_now(blocks, want)) cached_ += c.bytes;
+    }
+    return m;
+  }
+
+  std::string next_step() const override {
+    const std::string run = shell_word(options_.run_arg);
+    if (device_failed_)
+      return hint_line("gmemhook peak " + run, "what held the memory when an allocation failed");
+    if (any_live_)
+      return hint_line("gmemhook leaks " + run,
+                       (device_live_ ? human_size(device_live_) + " of device memory never freed"
+                                     : std::string("memory that was never freed")) +
+                           cached_note());
+    return hint_line("gmemhook peak " + run, "who held the memory at the peak" + cached_note());
+  }
+
+ private:
   // "; 38.0 MiB more cached by PyTorch's allocator, not leaked", or nothing.
   std::string cached_note() const {
     return cached_ ? "; " + human_size(cached_) + " more cached by PyTorch's allocator, not leaked"
                    : std::string();
   }
 
+  const ReportOptions& options_;
   uint64_t device_live_ = 0, device_failed_ = 0, cached_ = 0;
-  const BlockLayer* blocks_ = nullptr;  // of the process being written (in process())
   bool any_live_ = false;
 };
 

@@ -51,7 +51,7 @@ std::vector<RecordedProcess> recorded_processes(const fs::path& run_dir) {
     p.name = dir.filename().string();
     try {
       ProcessReader reader = ProcessReader::open(dir);
-      reader.for_each_event([](const format::Event&, const ThreadLog&) {});
+      reader.for_each_event([](const format::Event&, const ThreadFileReader&) {});
       p.events = reader.events_read();
       p.rank = reader.info().rank;
       p.ended = reader.end().has_value();

@@ -3,8 +3,8 @@
 
 #include <string_view>
 
+#include "analyzer/log/thread_file_reader.h"
 #include "analyzer/symbols/python_lines.h"
-#include "analyzer/log/thread_log.h"
 
 namespace gmemhook::analysis {
 
@@ -18,7 +18,7 @@ bool is_interpreter_loop(const std::optional<std::string>& function) {
   return f.starts_with(kLoop) && (f.size() == kLoop.size() || f[kLoop.size()] == '.');
 }
 
-Frame python_frame(const PyFrameRef& ref, const ThreadLog& log) {
+Frame python_frame(const PyFrameRef& ref, const ThreadFileReader& log) {
   Frame f;
   f.python = true;
   if (const PyCode* code = log.py_code(ref.code_id)) {
@@ -30,7 +30,8 @@ Frame python_frame(const PyFrameRef& ref, const ThreadLog& log) {
 }
 
 std::vector<Frame> merge_python_frames(std::vector<Frame> native_frames,
-                                       std::span<const PyFrameRef> python, const ThreadLog& log) {
+                                       std::span<const PyFrameRef> python,
+                                       const ThreadFileReader& log) {
   if (python.empty()) return native_frames;
   std::vector<Frame> out;
   out.reserve(native_frames.size() + python.size());

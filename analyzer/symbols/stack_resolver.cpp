@@ -32,7 +32,7 @@ const std::vector<Frame>& StackResolver::resolve(const StackInterner& stacks, ui
   // frame that ran it (python_stack.h).
   const StackInterner::Origin origin = stacks.origin(id);
   if (origin.thread_index < reader_.thread_count()) {
-    const ThreadLog& log = reader_.thread(origin.thread_index);
+    const ThreadFileReader& log = reader_.thread(origin.thread_index);
     frames = merge_python_frames(std::move(frames), log.python_frames(origin.id), log);
   }
   it->second = std::move(frames);

@@ -81,7 +81,7 @@ std::filesystem::path write_process_dir(const std::filesystem::path& run, const 
 
 std::vector<SeenEvent> collect_events(analysis::ProcessReader& r) {
   std::vector<SeenEvent> seen;
-  r.for_each_event([&](const format::Event& ev, const analysis::ThreadLog& t) {
+  r.for_each_event([&](const format::Event& ev, const analysis::ThreadFileReader& t) {
     auto frames = t.stack(ev.stack_id);
     seen.push_back({ev.seq, t.tid(), ev.api, ev.f.address, {frames.begin(), frames.end()}});
   });

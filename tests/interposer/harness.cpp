@@ -37,8 +37,8 @@ bool on_real_gpu() { return env_or("GMEMHOOK_TEST_CUDA_LIB_DIR", "") == "system"
 
 fs::path temp_dir(const std::string& name) {
   static int counter = 0;
-  fs::path p = fs::temp_directory_path() /
-               ("gmemhook-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" + name);
+  fs::path p = fs::temp_directory_path() / ("gmemhook-test-" + std::to_string(getpid()) + "-" +
+                                            std::to_string(counter++) + "-" + name);
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -61,8 +61,10 @@ TracedProcess::TracedProcess(const std::vector<std::string>& argv,
     if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (auto& [k, v] : env) {
-    if (v.empty()) merged.erase(k);
-    else merged[k] = v;
+    if (v.empty())
+      merged.erase(k);
+    else
+      merged[k] = v;
   }
   std::vector<std::string> env_strings;
   for (auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
@@ -112,8 +114,8 @@ std::optional<std::string> TracedProcess::read_line() {
       return line;
     }
     // Never wait forever on a child that hangs (a deadlock is a failure, not a stuck test).
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ -
-                                                                      std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline_ - std::chrono::steady_clock::now());
     pollfd pfd{out_fd_, POLLIN, 0};
     if (left.count() <= 0 || poll(&pfd, 1, static_cast<int>(left.count())) == 0) {
       ::kill(pid_, SIGKILL);
@@ -187,14 +189,16 @@ LoggedProcess read_process(const fs::path& dir) {
   out.end = reader.end();
   if (!reader.module_snapshots().empty()) out.modules = reader.module_snapshots().back().modules;
   out.thread_files = reader.thread_count();
-  reader.for_each_event([&](const format::Event& ev, const analysis::ThreadLog& t) {
+  reader.for_each_event([&](const format::Event& ev, const analysis::ThreadFileReader& t) {
     const format::ApiInfo* api = format::find_api(ev.api);
-    LoggedEvent le{api ? api->name : "?", api ? api->kind : format::EventKind::Alloc, ev, t.tid(), {}};
+    LoggedEvent le{
+        api ? api->name : "?", api ? api->kind : format::EventKind::Alloc, ev, t.tid(), {}};
     auto frames = t.stack(ev.stack_id);
     if (ev.stack_id) le.stack.assign(frames.begin(), frames.end());
     out.events.push_back(std::move(le));
   });
-  for (size_t i = 0; i < reader.thread_count(); ++i) out.committed_bytes += reader.thread(i).data_end();
+  for (size_t i = 0; i < reader.thread_count(); ++i)
+    out.committed_bytes += reader.thread(i).data_end();
   return out;
 }
 

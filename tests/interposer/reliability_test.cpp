@@ -61,7 +61,7 @@ TEST(DiskFull, MidRunLatchesCountsAndSaysSo) {
   auto dirs = process_dirs(out);
   ASSERT_EQ(dirs.size(), 1u);
   auto reader = analysis::ProcessReader::open(dirs[0]);
-  reader.for_each_event([](const format::Event&, const analysis::ThreadLog&) {});
+  reader.for_each_event([](const format::Event&, const analysis::ThreadFileReader&) {});
   ASSERT_TRUE(reader.end());
   const auto& end = *reader.end();
   EXPECT_EQ(end.last_seq, 4u * 20000 * 2);
@@ -84,7 +84,7 @@ TEST(DiskFull, ACompleteLogHasNoGap) {
   ASSERT_TRUE(r.exited(0)) << r.err;
   EXPECT_EQ(r.err.find("incomplete"), std::string::npos) << r.err;
   auto reader = analysis::ProcessReader::open(process_dirs(out).at(0));
-  reader.for_each_event([](const format::Event&, const analysis::ThreadLog&) {});
+  reader.for_each_event([](const format::Event&, const analysis::ThreadFileReader&) {});
   EXPECT_FALSE(analysis::missing_events(reader));
   EXPECT_EQ(reader.end()->not_recorded, 0u);
 }
@@ -104,7 +104,7 @@ TEST(DiskFull, ThreadFilesThatCannotBeCreatedAreNotRetried) {
   // fills; what must never come back is a file per retry (100 per thread before).
   EXPECT_LE(files_under(disk.dir()), 5u) << "process.gmh and at most one file per thread";
   auto reader = analysis::ProcessReader::open(process_dirs(disk.dir()).at(0));
-  reader.for_each_event([](const format::Event&, const analysis::ThreadLog&) {});
+  reader.for_each_event([](const format::Event&, const analysis::ThreadFileReader&) {});
   ASSERT_TRUE(reader.end());
   EXPECT_EQ(reader.events_read() + reader.end()->not_recorded, 4u * 20000 * 2);
 }

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "analyzer/log/event_info.h"
-#include "analyzer/symbols/python_stack.h"
 #include "analyzer/log/reader.h"
+#include "analyzer/symbols/python_stack.h"
 #include "harness.h"
 
 namespace gmemhook::test {
@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using analysis::PyFrameRef;
-using analysis::ThreadLog;
+using analysis::ThreadFileReader;
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -67,7 +67,7 @@ std::string describe(const analysis::Frame& f) {
 }
 
 struct Allocation {
-  const ThreadLog* thread;
+  const ThreadFileReader* thread;
   uint32_t stack_id;
   std::vector<uint64_t> native;
   std::vector<PyFrameRef> python;
@@ -98,7 +98,7 @@ TracedRun trace(const std::string& python, std::map<std::string, std::string> ex
   }
   t.dir = dirs[0];
   t.reader.emplace(analysis::ProcessReader::open(t.dir));
-  t.reader->for_each_event([&](const format::Event& ev, const ThreadLog& thread) {
+  t.reader->for_each_event([&](const format::Event& ev, const ThreadFileReader& thread) {
     if (analysis::api_name(ev.api) != "cudaMalloc") return;
     auto native = thread.stack(ev.stack_id);
     auto py = thread.python_frames(ev.stack_id);

@@ -126,7 +126,7 @@ TEST(BlockEvents, VersionOneLogsStillRead) {
   std::vector<format::Event> seen;
   struct Collect : analysis::EventVisitor {
     std::vector<format::Event>* out;
-    void on_event(const format::Event& ev, const analysis::ThreadLog&) override {
+    void on_event(const format::Event& ev, const analysis::ThreadFileReader&) override {
       out->push_back(ev);
     }
   } collect;

@@ -64,10 +64,11 @@ TEST(Reader, DeliversStacksBeforeTheEventsUsingThem) {
   ProcessReader r = read_in_memory(logs);
   struct Order : analysis::EventVisitor {
     std::vector<std::string> log;
-    void on_event(const format::Event& ev, const analysis::ThreadLog& t) override {
+    void on_event(const format::Event& ev, const analysis::ThreadFileReader& t) override {
       log.push_back("e" + std::to_string(ev.seq) + "/" + std::to_string(t.tid()));
     }
-    void on_stack(uint32_t id, std::span<const uint64_t>, const analysis::ThreadLog& t) override {
+    void on_stack(uint32_t id, std::span<const uint64_t>,
+                  const analysis::ThreadFileReader& t) override {
       log.push_back("s" + std::to_string(id) + "/" + std::to_string(t.tid()));
     }
   } order;

@@ -12,9 +12,9 @@
 #include <sstream>
 #include <string>
 
+#include "analyzer/log/reader.h"
 #include "analyzer/run/hook_library.h"
 #include "analyzer/run/new_run_dir.h"
-#include "analyzer/log/reader.h"
 #include "analyzer/run/run_record.h"
 #include "analyzer/run/traced_environment.h"
 
@@ -91,7 +91,7 @@ std::map<std::string, uint64_t> events_per_process(const fs::path& run) {
   std::map<std::string, uint64_t> out;
   for (const fs::path& dir : find_process_dirs(run)) {
     ProcessReader r = ProcessReader::open(dir);
-    r.for_each_event([](const format::Event&, const ThreadLog&) {});
+    r.for_each_event([](const format::Event&, const ThreadFileReader&) {});
     out[dir.filename().string()] = r.events_read();
   }
   return out;

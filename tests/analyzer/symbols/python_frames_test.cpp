@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "analyzer/symbols/python_stack.h"
 #include "analyzer/log/reader.h"
+#include "analyzer/symbols/python_stack.h"
 #include "log_builder.h"
 #include "sample_logs.h"
 
@@ -76,15 +76,16 @@ TEST(PythonFrames, StacksCarryPythonFramesAndCodeObjects) {
 
   struct Order : analysis::EventVisitor {
     std::vector<std::string> seen;
-    void on_event(const format::Event& ev, const analysis::ThreadLog& t) override {
+    void on_event(const format::Event& ev, const analysis::ThreadFileReader& t) override {
       if (t.tid() == 4243) seen.push_back("e" + std::to_string(ev.seq));
     }
-    void on_stack(uint32_t id, std::span<const uint64_t>, const analysis::ThreadLog& t) override {
+    void on_stack(uint32_t id, std::span<const uint64_t>,
+                  const analysis::ThreadFileReader& t) override {
       if (t.tid() == 4243)
         seen.push_back("s" + std::to_string(id) + "/py" +
                        std::to_string(t.python_frames(id).size()));
     }
-    void on_py_code(const PyCode& c, const analysis::ThreadLog&) override {
+    void on_py_code(const PyCode& c, const analysis::ThreadFileReader&) override {
       seen.push_back("c" + std::to_string(c.id) + "/" + c.name);
     }
   } order;
@@ -92,7 +93,7 @@ TEST(PythonFrames, StacksCarryPythonFramesAndCodeObjects) {
   EXPECT_EQ(order.seen,
             (std::vector<std::string>{"c1/step", "c2/<module>", "s1/py2", "s2/py0", "e1", "e3"}));
 
-  const analysis::ThreadLog& t0 = r.thread(0);
+  const analysis::ThreadFileReader& t0 = r.thread(0);
   ASSERT_EQ(t0.tid(), 4243u);
   EXPECT_EQ(t0.py_code_count(), 2u);
   ASSERT_NE(t0.py_code(1), nullptr);
@@ -232,7 +233,7 @@ TEST(PythonFrames, CutAndFlippedFilesNeverCrash) {
     size_t frames = 0;
     try {
       ProcessReader r = read_in_memory(logs);
-      r.for_each_event([&](const format::Event& ev, const analysis::ThreadLog& th) {
+      r.for_each_event([&](const format::Event& ev, const analysis::ThreadFileReader& th) {
         for (const PyFrameRef& f : th.python_frames(ev.stack_id)) {
           Frame fr = analysis::python_frame(f, th);
           frames += fr.line.value_or(0) > 0;
@@ -279,7 +280,7 @@ struct MergeFixture : ::testing::Test {
     reader.emplace(read_in_memory(logs));
     collect_events(*reader);
   }
-  const analysis::ThreadLog& thread() const { return reader->thread(0); }
+  const analysis::ThreadFileReader& thread() const { return reader->thread(0); }
   static std::vector<std::string> names(const std::vector<Frame>& frames) {
     std::vector<std::string> out;
     for (const Frame& f : frames) out.push_back((f.python ? "py:" : "") + f.function.value_or("?"));

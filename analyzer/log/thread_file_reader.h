@@ -14,17 +14,17 @@
 #include "analyzer/log/read_error.h"
 #include "analyzer/log/record_cursor.h"
 #include "analyzer/log/records.h"
-#include "analyzer/log/stack_table.h"
+#include "analyzer/log/thread_file_stacks.h"
 #include "gmemhook/codec.h"
 
 namespace gmemhook::analysis {
 
-class ThreadLog {
+class ThreadFileReader {
  public:
   // Checks the header; the log is positioned before its first record. Throws ReadError.
-  ThreadLog(LogBytes file, const format::FileHeader& header, size_t index);
-  ThreadLog(const ThreadLog&) = delete;
-  ThreadLog& operator=(const ThreadLog&) = delete;
+  ThreadFileReader(LogBytes file, const format::FileHeader& header, size_t index);
+  ThreadFileReader(const ThreadFileReader&) = delete;
+  ThreadFileReader& operator=(const ThreadFileReader&) = delete;
 
   const std::string& name() const { return file_.name(); }
   const format::FileHeader& header() const { return header_; }
@@ -34,7 +34,7 @@ class ThreadLog {
   size_t index() const { return index_; }
 
   // Stacks, code objects and notes read so far. After a full pass these are all of the file's.
-  const StackTable& stacks() const { return stacks_; }
+  const ThreadFileStacks& stacks() const { return stacks_; }
   std::span<const uint64_t> stack(uint32_t id) const { return stacks_.frames(id); }
   // Python frames of stack `stack_id`, innermost first; their code ids resolve with py_code().
   std::span<const PyFrameRef> python_frames(uint32_t stack_id) const {
@@ -82,7 +82,7 @@ class ThreadLog {
   format::Event current_;
   uint64_t current_offset_ = 0;
   uint64_t events_read_ = 0;
-  StackTable stacks_;
+  ThreadFileStacks stacks_;
   std::vector<PyCode> py_codes_;  // id i at [i - 1]
   std::vector<Note> notes_;
   std::vector<Pending> pending_;

@@ -11,7 +11,7 @@
 
 namespace gmemhook::analysis {
 
-class StackTable {
+class ThreadFileStacks {
  public:
   // The id the next stack record must carry.
   uint32_t next_id() const { return static_cast<uint32_t>(starts_.size()); }

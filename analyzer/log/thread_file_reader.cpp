@@ -1,5 +1,5 @@
 // Incremental decoding of one thread file: events, interned stacks, Python code objects and notes.
-#include "analyzer/log/thread_log.h"
+#include "analyzer/log/thread_file_reader.h"
 
 #include "analyzer/log/records.h"
 
@@ -7,12 +7,12 @@ namespace gmemhook::analysis {
 
 using format::RecordType;
 
-ThreadLog::ThreadLog(LogBytes file, const format::FileHeader& header, size_t index)
+ThreadFileReader::ThreadFileReader(LogBytes file, const format::FileHeader& header, size_t index)
     : file_(std::move(file)), header_(header), index_(index), cursor_(file_, header) {
   rewind();
 }
 
-void ThreadLog::rewind() {
+void ThreadFileReader::rewind() {
   file_.restart();
   cursor_.rewind();
   deltas_ = format::EventDeltas{};
@@ -27,11 +27,11 @@ void ThreadLog::rewind() {
   pending_.clear();
 }
 
-void ThreadLog::damage(uint64_t offset, const std::string& expected) const {
+void ThreadFileReader::damage(uint64_t offset, const std::string& expected) const {
   throw ReadError(file_.name(), offset, expected);
 }
 
-bool ThreadLog::advance() {
+bool ThreadFileReader::advance() {
   Record r;
   while (cursor_.next(&r)) {
     switch (static_cast<RecordType>(r.type)) {
@@ -57,7 +57,7 @@ bool ThreadLog::advance() {
   return false;
 }
 
-void ThreadLog::read_event(const Record& r) {
+void ThreadFileReader::read_event(const Record& r) {
   // The smallest event is api, four one-byte varints and the field mask.
   constexpr size_t kMinEventPayload = 6;
   const size_t n = r.payload.size();
@@ -84,7 +84,7 @@ void ThreadLog::read_event(const Record& r) {
   ++events_read_;
 }
 
-void ThreadLog::read_stack(const Record& r) {
+void ThreadFileReader::read_stack(const Record& r) {
   uint32_t id = decode_stack(r, file_.name(), frame_scratch_, py_frame_scratch_);
   if (id != stacks_.next_id())
     damage(r.offset, "stack record: expected id " + std::to_string(stacks_.next_id()) +
@@ -98,7 +98,7 @@ void ThreadLog::read_stack(const Record& r) {
   pending_.push_back({Pending::Stack, id});
 }
 
-void ThreadLog::read_py_code(const Record& r) {
+void ThreadFileReader::read_py_code(const Record& r) {
   PyCode code = decode_py_code(r, file_.name());
   if (code.id != py_codes_.size() + 1)
     damage(r.offset, "py-code record: expected id " + std::to_string(py_codes_.size() + 1) +
@@ -108,7 +108,7 @@ void ThreadLog::read_py_code(const Record& r) {
   pending_.push_back({Pending::PyCode, static_cast<uint32_t>(py_codes_.size())});
 }
 
-void ThreadLog::deliver_pending(EventVisitor& v) {
+void ThreadFileReader::deliver_pending(EventVisitor& v) {
   for (const Pending& p : pending_) {
     switch (p.kind) {
       case Pending::Stack:

@@ -1,0 +1,30 @@
+// --format text: each model's own text layout, a blank line between processes, and the command's
+// hint line at the end.
+#include "analyzer/output/format.h"
+
+namespace gmemhook::analysis {
+
+namespace {
+
+class TextRenderer final : public Renderer {
+ public:
+  std::string add(const ReportModel& model) override {
+    std::string text = models_++ ? "\n" : "";
+    model.text(text);
+    return text;
+  }
+  std::string finish(const std::string& next_step) override {
+    return next_step.empty() ? std::string() : "\n" + next_step;
+  }
+
+ private:
+  size_t models_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Renderer> make_text_renderer(const RenderSettings&) {
+  return std::make_unique<TextRenderer>();
+}
+
+}  // namespace gmemhook::analysis

@@ -1,0 +1,69 @@
+// The report driver (see report.h): each process of the run through the report, its model into
+// the renderer of the format asked for.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "analyzer/output/format.h"
+#include "analyzer/reports/process_context.h"
+#include "analyzer/reports/report.h"
+#include "analyzer/reports/run_warnings.h"
+
+namespace gmemhook::analysis {
+
+namespace {
+
+// "devices used: 0, 1", "no device memory used".
+std::string used_devices_text(std::vector<int32_t> devices) {
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  if (devices.empty()) return "no device memory used";
+  std::string s = devices.size() == 1 ? "device used: " : "devices used: ";
+  for (size_t i = 0; i < devices.size(); ++i)
+    s +=
+        (i ? ", " : "") + (devices[i] == kNoDevice ? std::string("?") : std::to_string(devices[i]));
+  return s;
+}
+
+void write(std::FILE* out, const std::string& s) { std::fwrite(s.data(), 1, s.size(), out); }
+
+}  // namespace
+
+int run_report(const ReportEntry& entry, const ReportOptions& options, std::FILE* out,
+               std::FILE* err) {
+  const Format* format = find_format(options.format);
+  if (!format || !(format->reads & entry.parts())) {
+    fmt::print(err, "gmemhook: {} has no output format '{}'\n", entry.name, options.format);
+    return kExitReportFailure;
+  }
+  const std::unique_ptr<Report> report = entry.make(options);
+  const std::unique_ptr<Renderer> renderer =
+      format->make({std::string("gmemhook ") + entry.name + " " + options.run_arg,
+                    options.run.string(), options.depth.value_or(0)});
+  // Held back until the end: a --device no process used is an error, not an empty report.
+  std::string body;
+  RunWarnings warnings;
+  std::vector<int32_t> devices;
+  const int status = walk_processes(options.run, options.pid, out, err, [&](ProcessReader& reader) {
+    ProcessContext process(reader, options.apis);
+    body += renderer->add(*report->analyze(process));
+    const ReadFacts& facts = process.header().facts;
+    for (const std::string& w : facts.warnings) warnings.add(w);
+    warnings.add_symbolizer(process.stacks());
+    devices.insert(devices.end(), facts.devices.begin(), facts.devices.end());
+  });
+  if (status != kExitOk) return status;
+  if (options.device &&
+      std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
+    fmt::print(err, "gmemhook: device {} was never used in {} ({})\n", *options.device,
+               options.run.string(), used_devices_text(devices));
+    return kExitReportFailure;
+  }
+  write(out, body);
+  write(out, renderer->finish(report->next_step()));
+  std::fflush(out);
+  warnings.print(err);
+  return kExitOk;
+}
+
+}  // namespace gmemhook::analysis
