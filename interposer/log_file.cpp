@@ -36,7 +36,7 @@ bool test_disk_full() {
 }  // namespace
 
 bool LogFile::create(const char* dir, const char* name, format::FileKind kind, uint64_t tid,
-                     uint32_t chunk_size, uint64_t start_monotonic_ns) {
+                     Chunks chunks, uint64_t start_monotonic_ns) {
   FixedString<PATH_MAX> p;
   p.append(dir).append("/").append(name);
   if (p.truncated()) {
@@ -44,7 +44,7 @@ bool LogFile::create(const char* dir, const char* name, format::FileKind kind, u
     return false;
   }
   std::memcpy(path_, p.c_str(), p.size() + 1);
-  chunk_size_ = chunk_size;
+  geometry_ = {chunks.first, chunks.max};
 
   int fd = open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -61,7 +61,8 @@ bool LogFile::create(const char* dir, const char* name, format::FileKind kind, u
   std::memcpy(h.magic, format::kMagic, sizeof(h.magic));
   h.version = format::kFormatVersion;
   h.kind = static_cast<uint16_t>(kind);
-  h.chunk_size = chunk_size;
+  h.chunk_size = chunks.first;
+  h.max_chunk_size = chunks.max;
   h.tid = tid;
   h.start_monotonic_ns = start_monotonic_ns;
   timespec rt{};
@@ -73,19 +74,20 @@ bool LogFile::create(const char* dir, const char* name, format::FileKind kind, u
   return true;
 }
 
-bool LogFile::map_chunk(uint64_t index) {
+bool LogFile::map_chunk(uint64_t start) {
   int fd = open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     error_ = errno;
     return false;
   }
-  off_t offset = static_cast<off_t>(index * chunk_size_);
+  size_t len = geometry_.end_of(start) - start;
+  off_t offset = static_cast<off_t>(start);
   // Reserve real blocks before touching the mapping: writing into a hole on a full disk would
   // raise SIGBUS in the traced program.
-  int err = test_disk_full() ? ENOSPC : posix_fallocate(fd, offset, chunk_size_);
+  int err = test_disk_full() ? ENOSPC : posix_fallocate(fd, offset, static_cast<off_t>(len));
   void* m = MAP_FAILED;
   if (err == 0) {
-    m = mmap(nullptr, chunk_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+    m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
     if (m == MAP_FAILED) err = errno;
   }
   ::close(fd);
@@ -94,22 +96,24 @@ bool LogFile::map_chunk(uint64_t index) {
     return false;
   }
   chunk_ = static_cast<uint8_t*>(m);
-  chunk_index_ = index;
+  chunk_start_ = start;
+  chunk_len_ = len;
   pos_ = 0;
   return true;
 }
 
 // Out of line and cold: it runs once per chunk, append() once per event.
 __attribute__((noinline, cold)) bool LogFile::next_chunk(size_t need) {
-  if (need + format::kSmallHeaderSize + (chunk_index_ == 0 ? sizeof(format::FileHeader) : 0) >
-      chunk_size_)
-    return false;  // can never fit; callers split large data
-  commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
-  uint8_t* old = chunk_;
-  uint64_t next = chunk_index_ + 1;
-  chunk_ = nullptr;
-  munmap(old, chunk_size_);
-  return map_chunk(next);
+  if (need + format::kSmallHeaderSize > geometry_.max) return false;  // callers split large data
+  // Chunks grow: a record too big for the next one ends that one too, unused, until one fits.
+  do {
+    commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
+    uint8_t* old = chunk_;
+    chunk_ = nullptr;
+    munmap(old, chunk_len_);
+    if (!map_chunk(chunk_start_ + chunk_len_)) return false;
+  } while (need + format::kSmallHeaderSize > chunk_len_);
+  return true;
 }
 
 uint8_t* LogFile::reserve(RecordType type, size_t n) {
@@ -118,7 +122,7 @@ uint8_t* LogFile::reserve(RecordType type, size_t n) {
   if ((!big && n > format::kMaxSmallPayload) || n > format::kMaxBigRecord) return nullptr;
   size_t need = (big ? format::kBigHeaderSize : format::kSmallHeaderSize) + n;
   // Keep room for a ChunkEnd record so a reader always finds an explicit end of chunk.
-  if (pos_ + need + format::kSmallHeaderSize > chunk_size_ && !next_chunk(need)) return nullptr;
+  if (pos_ + need + format::kSmallHeaderSize > chunk_len_ && !next_chunk(need)) return nullptr;
   return chunk_ + pos_ + (need - n);  // just after the header
 }
 
@@ -144,8 +148,24 @@ bool LogFile::append(RecordType type, const void* payload, size_t n) {
 }
 
 void LogFile::close() {
-  if (chunk_) munmap(chunk_, chunk_size_);
+  if (chunk_) munmap(chunk_, chunk_len_);
   chunk_ = nullptr;
+}
+
+void LogFile::finish() {
+  if (!chunk_) return;
+  uint64_t committed = chunk_start_ + pos_;
+  bool cut = chunk_len_ - pos_ > geometry_.first;
+  close();
+  // A file still in its first chunks keeps its few unused KiB: cutting costs three system calls
+  // (and a discard on some file systems), which for a thread that lived for one allocation was
+  // a good part of what recording it cost.
+  if (!cut) return;
+  int fd = open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;  // the file keeps its unused tail: zeros, which read as its end
+  int rc = ftruncate(fd, static_cast<off_t>(committed));
+  (void)rc;  // likewise
+  ::close(fd);
 }
 
 void write_stderr(const char* s, size_t n) {

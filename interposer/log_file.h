@@ -12,11 +12,17 @@ namespace gmemhook {
 
 class LogFile {
  public:
+  // How big chunks are: the first `first` bytes, doubling up to `max` (format.h, ChunkGeometry).
+  struct Chunks {
+    uint32_t first;
+    uint32_t max;
+  };
+
   // Creates `dir/name` exclusively (0600, never through a symlink) and writes its header.
   // Returns false (and leaves the object unusable) when the file can't be created; error() then
   // says why (EEXIST only when the name was taken), and no empty file is left behind.
   bool create(const char* dir, const char* name, format::FileKind kind, uint64_t tid,
-              uint32_t chunk_size, uint64_t start_monotonic_ns);
+              Chunks chunks, uint64_t start_monotonic_ns);
 
   // Appends one record. The payload is copied first and the header stored last: that store is
   // the commit. Returns false once the file can't grow (e.g. disk full); the log is then dead
@@ -37,6 +43,9 @@ class LogFile {
 
   // Unmaps the current chunk. Committed data stays in the file.
   void close();
+  // Closes the file and cuts it to the bytes committed when the unused rest of its last chunk is
+  // larger than a first chunk: a finished thread's log holds about what it recorded.
+  void finish();
 
   bool alive() const { return chunk_ != nullptr; }
   const char* path() const { return path_; }
@@ -54,13 +63,15 @@ class LogFile {
   // Ends the current chunk with ChunkEnd and maps the next; false when a record of `need` bytes
   // (header included) could never fit a chunk, or the file can't grow.
   bool next_chunk(size_t need);
-  bool map_chunk(uint64_t index);
+  // Maps the chunk that starts at file offset `start`.
+  bool map_chunk(uint64_t start);
 
   char path_[PATH_MAX] = {};
   uint8_t* chunk_ = nullptr;
-  uint64_t chunk_index_ = 0;
-  size_t pos_ = 0;  // offset of the next record inside the current chunk
-  uint32_t chunk_size_ = 0;
+  uint64_t chunk_start_ = 0;  // file offset of the current chunk
+  size_t chunk_len_ = 0;      // its size
+  size_t pos_ = 0;            // offset of the next record inside the current chunk
+  format::ChunkGeometry geometry_{};
   int error_ = 0;
 };
 

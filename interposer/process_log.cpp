@@ -221,7 +221,7 @@ bool open_process_log(bool warn_on_failure) {
   std::memcpy(g_process.display_dir, display.c_str(), display.size() + 1);
 
   if (!g_process.file.create(g_process.dir, fmt::kProcessFileName, fmt::FileKind::Process, 0,
-                             kProcessChunk, g_start_ns)) {
+                             {kProcessChunk, kProcessChunk}, g_start_ns)) {
     if (warn_on_failure) warn("cannot write", g_process.dir, g_process.file.error());
     rmdir(g_process.dir);  // nothing in it: it would only read as a process that left no log
     return false;

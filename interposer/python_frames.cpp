@@ -209,7 +209,7 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
 // --- PyCodeTable ----------------------------------------------------------------------------
 
 bool PyCodeTable::grow() {
-  size_t cap = capacity_ ? capacity_ * 2 : 1024;
+  size_t cap = capacity_ ? capacity_ * 2 : kFirstCapacity;
   void* m =
       mmap(nullptr, cap * sizeof(Slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return false;
@@ -272,6 +272,14 @@ uint32_t PyCodeTable::write_record(const uint8_t* code, LogFile& log) {
   };
   if (!log.append(c)) return 0;
   return next_id_++;
+}
+
+void PyCodeTable::reset() {
+  if (capacity_ > kFirstCapacity) return release();
+  if (slots_) std::memset(slots_, 0, capacity_ * sizeof(Slot));
+  used_ = 0;
+  next_id_ = 1;
+  for (Recent& r : recent_) r = Recent{};
 }
 
 void PyCodeTable::release() {

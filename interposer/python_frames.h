@@ -24,8 +24,11 @@ class PyCodeTable {
   // walk found it, running the same code, skips the hash lookup (training loops repeat stacks).
   uint32_t id_of(const uint8_t* code, size_t depth, const uint8_t* frame, LogFile& log);
   void release();
+  // Forgets every code object, keeping the memory as StackTable::reset does.
+  void reset();
 
  private:
+  static constexpr size_t kFirstCapacity = 1024;
   struct Slot {
     uintptr_t code;  // 0 = empty
     uintptr_t line_table;

@@ -26,7 +26,9 @@ namespace fmt = gmemhook::format;
 using fmt::EventKind;
 
 namespace {
-constexpr uint32_t kThreadChunk = 1u << 20;
+// A thread's file starts with one small chunk and grows by doubling (format.h, ChunkGeometry):
+// a thread that records one event costs one page.
+constexpr LogFile::Chunks kThreadChunks{4u << 10, 1u << 20};
 
 struct ThreadLog {
   LogFile file;
@@ -37,7 +39,9 @@ struct ThreadLog {
   uint64_t py_frames[kMaxPyDepth];
   uint64_t fork_generation = 0;
   std::atomic<uint64_t> allocations{0}, frees{0}, failed{0}, blocks{0};
-  ThreadLog* next = nullptr;  // registry of every thread's log, for the exit totals
+  // The registry of live threads' logs, for the exit totals (guarded by RegistryLock).
+  ThreadLog* prev = nullptr;
+  ThreadLog* next = nullptr;
 };
 
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc
@@ -46,19 +50,87 @@ __attribute__((tls_model("initial-exec"))) thread_local ThreadLog* t_log = nullp
 __attribute__((tls_model("initial-exec"))) thread_local int t_depth = 0;
 __attribute__((tls_model("initial-exec"))) thread_local bool t_creating = false;
 
-std::atomic<ThreadLog*> g_registry{nullptr};
-std::atomic<uint64_t> g_registry_generation{0};
+ThreadLog* g_registry = nullptr;
+// What exited threads recorded: their logs are gone, their counts stay for the exit summary.
+std::atomic<uint64_t> g_done_allocations{0}, g_done_frees{0}, g_done_failed{0}, g_done_blocks{0};
 std::atomic<bool> g_cuda_used{false};
 pthread_key_t g_thread_key;
 bool g_key_ok = false;
 
-void thread_finished(void* p) {
-  auto* log = static_cast<ThreadLog*>(p);
-  if (!log || log->fork_generation != fork_generation()) return;
-  log->file.close();
+// Guards the registry. A spinlock rather than a mutex: a fork child simply resets it, and it is
+// held for a few pointer stores, once when a thread starts recording and once when it exits.
+std::atomic_flag g_registry_lock = ATOMIC_FLAG_INIT;
+struct RegistryLock {
+  RegistryLock() {
+    while (g_registry_lock.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  ~RegistryLock() { g_registry_lock.clear(std::memory_order_release); }
+};
+
+void drop_tables(ThreadLog* log) {
   log->stacks.release();
   log->py_codes.release();
-  // The ThreadLog itself stays in the registry so its counts reach the exit summary.
+}
+
+// A few logs of exited threads, kept for the next threads: every munmap in a multi-threaded
+// process interrupts every other CPU to flush its TLB, and with threads that live for one
+// allocation that flush was most of what recording cost. Guarded by RegistryLock.
+constexpr int kSpareLogs = 8;
+ThreadLog* g_spare[kSpareLogs];
+int g_spares = 0;
+
+ThreadLog* new_thread_log() {
+  {
+    RegistryLock lock;
+    if (g_spares > 0) return g_spare[--g_spares];
+  }
+  void* m =
+      mmap(nullptr, sizeof(ThreadLog), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return m == MAP_FAILED ? nullptr : new (m) ThreadLog();
+}
+
+// Hands `log` (finished, out of the registry) to the spares, or its memory back to the system.
+void retire_thread_log(ThreadLog* log) {
+  log->stacks.reset();
+  log->py_codes.reset();
+  log->file = LogFile{};
+  log->deltas = {};
+  for (auto* c : {&log->allocations, &log->frees, &log->failed, &log->blocks})
+    c->store(0, std::memory_order_relaxed);
+  log->prev = log->next = nullptr;
+  {
+    RegistryLock lock;
+    if (g_spares < kSpareLogs) {
+      g_spare[g_spares++] = log;
+      return;
+    }
+  }
+  drop_tables(log);
+  log->~ThreadLog();
+  munmap(log, sizeof(ThreadLog));
+}
+
+// The pthread key's destructor: the thread is exiting (C++ thread_local destructors, which may
+// still free GPU memory, have already run). Its log is finished and cut to what it holds, its
+// counts move to the process totals and its memory goes back (issue 15: 2000 short-lived threads
+// used to keep 2 GiB of logs and ~25 KB of memory each). A CUDA call after this point, from a
+// later key destructor, simply starts a new log.
+void thread_finished(void* p) {
+  auto* log = static_cast<ThreadLog*>(p);
+  if (t_log == log) t_log = nullptr;
+  if (!log || log->fork_generation != fork_generation()) return;
+  log->file.finish();
+  {
+    RegistryLock lock;
+    g_done_allocations.fetch_add(log->allocations.load(std::memory_order_relaxed));
+    g_done_frees.fetch_add(log->frees.load(std::memory_order_relaxed));
+    g_done_failed.fetch_add(log->failed.load(std::memory_order_relaxed));
+    g_done_blocks.fetch_add(log->blocks.load(std::memory_order_relaxed));
+    (log->prev ? log->prev->next : g_registry) = log->next;
+    if (log->next) log->next->prev = log->prev;
+  }
+  retire_thread_log(log);
 }
 
 // Why the calling thread has no log, for the loss warning: its file could not be created.
@@ -72,10 +144,8 @@ ThreadLog* create_thread_log() {
     t_create_error = EIO;
     return nullptr;
   }
-  void* m =
-      mmap(nullptr, sizeof(ThreadLog), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return nullptr;
-  auto* log = new (m) ThreadLog();
+  ThreadLog* log = new_thread_log();
+  if (!log) return nullptr;
   log->fork_generation = fork_generation();
   uint64_t tid = static_cast<uint64_t>(syscall(SYS_gettid));
   uint64_t start = monotonic_ns();
@@ -86,7 +156,7 @@ ThreadLog* create_thread_log() {
     name.append(fmt::kThreadFilePrefix).append_uint(tid);
     if (attempt) name.append(".").append_uint(static_cast<uint64_t>(attempt));
     name.append(fmt::kFileSuffix);
-    if (log->file.create(process_dir(), name.c_str(), fmt::FileKind::Thread, tid, kThreadChunk,
+    if (log->file.create(process_dir(), name.c_str(), fmt::FileKind::Thread, tid, kThreadChunks,
                          start))
       break;
     if (log->file.error() != EEXIST) break;
@@ -94,12 +164,15 @@ ThreadLog* create_thread_log() {
   }
   if (!log->file.alive()) {
     t_create_error = log->file.error();
-    munmap(m, sizeof(ThreadLog));
+    retire_thread_log(log);
     return nullptr;
   }
-  ThreadLog* head = g_registry.load(std::memory_order_relaxed);
-  do log->next = head;
-  while (!g_registry.compare_exchange_weak(head, log, std::memory_order_release));
+  {
+    RegistryLock lock;
+    log->next = g_registry;
+    if (g_registry) g_registry->prev = log;
+    g_registry = log;
+  }
   if (g_key_ok) pthread_setspecific(g_thread_key, log);
   return log;
 }
@@ -108,10 +181,15 @@ ThreadLog* thread_log() {
   ThreadLog* log = t_log;
   if (log && log->fork_generation == fork_generation()) return log;
   if (log) {
-    // Inherited across fork: the chunk mapping is shared with the parent's file. Drop it.
+    // Inherited across fork: the chunk mapping is shared with the parent's file. Drop it; the
+    // copy of the ThreadLog is this process's own memory (the registry was reset at fork).
     log->file.close();
-    log->stacks.release();
-    log->py_codes.release();
+    drop_tables(log);
+    log->~ThreadLog();
+    munmap(log, sizeof(ThreadLog));
+    t_log = nullptr;
+    // Else the key's destructor would meet the unmapped copy. Clearing a value never allocates.
+    if (g_key_ok) pthread_setspecific(g_thread_key, nullptr);
   }
   if (t_creating) return nullptr;
   t_creating = true;
@@ -270,7 +348,12 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
 
 Totals totals() {
   Totals t;
-  for (ThreadLog* l = g_registry.load(std::memory_order_acquire); l; l = l->next) {
+  RegistryLock lock;
+  t.allocations = g_done_allocations.load(std::memory_order_relaxed);
+  t.frees = g_done_frees.load(std::memory_order_relaxed);
+  t.failed = g_done_failed.load(std::memory_order_relaxed);
+  t.blocks = g_done_blocks.load(std::memory_order_relaxed);
+  for (ThreadLog* l = g_registry; l; l = l->next) {
     if (l->fork_generation != fork_generation()) continue;
     t.allocations += l->allocations.load(std::memory_order_relaxed);
     t.frees += l->frees.load(std::memory_order_relaxed);
@@ -285,7 +368,11 @@ void init_recorder() { g_key_ok = pthread_key_create(&g_thread_key, thread_finis
 
 void recorder_fork_child() {
   loss_fork_child();
-  g_registry.store(nullptr, std::memory_order_relaxed);
+  g_registry_lock.clear();
+  g_registry = nullptr;
+  g_spares = 0;  // the parent's spares are this process's memory now, but a few pages don't matter
+  for (auto* c : {&g_done_allocations, &g_done_frees, &g_done_failed, &g_done_blocks})
+    c->store(0, std::memory_order_relaxed);
   g_cuda_used.store(false, std::memory_order_relaxed);
 }
 

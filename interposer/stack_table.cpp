@@ -3,6 +3,8 @@
 
 #include <sys/mman.h>
 
+#include <cstring>
+
 namespace gmemhook {
 
 namespace {
@@ -22,7 +24,7 @@ uint64_t hash_frames(const uint64_t* f, size_t n, const uint64_t* py, size_t npy
 }  // namespace
 
 bool StackTable::grow() {
-  size_t cap = capacity_ ? capacity_ * 2 : 4096;
+  size_t cap = capacity_ ? capacity_ * 2 : kFirstCapacity;
   void* m = mmap(nullptr, cap * sizeof(Slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                  -1, 0);
   if (m == MAP_FAILED) return false;
@@ -54,6 +56,13 @@ uint32_t StackTable::intern(const uint64_t* frames, size_t n, const uint64_t* py
   ++used_;
   *is_new = true;
   return next_id_++;
+}
+
+void StackTable::reset() {
+  if (capacity_ > kFirstCapacity) return release();
+  if (slots_) std::memset(slots_, 0, capacity_ * sizeof(Slot));
+  used_ = 0;
+  next_id_ = 1;
 }
 
 void StackTable::release() {

@@ -14,8 +14,12 @@ class StackTable {
   // Returns 0 if the table can't grow (out of memory): the event is then recorded without stack.
   uint32_t intern(const uint64_t* frames, size_t n, const uint64_t* py, size_t npy, bool* is_new);
   void release();
+  // Forgets every stack; keeps the memory when the table never grew past its first size, so a
+  // log handed to the next thread needs no new mapping.
+  void reset();
 
  private:
+  static constexpr size_t kFirstCapacity = 1024;
   struct Slot {
     uint64_t hash;  // 0 = empty
     uint32_t id;

@@ -27,7 +27,7 @@ ProcessFile read_process_file(const LogBytes& file, std::vector<ReadWarning>& wa
                     "killed while starting)");
   p.header = *header;
 
-  RecordCursor cursor(file, p.header.chunk_size);
+  RecordCursor cursor(file, p.header);
   Record r;
   if (!cursor.next(&r))
     throw ReadError(file.name(), cursor.offset(),

@@ -123,11 +123,20 @@ std::optional<format::FileHeader> read_file_header(const LogBytes& file,
                         std::to_string(format::kMinChunkSize) + ", " +
                         std::to_string(format::kMaxChunkSize) + "], got " +
                         std::to_string(h.chunk_size));
+  if (h.version < 6) h.max_chunk_size = 0;  // a reserved field then, never read
+  if (h.max_chunk_size != 0 &&
+      (h.max_chunk_size < h.chunk_size || h.max_chunk_size > format::kMaxChunkSize ||
+       !std::has_single_bit(h.max_chunk_size)))
+    throw ReadError(file.name(), offsetof(format::FileHeader, max_chunk_size),
+                    "expected a largest chunk size that is 0 or a power of two in [" +
+                        std::to_string(h.chunk_size) + ", " +
+                        std::to_string(format::kMaxChunkSize) + "], got " +
+                        std::to_string(h.max_chunk_size));
   return h;
 }
 
-RecordCursor::RecordCursor(const LogBytes& file, uint32_t chunk_size)
-    : file_(&file), chunk_size_(chunk_size), pos_(sizeof(format::FileHeader)) {}
+RecordCursor::RecordCursor(const LogBytes& file, const format::FileHeader& header)
+    : file_(&file), chunks_(format::ChunkGeometry::of(header)), pos_(sizeof(format::FileHeader)) {}
 
 void RecordCursor::rewind() {
   pos_ = sizeof(format::FileHeader);
@@ -147,7 +156,7 @@ bool RecordCursor::next(Record* out) {
       end_ = StreamEnd::EndOfFile;
       return false;
     }
-    const uint64_t chunk_end = (pos_ / chunk_size_ + 1) * chunk_size_;
+    const uint64_t chunk_end = chunks_.end_of(pos_);
     // A record that ends one byte before a boundary leaves no room for even a ChunkEnd header;
     // the writer then simply continues in the next chunk.
     if (chunk_end - pos_ < format::kSmallHeaderSize) {

@@ -40,8 +40,8 @@ std::string a_record(uint8_t type);
 
 class RecordCursor {
  public:
-  // `chunk_size` must come from a header that read_file_header accepted.
-  RecordCursor(const LogBytes& file, uint32_t chunk_size);
+  // `header` must be one that read_file_header accepted.
+  RecordCursor(const LogBytes& file, const format::FileHeader& header);
 
   // The next committed record, or false when the stream ended (see end()). Throws ReadError on
   // damage: unknown types, bad big-record lengths, records crossing a chunk boundary.
@@ -66,7 +66,7 @@ class RecordCursor {
   [[noreturn]] void damage(uint64_t offset, const std::string& expected) const;
 
   const LogBytes* file_;
-  uint64_t chunk_size_;
+  format::ChunkGeometry chunks_;
   uint64_t pos_;
   StreamEnd end_ = StreamEnd::NotYet;
   bool live_ = false;

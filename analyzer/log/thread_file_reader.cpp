@@ -8,7 +8,7 @@ namespace gmemhook::analysis {
 using format::RecordType;
 
 ThreadFileReader::ThreadFileReader(LogBytes file, const format::FileHeader& header, size_t index)
-    : file_(std::move(file)), header_(header), index_(index), cursor_(file_, header.chunk_size) {
+    : file_(std::move(file)), header_(header), index_(index), cursor_(file_, header) {
   rewind();
 }
 

@@ -19,6 +19,10 @@ namespace gmemhook::format {
 // FileHeader::chunk_size bytes (the header lives in the first chunk); a record never straddles a
 // chunk boundary, and a writer that cannot fit the next record ends the chunk with a ChunkEnd
 // record. Unwritten bytes are zero, so a zero record header means "nothing more was committed".
+// From version 6 on chunks grow: the first is chunk_size bytes, each next one doubles up to
+// max_chunk_size, and all later ones have that size (ChunkGeometry). A thread that records one
+// event costs one small chunk, not a megabyte reserved up front (issue 15), and a writer that
+// finishes a file cuts it to the bytes it committed.
 //
 // Crash safety: the writer stores a record's payload first and its 2-byte header last (see
 // RecordHeader). The file is a MAP_SHARED mapping, so whatever was stored before the process died
@@ -32,9 +36,10 @@ inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
 // could not write and why, and an image replaced by exec ends with how = Exec. Version 4: events
 // may carry a graph and flags (graph memory nodes, instantiation; issue 12). Version 5: NvmlSample
 // records in process.gmh (what nvidia-smi would show, issue 13); older files simply have none.
-// Readers still accept versions 1 to 4 (their End records may lack the tail, their masks the new
-// bits).
-inline constexpr uint16_t kFormatVersion = 5;
+// Version 6: chunks grow (FileHeader::max_chunk_size), and a file may end anywhere after its last
+// record. Readers still accept versions 1 to 5 (their End records may lack the tail, their masks
+// the new bits, their chunks are all chunk_size).
+inline constexpr uint16_t kFormatVersion = 6;
 inline constexpr uint16_t kOldestReadableVersion = 1;
 inline constexpr const char* kProcessFileName = "process.gmh";
 inline constexpr const char* kThreadFilePrefix = "thread.";
@@ -63,10 +68,33 @@ struct FileHeader {
   uint64_t start_monotonic_ns;  // CLOCK_MONOTONIC when the file was created: base for deltas
   uint64_t start_realtime_ns;   // CLOCK_REALTIME at the same instant (for wall-clock display)
   uint32_t pid;
-  uint32_t reserved0;
+  uint32_t max_chunk_size;  // version >= 6: chunks double up to this size; 0 = all chunk_size
   uint64_t reserved1[2];
 };
 static_assert(sizeof(FileHeader) == 64);
+
+// Where chunks begin and end: boundaries at first, 2·first, 4·first … max, then every max bytes.
+// With max == first (every file before version 6) all chunks are `first` bytes. Both powers of
+// two, so every boundary is a multiple of the page size and can be mapped.
+struct ChunkGeometry {
+  uint64_t first;
+  uint64_t max;
+
+  static ChunkGeometry of(const FileHeader& h) {
+    return {h.chunk_size, h.max_chunk_size > h.chunk_size ? h.max_chunk_size : h.chunk_size};
+  }
+  uint64_t start_of(uint64_t offset) const {
+    if (offset < first) return 0;
+    if (offset >= max) return offset / max * max;
+    uint64_t start = first;
+    while (start * 2 <= offset) start *= 2;
+    return start;
+  }
+  uint64_t end_of(uint64_t offset) const {
+    uint64_t start = start_of(offset);
+    return start == 0 ? first : start < max ? start * 2 : start + max;
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // Record framing

@@ -89,7 +89,7 @@ TEST(DiskFull, ACompleteLogHasNoGap) {
   EXPECT_EQ(reader.end()->not_recorded, 0u);
 }
 
-// A real full disk: process.gmh fits, no thread file does. Creation is not retried per call
+// A real full disk: process.gmh fits, the thread files soon do not. Creation is not retried per call
 // (it cost 52 s before), no empty files are left, one warning names ENOSPC.
 TEST(DiskFull, ThreadFilesThatCannotBeCreatedAreNotRetried) {
   SmallDisk disk(256 << 10);
@@ -100,7 +100,9 @@ TEST(DiskFull, ThreadFilesThatCannotBeCreatedAreNotRetried) {
   EXPECT_EQ(r.out, "failures 0\n");
   EXPECT_EQ(count_of(r.err, "gmemhook: cannot write"), 1u) << r.err;
   EXPECT_NE(r.err.find("ENOSPC"), std::string::npos) << r.err;
-  EXPECT_LE(files_under(disk.dir()), 2u) << "process.gmh and at most one thread file";
+  // Thread files start small (4 KiB), so each of the 4 threads may get one before the disk
+  // fills; what must never come back is a file per retry (100 per thread before).
+  EXPECT_LE(files_under(disk.dir()), 5u) << "process.gmh and at most one file per thread";
   auto reader = analysis::ProcessReader::open(process_dirs(disk.dir()).at(0));
   reader.for_each_event([](const format::Event&, const analysis::ThreadFileReader&) {});
   ASSERT_TRUE(reader.end());

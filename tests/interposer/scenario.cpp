@@ -305,6 +305,24 @@ int threads(int n, int m) {
   return failures ? 1 : 0;
 }
 
+// Issue 15: `n` threads, `concurrent` alive at a time, each doing one cudaMalloc/cudaFree pair
+// and exiting: the case where a thread's log must cost what it holds, not a chunk reserved up front.
+int short_threads(int n, int concurrent) {
+  CHECK_RT(cudaSetDevice(0));
+  std::atomic<int> failures{0};
+  for (int done = 0; done < n;) {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < concurrent && done < n; ++t, ++done)
+      ts.emplace_back([&] {
+        void* p;
+        if (cudaMalloc(&p, 4096) != cudaSuccess || cudaFree(p) != cudaSuccess) ++failures;
+      });
+    for (auto& t : ts) t.join();
+  }
+  std::printf("failures %d\n", failures.load());
+  return failures ? 1 : 0;
+}
+
 // Threads allocate continuously while the main thread forks; the child allocates `child_allocs`
 // times and exits. The parent waits for it (a deadlocked child makes the test time out).
 int fork_while_allocating(int child_allocs) {
@@ -444,6 +462,7 @@ int main(int argc, char** argv) {
   auto arg = [&](int i, int def) { return argc > i ? std::atoi(argv[i]) : def; };
   if (mode == "entry-points" && argc > 2) return entry_points(argv[2]);
   if (mode == "threads") return threads(arg(2, 16), arg(3, 50000));
+  if (mode == "short-threads") return short_threads(arg(2, 2000), arg(3, 8));
   if (mode == "fork") return fork_while_allocating(arg(2, 10));
   if (mode == "die" && argc > 2) return die_while_allocating(argv[2], arg(3, 500));
   if (mode == "plain") return plain(arg(2, 0));

@@ -173,5 +173,22 @@ TEST(Codec, DecodeReportsTheFirstBadField) {
   EXPECT_EQ(err.value, 9u);
 }
 
+// Version 6: chunks double from the first size up to the largest, then stay at that size.
+TEST(ChunkGeometry, GrowsByDoublingThenStaysAtTheLargest) {
+  format::ChunkGeometry g{4096, 16384};
+  EXPECT_EQ(g.start_of(0), 0u);
+  EXPECT_EQ(g.end_of(4095), 4096u);
+  EXPECT_EQ(g.start_of(4096), 4096u);
+  EXPECT_EQ(g.end_of(4096), 8192u);
+  EXPECT_EQ(g.start_of(12000), 8192u);
+  EXPECT_EQ(g.end_of(12000), 16384u);
+  EXPECT_EQ(g.end_of(16384), 32768u);
+  EXPECT_EQ(g.start_of(40000), 32768u);
+  EXPECT_EQ(g.end_of(40000), 49152u);
+  format::ChunkGeometry fixed{4096, 4096};
+  EXPECT_EQ(fixed.start_of(10000), 8192u);
+  EXPECT_EQ(fixed.end_of(10000), 12288u);
+}
+
 }  // namespace
 }  // namespace gmemhook

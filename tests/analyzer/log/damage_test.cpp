@@ -48,16 +48,18 @@ ProcessLogs with_thread(ThreadLogBuilder& t) {
 
 TEST(Damage, WrongVersionNamesBothVersions) {
   ProcessLogs logs = small_two_thread_process(true);
-  header_of(logs.process).version = 5;
+  const int next = format::kFormatVersion + 1;  // a version from the future
+  header_of(logs.process).version = next;
   EXPECT_EQ(read_error(logs),
-            "process.gmh: offset 8: was written by format version 5; this gmemhook reads "
-            "versions 1 to 4");
+            "process.gmh: offset 8: was written by format version " + std::to_string(next) +
+                "; this gmemhook reads versions 1 to " + std::to_string(format::kFormatVersion));
   logs = small_two_thread_process(true);
   header_of(logs.process).version = 0;
   EXPECT_CONTAINS(read_error(logs), "process.gmh: offset 8: was written by format version 0");
   logs = small_two_thread_process(true);
-  header_of(logs.threads[1].second).version = 7;
-  EXPECT_CONTAINS(read_error(logs), "thread.4244.gmh: offset 8: was written by format version 7");
+  header_of(logs.threads[1].second).version = format::kFormatVersion + 3;
+  EXPECT_CONTAINS(read_error(logs), "thread.4244.gmh: offset 8: was written by format version " +
+                                        std::to_string(format::kFormatVersion + 3));
 }
 
 TEST(Damage, HeaderChecks) {

@@ -93,7 +93,7 @@ TEST(Truncation, ProcessFileCutAtEveryByte) {
   const auto reference = read_all(full).events;
   // Where the ProcessInfo record ends: before that the process is unknown, which is an error.
   auto bytes = analysis::LogBytes::borrow(full.process, "process.gmh");
-  analysis::RecordCursor cursor(bytes, 4096);
+  analysis::RecordCursor cursor(bytes, *analysis::read_file_header(bytes, format::FileKind::Process));
   analysis::Record first;
   ASSERT_TRUE(cursor.next(&first));
   const size_t info_end = cursor.offset();

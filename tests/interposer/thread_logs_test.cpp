@@ -1,0 +1,58 @@
+// Issue 15, point 3: thread logs cost what they hold. 2000 threads that each make one
+// allocation leave small files (no chunk reserved up front stays behind) and every event.
+// The time bound (≤ 3× the plain run) lives in bench/run_short_threads_bench.sh, not here.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+
+namespace gmemhook::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Bytes the directory's files occupy on disk and claim (the larger of both, so neither sparse
+// files nor preallocated blocks hide anything).
+uint64_t disk_bytes(const fs::path& dir) {
+  uint64_t total = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    struct stat st {};
+    if (!e.is_regular_file() || stat(e.path().c_str(), &st) != 0) continue;
+    total += std::max<uint64_t>(static_cast<uint64_t>(st.st_blocks) * 512,
+                                static_cast<uint64_t>(st.st_size));
+  }
+  return total;
+}
+
+TEST(ShortLivedThreads, TwoThousandThreadsLeaveSmallLogsAndEveryEvent) {
+  constexpr int kThreads = 2000;
+  fs::path out = temp_dir("short-threads");
+  RunResult r = run({scenario_path(), "short-threads", std::to_string(kThreads), "8"},
+                    traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "failures 0\n");
+  EXPECT_NE(r.err.find("2000 allocations, 2000 frees recorded"), std::string::npos) << r.err;
+
+  auto dirs = process_dirs(out);
+  ASSERT_EQ(dirs.size(), 1u);
+  EXPECT_LE(disk_bytes(dirs[0]), 64u << 20) << "issue 15: 2000 threads left 2 GiB";
+
+  LoggedProcess p = read_process(dirs[0]);
+  EXPECT_EQ(p.thread_files, static_cast<size_t>(kThreads));
+  size_t allocs = 0, frees = 0;
+  for (const auto& e : p.events) {
+    allocs += e.api == "cudaMalloc";
+    frees += e.api == "cudaFree";
+    if (e.api == "cudaMalloc") {
+      EXPECT_FALSE(e.stack.empty()) << "seq " << e.ev.seq << ": captured by stepping, not cached";
+    }
+  }
+  EXPECT_EQ(allocs, static_cast<size_t>(kThreads));
+  EXPECT_EQ(frees, static_cast<size_t>(kThreads));
+  ASSERT_TRUE(p.end);
+  EXPECT_EQ(p.end->last_seq, 2u * kThreads);
+  EXPECT_EQ(p.events.size(), 2u * kThreads);
+}
+
+}  // namespace
+}  // namespace gmemhook::test
