@@ -243,7 +243,7 @@ uint64_t last_record_offset(const fs::path& file) {
   analysis::LogBytes bytes = analysis::LogBytes::map(file, file.string());
   format::FileHeader header;
   std::memcpy(&header, bytes.bytes().data(), sizeof header);
-  analysis::RecordCursor cursor(bytes, header.chunk_size);
+  analysis::RecordCursor cursor(bytes, header);
   analysis::Record r, last;
   while (cursor.next(&r)) last = r;
   return last.offset;
