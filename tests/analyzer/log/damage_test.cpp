@@ -180,8 +180,8 @@ TEST(Damage, EventErrors) {
     uint8_t two[] = {1, 1};
     t.file.record(RecordType::Event, two);
     EXPECT_EQ(read_error(with_thread(t)),
-              "thread.4243.gmh: offset 64: event record: payload malformed (expected 6..134 "
-              "bytes, got 2)");
+              "thread.4243.gmh: offset 64: event record: payload malformed (expected 6.." +
+                  std::to_string(format::kMaxEventPayload) + " bytes, got 2)");
   }
   {
     ThreadLogBuilder t(4242, 4243, kStartNs);
