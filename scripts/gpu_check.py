@@ -642,9 +642,6 @@ def check_top_bench(c):
           "alone %s / with top %s M events/s" % (alone, with_top))
 
 
-if __name__ == "__main__":
-    main()
-
 
 def check_html(c, py):
     """Issue 11: `gmemhook html --format memory-viz` read by PyTorch's own viewer (trace_plot makes
@@ -706,3 +703,7 @@ def check_html(c, py):
         c.row("GPT-2 run: Perfetto counter tracks", "device 0 allocated + reserved",
               ", ".join(tracks)[:200],
               "device 0 allocated" in tracks and "device 0 reserved" in tracks)
+
+
+if __name__ == "__main__":
+    main()
