@@ -116,11 +116,14 @@ def check_external(c, py):
           "all of %d" % len(inside), "%d unmatched" % len(unmatched), bool(inside) and not unmatched,
           "unmatched %s; recorded %s" % ([r[2] for r in unmatched][:8],
                                          sorted({v for _, v in samples})))
-    # Each 1.5 s phase spans many 100 ms intervals: its figure must be among the external ones.
-    steady = sorted({round(s["process_bytes"] / MIB) for s in e["samples"] if s["reason"] == "periodic"})
-    common = [v for v in steady if v in {r[2] for r in inside}]
-    c.row("nvml-external: phases seen from outside", ">= 3 figures", len(common), len(common) >= 3,
-          "periodic figures %s" % steady)
+    # Each 1.5 s phase spans many 100 ms intervals: the periodic samples step through the three
+    # phases (1 GiB, 3 GiB, 1 GiB again: two figures, three steps), and nvidia-smi saw each figure.
+    periodic = [round(s["process_bytes"] / MIB) for s in e["samples"] if s["reason"] == "periodic"]
+    steps = [v for i, v in enumerate(periodic) if i == 0 or v != periodic[i - 1]]
+    seen = {r[2] for r in inside}
+    c.row("nvml-external: phases seen in order, each also from outside", ">= 3 steps, all seen",
+          "%d steps, %d seen" % (len(steps), sum(v in seen for v in steps)),
+          len(steps) >= 3 and all(v in seen for v in steps), "periodic steps %s MiB" % steps)
 
 
 def check_context(c, py):
@@ -134,7 +137,11 @@ def check_context(c, py):
     c.row("nvml-context: untracked = NVML's figure", p["process_bytes"], p["untracked_bytes"],
           p["untracked_bytes"] == p["process_bytes"] > 0)
     mib = round(p["process_bytes"] / MIB)
-    seen = sorted({r[2] for r in readings})
+    # Readings taken while the context was still being made (before the hook's first sample)
+    # show a smaller figure; compare those from the first sample on.
+    start = process_start_wall(run)
+    first = start + min(s["time_ns"] for s in e["samples"]) / 1e9
+    seen = sorted({r[2] for r in readings if r[0] >= first})
     c.row("nvml-context: nvidia-smi shows the same (MiB)", mib, seen, seen == [mib])
 
 
