@@ -93,7 +93,9 @@ TEST(Nvml, SamplesAtFirstCallFirstAllocationPeakAndExitWithExactFigures) {
     EXPECT_EQ(s.used, kOtherProcess + want[i].process_used);
     // What no allocation explains is the context, at every moment.
     EXPECT_EQ(s.process_used - allocated_at(p, s.seq), kContext);
-    if (i) EXPECT_GE(s.time_delta_ns, p.nvml[i - 1].time_delta_ns);
+    if (i) {
+      EXPECT_GE(s.time_delta_ns, p.nvml[i - 1].time_delta_ns);
+    }
   }
   EXPECT_EQ(count_notes(p, "nvidia-smi"), 0u) << ::testing::PrintToString(p.notes);
 }
@@ -109,7 +111,9 @@ TEST(Nvml, PeriodicSamplesAgreeWithTheLog) {
     periodic += s.reason == NvmlReason::Periodic;
     ASSERT_TRUE(s.listed);
     uint64_t untracked = s.process_used - allocated_at(p, s.seq);
-    if (untracked != kContext) EXPECT_EQ(s.process_used - allocated_at(p, s.seq + 1), kContext);
+    if (untracked != kContext) {
+      EXPECT_EQ(s.process_used - allocated_at(p, s.seq + 1), kContext);
+    }
   }
   EXPECT_GE(periodic, 5u) << "400 ms at one sample per 20 ms (a loaded machine may skip some)";
   EXPECT_EQ(p.nvml.back().reason, NvmlReason::Exit);
