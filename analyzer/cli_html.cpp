@@ -14,17 +14,13 @@ CLI::App* add_html_command(CLI::App& app, HtmlOptions& o) {
   s->add_option("-o,--output", o.output,
                 "The file written (default: gmemhook.html, gmemhook.trace.json or "
                 "gmemhook.memory_viz.pickle)");
-  s->add_option_function<std::string>(
-       "--format",
-       [&o](const std::string& v) {
-         o.format = v == "perfetto"     ? PageFormat::Perfetto
-                    : v == "memory-viz" ? PageFormat::MemoryViz
-                                        : PageFormat::Html;
-       },
-       "html (the page), perfetto (a Chrome JSON trace for ui.perfetto.dev and chrome://tracing) "
-       "or memory-viz (a PyTorch memory snapshot pickle for torch.cuda._memory_viz and "
-       "pytorch.org/memory_viz)")
-      ->check(CLI::IsMember({"html", "perfetto", "memory-viz"}));
+  std::string format_help;  // built from the table, so --help lists exactly what --format takes
+  std::vector<std::string> names;
+  for (const WholeRunFormat& f : whole_run_formats()) {
+    format_help += (names.empty() ? "" : "; ") + std::string(f.name) + ": " + f.help;
+    names.emplace_back(f.name);
+  }
+  s->add_option("--format", o.format, format_help)->check(CLI::IsMember(names));
   s->add_option("--pid", o.pid, "Only the process with this pid (memory-viz: the process written)")
       ->check(whole_number("a process id (e.g. 4242)"));
   s->add_option("--device", o.device, "Only this device")
@@ -33,10 +29,7 @@ CLI::App* add_html_command(CLI::App& app, HtmlOptions& o) {
       ->delimiter(',');
   s->final_callback([&o] {
     o.run_arg = o.run.string();
-    if (o.output.empty())
-      o.output = o.format == PageFormat::Perfetto    ? "gmemhook.trace.json"
-                 : o.format == PageFormat::MemoryViz ? "gmemhook.memory_viz.pickle"
-                                                     : "gmemhook.html";
+    if (o.output.empty()) o.output = find_whole_run_format(o.format)->default_file;
   });
   return s;
 }

@@ -279,20 +279,32 @@ int html_page(const HtmlOptions& options, std::string& page, std::FILE* err) {
 
 }  // namespace
 
+const std::vector<WholeRunFormat>& whole_run_formats() {
+  static const std::vector<WholeRunFormat> formats = {
+      {"html", "the page", "gmemhook.html", html_page},
+      {"perfetto", "a Chrome JSON trace for ui.perfetto.dev and chrome://tracing",
+       "gmemhook.trace.json", perfetto_export},
+      {"memory-viz",
+       "a PyTorch memory snapshot pickle for torch.cuda._memory_viz and pytorch.org/memory_viz",
+       "gmemhook.memory_viz.pickle", memory_viz_export},
+  };
+  return formats;
+}
+
+const WholeRunFormat* find_whole_run_format(const std::string& name) {
+  for (const WholeRunFormat& f : whole_run_formats())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
 int run_html_report(const HtmlOptions& options, std::FILE* err) {
-  std::string text;
-  int status = kExitReportFailure;
-  switch (options.format) {
-    case PageFormat::Html:
-      status = html_page(options, text, err);
-      break;
-    case PageFormat::Perfetto:
-      status = perfetto_export(options, text, err);
-      break;
-    case PageFormat::MemoryViz:
-      status = memory_viz_export(options, text, err);
-      break;
+  const WholeRunFormat* format = find_whole_run_format(options.format);
+  if (!format) {
+    std::fprintf(err, "gmemhook: unknown format %s\n", options.format.c_str());
+    return 2;  // a usage error (the CLI's IsMember check normally catches it first)
   }
+  std::string text;
+  int status = format->write(options, text, err);
   return status == kExitOk ? write_file(options.output, text, err) : status;
 }
 

@@ -11,6 +11,7 @@
 
 #include "analyzer/output/format.h"
 #include "analyzer/reports/diff_report.h"
+#include "analyzer/reports/html_report.h"
 #include "analyzer/reports/report.h"
 #include "report_scenario.h"
 
@@ -132,6 +133,16 @@ TEST(Tables, NamesAreUniqueAndLookUp) {
   EXPECT_STREQ(analysis::formats().front().name, "text");  // the default comes first
   EXPECT_EQ(analysis::find_report("nosuch"), nullptr);
   EXPECT_EQ(analysis::find_format("nosuch"), nullptr);
+  names.clear();
+  std::set<std::string> files;
+  for (const analysis::WholeRunFormat& f : analysis::whole_run_formats()) {
+    EXPECT_TRUE(names.insert(f.name).second) << f.name;
+    EXPECT_TRUE(files.insert(f.default_file).second) << f.name << ": a default file of its own";
+    EXPECT_EQ(analysis::find_whole_run_format(f.name), &f);
+    EXPECT_NE(f.write, nullptr) << f.name;
+  }
+  EXPECT_STREQ(analysis::whole_run_formats().front().name, "html");  // gmemhook html's default
+  EXPECT_EQ(analysis::find_whole_run_format("nosuch"), nullptr);
 }
 
 }  // namespace
