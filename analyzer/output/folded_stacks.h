@@ -24,6 +24,7 @@ class FoldedStacks : public StackExport {
   explicit FoldedStacks(size_t depth) : depth_(depth) {}
 
   void begin_profile(const std::string&) override {}
+  bool keeps_profiles_apart() const override { return false; }
   void add(const std::vector<Frame>& frames, uint64_t bytes) override {
     accumulate(frames, bytes, 0);
   }

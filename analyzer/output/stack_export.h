@@ -16,6 +16,9 @@ class StackExport {
   virtual ~StackExport() = default;
   // Later stacks belong to this profile ("process 100 train: device 0 peak").
   virtual void begin_profile(const std::string& name) = 0;
+  // Whether profiles stay apart in the document. Where they do not (folded), a model must not
+  // hand over the same bytes twice, e.g. PyTorch's blocks and the segments that hold them.
+  virtual bool keeps_profiles_apart() const { return true; }
   // `frames` innermost first, as the reports keep them; `bytes` is the weight.
   virtual void add(const std::vector<Frame>& frames, uint64_t bytes) = 0;
   // The same stack weighed twice (a diff's base and new); formats that cannot show two weights

@@ -62,17 +62,33 @@ class PeakModel final : public ReportModel {
   void json(JsonWriter& json) const override { write_json(json); }
 
   // --format folded / speedscope: the sites at each peak (the first failure is text and JSON's).
+  // With PyTorch's blocks the tensors at the allocated peak come first: that is the profile a
+  // user wants to open, the segments' one says only where the cache grew (issue 9). Folded
+  // output, which adds all profiles up, gets the tensors alone.
   void stacks(StackExport& out) const override {
-    const size_t top = options_.top.value_or(0);
     for (const SeriesPeak& p : peaks_) {
       if (!p.peak_seq) continue;
-      out.begin_profile(fmt::format("{}: {} peak", h_.title, series_label(p.key)));
-      for (size_t i = 0; i < p.at_peak.sites.size() && (top == 0 || i < top); ++i)
-        out.add(frames_(p.at_peak.sites[i].stack), p.at_peak.sites[i].bytes);
+      const bool tensors = p.blocks && p.blocks->peak_seq;
+      if (tensors)
+        add_profile(out, fmt::format("{}: {} allocated (PyTorch tensors) peak", h_.title,
+                                     series_label(p.key)),
+                    p.allocated);
+      if (tensors && !out.keeps_profiles_apart()) continue;
+      add_profile(out,
+                  fmt::format("{}: {}{} peak", h_.title, series_label(p.key),
+                              p.blocks ? " reserved (segments from CUDA)" : ""),
+                  p.at_peak);
     }
   }
 
  private:
+  void add_profile(StackExport& out, const std::string& name, const Held& h) const {
+    const size_t top = options_.top.value_or(0);
+    out.begin_profile(name);
+    for (size_t i = 0; i < h.sites.size() && (top == 0 || i < top); ++i)
+      out.add(frames_(h.sites[i].stack), h.sites[i].bytes);
+  }
+
   void append_sites(std::string& text, const Held& h, uint64_t whole) const {
     const size_t top = top_limit(options_, kTextTop);
     std::vector<SiteStack> sites;

@@ -93,6 +93,32 @@ TEST_F(BlocksReport, PeakNamesTensorSitesAndTheAllocatorOverhead) {
       << text.out;
 }
 
+// The exports a flame-graph viewer opens: folded adds every profile up, so it carries the
+// tensors alone (never a tensor and its segment twice); speedscope keeps profiles apart and has
+// the tensors' profile first, then the segments'.
+TEST_F(BlocksReport, PeakExportsTheTensorsNotTheSegmentsTwice) {
+  const CliResult folded = run_cli("peak --format folded " + run());
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  uint64_t total = 0;
+  std::istringstream lines(folded.out);
+  for (std::string line; std::getline(lines, line);)
+    total += std::stoull(line.substr(line.rfind(' ') + 1));
+  EXPECT_EQ(total, BlockScenario::kAllocatedPeak) << folded.out;
+
+  const json speedscope = report_json("peak --format speedscope " + run());
+  const json& profiles = speedscope["profiles"];
+  ASSERT_EQ(profiles.size(), 2u) << speedscope.dump(1);
+  EXPECT_NE(profiles[0]["name"].get<std::string>().find("allocated (PyTorch tensors) peak"),
+            std::string::npos);
+  EXPECT_NE(profiles[1]["name"].get<std::string>().find("reserved (segments from CUDA) peak"),
+            std::string::npos);
+  uint64_t tensors = 0, segments = 0;
+  for (const json& w : profiles[0]["weights"]) tensors += w.get<uint64_t>();
+  for (const json& w : profiles[1]["weights"]) segments += w.get<uint64_t>();
+  EXPECT_EQ(tensors, BlockScenario::kAllocatedPeak);
+  EXPECT_EQ(segments, BlockScenario::kReservedPeak);
+}
+
 TEST_F(BlocksReport, SummaryPutsPyTorchsTotalsBesideOurs) {
   const json d = report_json("summary --json " + run())["processes"][0]["devices"][0];
   const json& a = d["allocated"];
