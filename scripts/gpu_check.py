@@ -206,7 +206,7 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
                     default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,"
-                            "pybench,top,topbench,html,nvml,graphmem,ipc,arrays,static,cupti")
+                            "pybench,top,topbench,html,nvml,graphmem,ipc,arrays,static,launchbench,cupti")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -232,6 +232,7 @@ def main():
                      ("ipc", lambda: gpu_memory_kinds.check_ipc(c)),
                      ("arrays", lambda: gpu_memory_kinds.check_arrays(c)),
                      ("static", lambda: gpu_memory_kinds.check_static(c)),
+                     ("launchbench", lambda: gpu_memory_kinds.check_launch_bench(c)),
                      ("cupti", lambda: gpu_memory_kinds.check_cupti(c, a.python))):
         if name in only:
             try:
