@@ -1,6 +1,9 @@
 // Times cudaMalloc+cudaFree pairs on the simulated device with the call made `depth` frames
 // deep. Run once plain and once under LD_PRELOAD=libgmemhook.so (bench/run_hook_bench.sh does
-// both in one run) to get the nanoseconds the hook adds per event.
+// both in one run) to get the nanoseconds the hook adds per event. Mode `launch` times
+// cudaGraphLaunch of a graph with one allocation node instantiated with auto-free on launch
+// instead (each launch gives back the previous launch's memory and takes it again): what
+// recording a graph launch costs — its stack and the graph pool's figures (issue 12).
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -15,6 +18,7 @@ volatile int g_sink = 0;
 // One pair per call at the bottom of a recursion of `depth` frames. noinline and the work after
 // the recursive call keep every frame on the stack.
 bool g_async = false;  // cudaMallocAsync/cudaFreeAsync from the default pool instead
+cudaGraphExec_t g_exec = nullptr;  // mode launch: the graph each iteration launches
 
 __attribute__((noinline)) long pairs_at_depth(int depth, long pairs) {
   if (depth > 1) {
@@ -25,7 +29,9 @@ __attribute__((noinline)) long pairs_at_depth(int depth, long pairs) {
   long failures = 0;
   for (long i = 0; i < pairs; ++i) {
     void* p = nullptr;
-    if (g_async) {
+    if (g_exec) {
+      failures += cudaGraphLaunch(g_exec, nullptr) != cudaSuccess;
+    } else if (g_async) {
       failures += cudaMallocAsync(&p, 4096, nullptr) != cudaSuccess;
       failures += cudaFreeAsync(p, nullptr) != cudaSuccess;
     } else {
@@ -36,18 +42,35 @@ __attribute__((noinline)) long pairs_at_depth(int depth, long pairs) {
   return failures;
 }
 
+// A graph holding one 4 KiB allocation node, instantiated with auto-free on launch.
+bool make_launch_graph() {
+  cudaGraph_t graph;
+  if (cudaGraphCreate(&graph, 0) != cudaSuccess) return false;
+  cudaMemAllocNodeParams p{};
+  p.poolProps.allocType = cudaMemAllocationTypePinned;
+  p.poolProps.location = {cudaMemLocationTypeDevice, 0};
+  p.bytesize = 4096;
+  cudaGraphNode_t node;
+  return cudaGraphAddMemAllocNode(&node, graph, nullptr, 0, &p) == cudaSuccess &&
+         cudaGraphInstantiate(&g_exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch) ==
+             cudaSuccess;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int depth = argc > 1 ? std::atoi(argv[1]) : 32;
   long pairs = argc > 2 ? std::atol(argv[2]) : 200000;
-  g_async = argc > 3 && std::string(argv[3]) == "async";
+  const std::string mode = argc > 3 ? argv[3] : "sync";
+  g_async = mode == "async";
   if (cudaSetDevice(0) != cudaSuccess) return 1;
+  if (mode == "launch" && !make_launch_graph()) return 1;
   pairs_at_depth(depth, pairs / 10);  // warm up: caches, first-touch of log pages
   auto t0 = std::chrono::steady_clock::now();
   long failures = pairs_at_depth(depth, pairs);
   auto t1 = std::chrono::steady_clock::now();
   double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(pairs);
-  std::printf("depth %d pairs %ld ns_per_pair %.1f %s\n", depth, pairs, ns, g_async ? "async" : "sync");
+  if (g_exec) cudaDeviceSynchronize();
+  std::printf("depth %d pairs %ld ns_per_pair %.1f %s\n", depth, pairs, ns, mode.c_str());
   return failures ? 1 : 0;
 }

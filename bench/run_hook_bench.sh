@@ -31,3 +31,10 @@ for d in 8 32 64; do
   awk -v d="$d" -v p="$plain" -v h="$hooked" -v n="$nvml" 'BEGIN{
     printf "%-6d %12.1f %12.1f %16.1f %14.1f %+9.1f%%\n", d, p, h, (h-p)/2, n, (n/h-1)*100 }'
 done
+# Graph launches (issue 12): each one is recorded with its stack and the graph pool's figures
+# (two cuDeviceGetGraphMemAttribute calls). One event per launch.
+plain=$(best LD_LIBRARY_PATH="$FAKE" "$BENCH" 32 50000 launch)
+hooked=$(best LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT" GMEMHOOK_QUIET=1 \
+  GMEMHOOK_NVML=0 "$BENCH" 32 50000 launch)
+awk -v p="$plain" -v h="$hooked" 'BEGIN{
+  printf "graph launch, depth 32: plain %.1f ns, hooked %.1f ns, added %.1f ns per launch\n", p, h, h-p }'

@@ -47,6 +47,14 @@ struct HookFields : fmt::EventFields {
       set_device(-1);
     }
   }
+  // After a launch or trim: the graph pool's used and reserved bytes as the event's totals (see
+  // "Graph pool totals" in format.h), with the device they are of.
+  void set_graph_pool(int device) {
+    uint64_t used = 0, reserved = 0;
+    if (!graph_pool_bytes(device, &used, &reserved)) return;
+    set_device(device);
+    set_totals(used, reserved);
+  }
   // Imported memory (IPC, pool pointers) comes without a size: ask the driver for the extent of
   // the allocation at `address`.
   void set_mapped_size() {

@@ -281,6 +281,26 @@ uint32_t capture_and_intern(ThreadLog* log) {
 }
 }  // namespace
 
+bool graph_pool_bytes(int& device, uint64_t* used, uint64_t* reserved) {
+  using GetGraphMemAttributeFn = CUresult (*)(CUdevice, CUgraphMem_attribute, void*);
+  static std::atomic<GetGraphMemAttributeFn> get_attribute{nullptr};
+  auto get = driver_fn(get_attribute, "cuDeviceGetGraphMemAttribute");
+  if (!get) return false;
+  if (device < 0) {
+    auto current = driver_fn(g_ctx_get_device, "cuCtxGetDevice");
+    CUdevice dev = -1;
+    if (!current || current(&dev) != CUDA_SUCCESS) return false;
+    device = dev;
+  }
+  cuuint64_t u = 0, r = 0;
+  if (get(device, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &u) != CUDA_SUCCESS ||
+      get(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &r) != CUDA_SUCCESS)
+    return false;
+  *used = u;
+  *reserved = r;
+  return true;
+}
+
 uint64_t mapped_size_at(uint64_t address) {
   if (!address) return 0;
   auto range = driver_fn(g_get_address_range, "cuMemGetAddressRange_v2");

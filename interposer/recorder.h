@@ -48,6 +48,14 @@ EventClock clock_before_call(format::EventKind kind);
 void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
                   format::EventFields& fields, EventClock clock);
 
+// The driver's figures for the graph memory pool of `device` (-1: the current context's, and
+// `device` is set to it):
+// bytes the allocation nodes hold (CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) and physical memory the
+// pool keeps (RESERVED_MEM_CURRENT). False when the driver cannot say. The pool reserves memory
+// inside cuGraphLaunch, out of sight of every hook (CUPTI shows it as device records at address
+// 0, issue 12), so these figures are the only way a log learns of it.
+bool graph_pool_bytes(int& device, uint64_t* used, uint64_t* reserved);
+
 // Bytes of the allocation that contains `address` (cuMemGetAddressRange), 0 when unknown.
 uint64_t mapped_size_at(uint64_t address);
 

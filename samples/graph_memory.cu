@@ -14,7 +14,11 @@
 // relaunched(), each made live by a cudaGraphLaunch (whose stack is shown beside it); nothing
 // from captured(); no "frees of addresses that were not live". compute-sanitizer --leak-check
 // full attributes the same leaked memory to cuGraphLaunch. The program prints the bytes it
-// leaks ("expected leaked N bytes") so a check can compare.
+// leaks ("expected leaked N bytes") so a check can compare, and the driver's own figures for its
+// graph memory pool (cudaDeviceGetGraphMemAttribute) before and after the trim: "used" is what
+// the allocation nodes hold now (the independent figure the leak must equal: compute-sanitizer
+// counts differently, see scripts/gpu_memory_kinds.py), "reserved" the physical memory the pool
+// keeps, which only a trim gives back.
 #include "sample_check.h"
 
 namespace {
@@ -32,6 +36,19 @@ cudaMemAllocNodeParams node_params(std::size_t bytes, int device) {
   p.poolProps.location.id = device;
   p.bytesize = bytes;
   return p;
+}
+
+// One line of the driver's graph-pool figures for `device`, e.g. "graph pool before trim: used
+// 138412032 reserved 536870912 used_high 536870912 reserved_high 536870912".
+void print_graph_pool(int device, const char* when) {
+  const cudaGraphMemAttributeType attrs[] = {cudaGraphMemAttrUsedMemCurrent,
+                                             cudaGraphMemAttrReservedMemCurrent,
+                                             cudaGraphMemAttrUsedMemHigh,
+                                             cudaGraphMemAttrReservedMemHigh};
+  unsigned long long v[4] = {};
+  for (int i = 0; i < 4; ++i) CHECK_CUDA(cudaDeviceGetGraphMemAttribute(device, attrs[i], &v[i]));
+  std::printf("graph pool %s: used %llu reserved %llu used_high %llu reserved_high %llu\n", when,
+              v[0], v[1], v[2], v[3]);
 }
 
 }  // namespace
@@ -96,11 +113,14 @@ int main() {
   explicit_nodes(device, s);
   captured(s);
   void* kept = relaunched(device, s);
+  print_graph_pool(device, "before trim");
   CHECK_CUDA(cudaDeviceGraphMemTrim(device));
+  print_graph_pool(device, "after trim");
   CHECK_CUDA(cudaStreamDestroy(s));
   std::printf("graph_memory: %d allocation nodes of %zu bytes, %d freed by cudaFree; captured %zu "
               "bytes freed; relaunched node %p kept\n",
               kNodes, kNodeBytes, kFreed, kCapturedBytes, kept);
   std::printf("expected leaked %zu bytes\n", (kNodes - kFreed) * kNodeBytes + kRelaunchedBytes);
+  std::printf("graph memory freed by cudaFree %zu bytes\n", kFreed * kNodeBytes);
   return 0;
 }

@@ -68,13 +68,15 @@
   X(16, cudaStreamEndCapture, Runtime, CaptureEnd, None, (cudaStream_t s, cudaGraph_t* g), (s, g),  \
     e.set_stream((uintptr_t)s); if (ok && g) e.set_graph((uintptr_t)*g);)                          \
   X(17, cudaGraphLaunch, Runtime, GraphLaunch, None, (cudaGraphExec_t exec, cudaStream_t s),       \
-    (exec, s), e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);)                         \
+    (exec, s), e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);                          \
+    if (ok) e.set_graph_pool(-1);)                                                                 \
   X(80, cudaStreamBeginCapture_ptsz, Runtime, CaptureBegin, None,                                  \
     (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode), e.set_stream((uintptr_t)s);)          \
   X(81, cudaStreamEndCapture_ptsz, Runtime, CaptureEnd, None, (cudaStream_t s, cudaGraph_t* g),    \
     (s, g), e.set_stream((uintptr_t)s); if (ok && g) e.set_graph((uintptr_t)*g);)                  \
   X(82, cudaGraphLaunch_ptsz, Runtime, GraphLaunch, None, (cudaGraphExec_t exec, cudaStream_t s),  \
-    (exec, s), e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);)                         \
+    (exec, s), e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);                          \
+    if (ok) e.set_graph_pool(-1);)                                                                 \
   /* graph memory nodes: the address is fixed at the node, the memory comes with a launch */      \
   X(18, cudaGraphAddMemAllocNode, Runtime, GraphAllocNode, Device,                                 \
     (cudaGraphNode_t * node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t ndeps,             \
@@ -104,7 +106,7 @@
   X(24, cudaGraphDestroy, Runtime, GraphDestroy, None, (cudaGraph_t g), (g),                       \
     e.set_graph((uintptr_t)g);)                                                                    \
   X(25, cudaDeviceGraphMemTrim, Runtime, GraphMemTrim, None, (int device), (device),               \
-    e.set_device(device);)                                                                         \
+    e.set_device(device); if (ok) e.set_graph_pool(device);)                                       \
   /* memory of another process or pool, mapped here: never this process's allocation */           \
   X(26, cudaIpcOpenMemHandle, Runtime, Import, Device,                                             \
     (void** ptr, cudaIpcMemHandle_t handle, unsigned fl), (ptr, handle, fl),                       \
@@ -214,14 +216,16 @@
     if (ok && exec) e.set_handle((uintptr_t)*exec); e.set_graph((uintptr_t)g);                     \
     if (params) e.set_flags(params->flags);)                                                       \
   X(105, cuGraphLaunch, Driver, GraphLaunch, None, (CUgraphExec exec, CUstream s), (exec, s),      \
-    e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);)                                    \
+    e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);                                     \
+    if (ok) e.set_graph_pool(-1);)                                                                 \
   X(106, cuGraphLaunch_ptsz, Driver, GraphLaunch, None, (CUgraphExec exec, CUstream s), (exec, s), \
-    e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);)                                    \
+    e.set_handle((uintptr_t)exec); e.set_stream((uintptr_t)s);                                     \
+    if (ok) e.set_graph_pool(-1);)                                                                 \
   X(107, cuGraphExecDestroy, Driver, GraphExecDestroy, None, (CUgraphExec exec), (exec),           \
     e.set_handle((uintptr_t)exec);)                                                                \
   X(108, cuGraphDestroy, Driver, GraphDestroy, None, (CUgraph g), (g), e.set_graph((uintptr_t)g);) \
   X(109, cuDeviceGraphMemTrim, Driver, GraphMemTrim, None, (CUdevice device), (device),            \
-    e.set_device(device);)                                                                         \
+    e.set_device(device); if (ok) e.set_graph_pool(device);)                                       \
   /* driver: imported and shared memory */                                                         \
   X(110, cuMemImportFromShareableHandle, Driver, Import, Device,                                   \
     (CUmemGenericAllocationHandle * h, void* os_handle, CUmemAllocationHandleType type),           \

@@ -221,6 +221,12 @@ inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
 // then carry actual minus expected (mod 2^64). A typical block event stores no total at all; a
 // block for which the allocator reserved a new segment, or one of another device or thread in
 // between, adds a few bytes.
+// Graph pool totals (HasTotals on a graph-launch or graph-mem-trim event, issue 12): the same
+// two fields, stored the same way, carry the driver's figures for the device's graph memory
+// pool after the call (cuDeviceGetGraphMemAttribute): allocated = bytes the allocation nodes
+// hold (USED_MEM_CURRENT), reserved = physical memory the pool keeps (RESERVED_MEM_CURRENT).
+// The pool reserves and releases that memory inside cuGraphLaunch and the trim, where no hook
+// sees a call of its own. Absent when the driver could not say.
 // IsFree carries no value: the call gave the memory back (an allocator that reports both
 // directions through one entry point, like c10's, with a negative size). See event_kind_of().
 //

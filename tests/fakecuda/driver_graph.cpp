@@ -3,7 +3,11 @@
 // never run here, so a graph is just its memory nodes in the order they were added. Like CUDA,
 // an allocation node's address is fixed when the node is made and its memory is allocated by
 // each launch that finds it free; it stays allocated until a free node, cuMemFree or an
-// auto-free-on-launch relaunch gives it back.
+// auto-free-on-launch relaunch gives it back. The device's graph memory pool keeps physical
+// memory in 32 MiB chunks (as CUPTI shows on an H200): a launch reserves what its nodes need
+// beyond what the pool already holds, frees leave it reserved, and only a trim gives back the
+// chunks no live allocation needs (cuDeviceGetGraphMemAttribute reports both figures).
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -42,6 +46,30 @@ std::map<CUstream, CUgraph> g_capturing;
 std::map<uintptr_t, MemNode> g_node_memory;
 // Node handles are only ever compared; one object serves them all.
 CUgraphNode_st g_node;
+
+constexpr size_t kGraphPoolChunk = 32u << 20;
+struct GraphPool {
+  size_t reserved = 0, used_high = 0, reserved_high = 0;
+};
+std::map<int, GraphPool> g_pools;  // by device
+
+// Bytes that launches of allocation nodes hold now on `device`.
+size_t graph_memory_used(int device) {
+  size_t used = 0;
+  for (const auto& [base, a] : state().allocations)
+    if (a.kind == AllocKind::Graph && a.device == device) used += a.charged;
+  return used;
+}
+
+// After a launch (grow = true) or a trim: the pool holds whole chunks covering what is used.
+void settle_graph_pool(int device, bool grow) {
+  GraphPool& p = g_pools[device];
+  const size_t used = graph_memory_used(device);
+  const size_t needed = round_up(used, kGraphPoolChunk);
+  p.reserved = grow ? std::max(p.reserved, needed) : needed;
+  p.used_high = std::max(p.used_high, used);
+  p.reserved_high = std::max(p.reserved_high, p.reserved);
+}
 
 CUresult add_alloc_node(CUgraph graph, int device, size_t size, uintptr_t* out) {
   if (size == 0 || !valid_device(device)) return CUDA_ERROR_INVALID_VALUE;
@@ -144,6 +172,7 @@ CUresult launch(CUgraphExec exec) {
     a.id = s.next_id++;
     s.allocations.emplace(a.base, a);
   }
+  for (const auto& [device, bytes] : wanted) settle_graph_pool(device, true);
   return CUDA_SUCCESS;
 }
 
@@ -250,5 +279,36 @@ FAKECUDA_API CUresult cuGraphDestroy(CUgraph graph) {
 
 FAKECUDA_API CUresult cuDeviceGraphMemTrim(CUdevice device) {
   if (CUresult r = require_init()) return r;
-  return valid_device(device) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(state().mu);
+  settle_graph_pool(device, false);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+                                                   void* value) {
+  if (CUresult r = require_init()) return r;
+  if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(state().mu);
+  const GraphPool p = g_pools[device];
+  cuuint64_t v = 0;
+  switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+      v = graph_memory_used(device);
+      break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+      v = p.used_high;
+      break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+      v = p.reserved;
+      break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+      v = p.reserved_high;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  *static_cast<cuuint64_t*>(value) = v;
+  return CUDA_SUCCESS;
 }

@@ -99,6 +99,7 @@ const ProcEntry kProcs[] = {
     {"cuGraphExecDestroy", 10000, fn(cuGraphExecDestroy), nullptr},
     {"cuGraphDestroy", 10000, fn(cuGraphDestroy), nullptr},
     {"cuDeviceGraphMemTrim", 11040, fn(cuDeviceGraphMemTrim), nullptr},
+    {"cuDeviceGetGraphMemAttribute", 11040, fn(cuDeviceGetGraphMemAttribute), nullptr},
     {"cuMemExportToShareableHandle", 10020, fn(cuMemExportToShareableHandle), nullptr},
     {"cuMemImportFromShareableHandle", 10020, fn(cuMemImportFromShareableHandle), nullptr},
     {"cuMemRetainAllocationHandle", 11000, fn(cuMemRetainAllocationHandle), nullptr},

@@ -136,4 +136,12 @@ FAKECUDA_API cudaError_t cudaDeviceGraphMemTrim(int device) {
   return record(to_runtime_error(driver().cuDeviceGraphMemTrim(device)));
 }
 
+// The runtime's attribute ids and values are the driver's.
+FAKECUDA_API cudaError_t cudaDeviceGetGraphMemAttribute(int device, cudaGraphMemAttributeType attr,
+                                                        void* value) {
+  if (cudaError_t e = load_driver()) return record(e);
+  return record(to_runtime_error(driver().cuDeviceGetGraphMemAttribute(
+      device, static_cast<CUgraphMem_attribute>(attr), value)));
+}
+
 }  // extern "C"

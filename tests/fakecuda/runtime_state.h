@@ -66,6 +66,7 @@
   X(cuGraphExecDestroy, "cuGraphExecDestroy", CU_GET_PROC_ADDRESS_DEFAULT)            \
   X(cuGraphDestroy, "cuGraphDestroy", CU_GET_PROC_ADDRESS_DEFAULT)                    \
   X(cuDeviceGraphMemTrim, "cuDeviceGraphMemTrim", CU_GET_PROC_ADDRESS_DEFAULT)        \
+  X(cuDeviceGetGraphMemAttribute, "cuDeviceGetGraphMemAttribute", CU_GET_PROC_ADDRESS_DEFAULT) \
   X(cuIpcGetMemHandle, "cuIpcGetMemHandle", CU_GET_PROC_ADDRESS_DEFAULT)              \
   X(cuIpcOpenMemHandle_v2, "cuIpcOpenMemHandle", CU_GET_PROC_ADDRESS_DEFAULT)         \
   X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", CU_GET_PROC_ADDRESS_DEFAULT)          \

@@ -339,5 +339,39 @@ TEST(SelfContained, OnlyGlibcDependenciesAndOnlyHookedSymbolsExported) {
   EXPECT_GE(exported, static_cast<int>(std::size(format::kApis)));
 }
 
+// Graph launches and trims carry the driver's graph-pool figures (issue 12): the pool reserves
+// physical memory inside cuGraphLaunch, where no hook sees a call of its own. The simulated
+// pool keeps 32 MiB chunks; the scenario launches a 1 MiB node twice (auto-free relaunch), then
+// a graph that allocates and frees 2 MiB, then a captured 4 KiB allocation (twice through the
+// driver), frees everything and trims. The runtime path first launches two graphs without
+// memory nodes (scenario.cpp).
+TEST(GraphPool, LaunchesAndTrimsCarryUsedAndReservedBytes) {
+  constexpr uint64_t kMiB = 1 << 20, kChunk = 32 * kMiB;
+  using Figures = std::vector<std::pair<uint64_t, uint64_t>>;
+  const Figures nodes = {{kMiB, kChunk}, {kMiB, kChunk}, {0, kChunk}, {4096, kChunk}};
+  Figures runtime = {{0, 0}, {0, 0}};
+  runtime.insert(runtime.end(), nodes.begin(), nodes.end());
+  runtime.emplace_back(0, 0);
+  Figures driver = nodes;
+  driver.emplace_back(4096, kChunk);
+  driver.emplace_back(0, 0);
+  for (const auto& [path, expected] :
+       {std::pair{"runtime-symbol", runtime}, std::pair{"driver-symbol", driver}}) {
+    SCOPED_TRACE(path);
+    fs::path out = temp_dir("graph-pool");
+    RunResult r = run({scenario_path(), "entry-points", path}, traced_env(out));
+    ASSERT_TRUE(r.exited(0)) << r.err;
+    Figures seen;
+    for (const auto& e : only_process(out).events) {
+      if (e.kind != EventKind::GraphLaunch && e.kind != EventKind::GraphMemTrim) continue;
+      if (e.ev.result != 0) continue;
+      ASSERT_TRUE(e.ev.f.has(format::kHasTotals)) << e.api;
+      EXPECT_EQ(e.ev.f.device, 0) << e.api;
+      seen.emplace_back(e.ev.f.allocated, e.ev.f.reserved);
+    }
+    EXPECT_EQ(seen, expected);
+  }
+}
+
 }  // namespace
 }  // namespace gmemhook::test
