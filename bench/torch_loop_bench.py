@@ -11,8 +11,14 @@ Modes, each a fresh process:
                   (issue 13) is the difference between the two
   history-python  torch.cuda.memory._record_memory_history(stacks="python")
   history-all     torch.cuda.memory._record_memory_history(stacks="all")
+Where gmemhook's cost goes (issue 14: the per-event probe explains only a third of it), each
+with NVML sampling off so that only the named part changes:
+  gmemhook-native     native stacks only (GMEMHOOK_PYTHON=0)
+  gmemhook-python     Python stacks only (GMEMHOOK_DEPTH=0)
+  gmemhook-no-stacks  events without any stack (GMEMHOOK_DEPTH=0 GMEMHOOK_PYTHON=0)
+  gmemhook-disabled   the library loaded but recording nothing (GMEMHOOK_DISABLE=1)
 
---compare runs every mode REPS times, interleaved (plain, gmemhook, history-python, history-all,
+--compare runs every mode (or those of --modes) REPS times, interleaved (plain, gmemhook, history-python, history-all,
 plain, ...) so that a noisy machine slows all modes alike, and prints a markdown table of the
 median ms/step of each mode and its overhead over plain. --mode runs one measurement and prints
 one JSON line (what --compare runs in each child).
@@ -32,6 +38,14 @@ import tempfile
 import time
 
 MODES = ["plain", "gmemhook", "gmemhook-no-nvml", "history-python", "history-all"]
+# The parts of gmemhook's cost: settings on top of gmemhook-no-nvml's.
+PARTS = {
+    "gmemhook-native": {"GMEMHOOK_PYTHON": "0"},
+    "gmemhook-python": {"GMEMHOOK_DEPTH": "0"},
+    "gmemhook-no-stacks": {"GMEMHOOK_DEPTH": "0", "GMEMHOOK_PYTHON": "0"},
+    "gmemhook-disabled": {"GMEMHOOK_DISABLE": "1"},
+}
+ALL_MODES = MODES + list(PARTS)
 
 
 def measure(mode, warmup, steps, batch):
@@ -75,7 +89,8 @@ def run_child(mode, args, log_root):
     if mode.startswith("gmemhook"):
         log_dir = tempfile.mkdtemp(dir=log_root)
         env.update(LD_PRELOAD=args.hook, GMEMHOOK_OUT=log_dir, GMEMHOOK_QUIET="1")
-        env["GMEMHOOK_NVML"] = "0" if mode == "gmemhook-no-nvml" else "1"
+        env["GMEMHOOK_NVML"] = "1" if mode == "gmemhook" else "0"
+        env.update(PARTS.get(mode, {}))
     cmd = [sys.executable, os.path.abspath(__file__), "--mode", mode, "--warmup",
            str(args.warmup), "--steps", str(args.steps), "--batch", str(args.batch)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
@@ -93,11 +108,15 @@ def run_child(mode, args, log_root):
 def compare(args):
     if not args.hook or not os.path.exists(args.hook):
         sys.exit("torch_loop_bench: --hook must name libgmemhook.so")
-    runs = {m: [] for m in MODES}
+    modes = args.modes.split(",") if args.modes else MODES
+    unknown = [m for m in modes if m not in ALL_MODES]
+    if unknown or "plain" not in modes:
+        sys.exit("torch_loop_bench: --modes must include plain and name only %s" % ALL_MODES)
+    runs = {m: [] for m in modes}
     log_root = tempfile.mkdtemp(prefix="torch-loop-bench-")
     try:
         for rep in range(args.reps):
-            for mode in MODES:
+            for mode in modes:
                 r = run_child(mode, args, log_root)
                 runs[mode].append(r)
                 print("rep %d %-15s %.3f ms/step" % (rep + 1, mode, r["ms_per_step"]),
@@ -112,23 +131,28 @@ def compare(args):
              args.reps))
     print("| mode | ms/step (median) | min – max | overhead |")
     print("|---|---|---|---|")
-    for mode in MODES:
+    for mode in modes:
         ms = [r["ms_per_step"] for r in runs[mode]]
         med = statistics.median(ms)
         overhead = "—" if mode == "plain" else "%+.1f %%" % ((med / plain - 1) * 100)
         print("| %s | %.3f | %.3f – %.3f | %s |" % (mode, med, min(ms), max(ms), overhead))
-    on = statistics.median(r["ms_per_step"] for r in runs["gmemhook"])
-    off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
-    print("\nNVML sampling (gmemhook vs gmemhook-no-nvml): %+.1f %% (target: at most +1 %%)"
-          % ((on / off - 1) * 100))
-    logs = [r["log_bytes"] for r in runs["gmemhook"]]
-    print("\ngmemhook log: %.1f KiB per run (median)" % (statistics.median(logs) / 1024))
+    if "gmemhook" in runs and "gmemhook-no-nvml" in runs:
+        on = statistics.median(r["ms_per_step"] for r in runs["gmemhook"])
+        off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
+        print("\nNVML sampling (gmemhook vs gmemhook-no-nvml): %+.1f %% (target: at most +1 %%)"
+              % ((on / off - 1) * 100))
+    for mode in modes:
+        if mode.startswith("gmemhook") and mode != "gmemhook-disabled":
+            logs = [r["log_bytes"] for r in runs[mode]]
+            print("\n%s log: %.1f KiB per run (median)" % (mode, statistics.median(logs) / 1024))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--compare", action="store_true", help="run every mode and print the table")
-    ap.add_argument("--mode", choices=MODES, help="one measurement in this process")
+    ap.add_argument("--mode", choices=ALL_MODES, help="one measurement in this process")
+    ap.add_argument("--modes", help="comma-separated modes for --compare (default: %s)"
+                    % ",".join(MODES))
     ap.add_argument("--hook", help="libgmemhook.so (for --compare)")
     ap.add_argument("--reps", type=int, default=7, help="runs per mode (>= 5)")
     ap.add_argument("--warmup", type=int, default=30)

@@ -206,7 +206,8 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
                     default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,"
-                            "pybench,top,topbench,html,nvml,graphmem,ipc,arrays,static,launchbench,cupti")
+                            "pybench,top,topbench,html,nvml,graphmem,ipc,arrays,static,launchbench,cupti,"
+                            "torchbench")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
@@ -224,6 +225,7 @@ def main():
                      ("ddp", lambda: check_ddp(c, a.python)),
                      ("ctests", lambda: check_gpu_ctests(c)),
                      ("pybench", lambda: check_python_bench(c, a.python)),
+                     ("torchbench", lambda: check_torch_loop_bench(c, a.python)),
                      ("top", lambda: check_top(c, a.python)),
                      ("topbench", lambda: check_top_bench(c)),
                      ("html", lambda: check_html(c, a.python)),
@@ -589,6 +591,33 @@ def check_python_bench(c, py):
     c.row("Python frames: ns added per allocation, 20 frames", "<= 500", added,
           added is not None and added <= 500,
           "plain / native-only / with Python ns per pair: %s" % " / ".join(nums[:3]))
+
+
+def check_torch_loop_bench(c, py):
+    """Issue 9 point 5 / issue 14: the CPU-bound torch loop with every block recorded (native and
+    Python stacks) costs at most +5 % over plain; the parts (native stacks only, Python only, no
+    stacks, loaded but disabled) say where the cost goes. Interleaved, median of 5."""
+    bench = os.path.join(os.path.dirname(__file__), "..", "bench", "run_torch_loop_bench.sh")
+    modes = "plain,gmemhook,gmemhook-native,gmemhook-python,gmemhook-no-stacks,gmemhook-disabled"
+    p = subprocess.run(["bash", bench, c.build, py], capture_output=True, text=True,
+                       env=dict(os.environ, REPS="5", MODES=modes), timeout=900)
+    with open(os.path.join(c.out, "torch-loop-bench.txt"), "w") as f:
+        f.write(p.stdout + p.stderr)
+    over = {}
+    for line in p.stdout.splitlines():
+        cells = [x.strip() for x in line.strip("|").split("|")]
+        if len(cells) == 4 and cells[0] in modes.split(","):
+            over[cells[0]] = (cells[1], cells[3])
+    if "gmemhook" not in over:
+        c.row("torch loop bench", "runs", "missing", False, (p.stderr or p.stdout)[-300:])
+        return
+    pct = float(over["gmemhook"][1].replace("%", "").replace("+", "").strip())
+    c.row("torch loop: gmemhook (every block, native + Python stacks) over plain", "<= +5 %",
+          over["gmemhook"][1], pct <= 5.0, "plain %s ms/step" % over.get("plain", ("?",))[0])
+    for mode in modes.split(",")[2:]:
+        if mode in over:
+            c.row("torch loop: %s over plain (info)" % mode, "-", over[mode][1], True,
+                  "%s ms/step" % over[mode][0])
 
 
 def check_top(c, py):
