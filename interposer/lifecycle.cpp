@@ -58,6 +58,7 @@ void finish(fmt::EndHow how, int status) {
   // must not mark the parent's log as ended.
   if (!owns_process_log() || g_ended.exchange(true)) return;
   nvml_at_exit();
+  seal_own_thread_log();
   write_end_record(how, status, totals().cuda_used, loss_report());
   print_summary();
 }

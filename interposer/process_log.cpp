@@ -37,6 +37,9 @@ struct ProcessState {
   char dir[PATH_MAX] = {};
   char display_dir[PATH_MAX] = {};
   char exe[PATH_MAX] = {};
+  // The process directory, opened once with O_DIRECTORY | O_NOFOLLOW: every log file is created
+  // relative to it (issue 15, see README "Trust model").
+  int dir_fd = -1;
   LogFile file;
   LoadCounters modules_written{~0ull, ~0ull};
 };
@@ -85,16 +88,29 @@ bool make_dirs(const char* path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// Why the run directory is unsafe to create files in, or nullptr (issue 15, like ssh refusing
-// key files others can write): another user who can rename entries there could swap our
-// directory for a symlink and have us write wherever it points.
-const char* unsafe_parent(const char* path) {
+// Why the run directory (open as `fd`) is unsafe to create files in, or nullptr (issue 15, like
+// ssh refusing key files others can write): another user who can rename entries there could
+// swap our directory for one of theirs. Checked on the descriptor we then create through, so
+// the directory checked is the one used.
+const char* unsafe_parent(int fd) {
   struct stat st {};
-  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return "not a directory";
+  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) return "not a directory";
   if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
     return "writable by other users without the sticky bit";
   if (st.st_uid != geteuid() && st.st_uid != 0) return "owned by another user";
   return nullptr;
+}
+
+// GMEMHOOK_TEST_SWAP_DIR (config.h): what another user could do to a directory they may rename
+// entries in, done between creating our directory and creating files in it.
+void test_swap_dir(const char* dir) {
+  if (!g_config.test_swap_dir[0]) return;
+  FixedString<PATH_MAX> moved;
+  moved.append(dir).append(".moved");
+  if (rename(dir, moved.c_str()) == 0) {
+    int rc = symlink(g_config.test_swap_dir, dir);
+    (void)rc;  // the test sees whether it worked
+  }
 }
 
 void read_exe(char* out, size_t cap) {
@@ -105,6 +121,11 @@ void read_exe(char* out, size_t cap) {
 const char* base_name(const char* path) {
   const char* s = std::strrchr(path, '/');
   return s ? s + 1 : path;
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
 }
 
 void warn(const char* what, const char* path, int err) {
@@ -184,7 +205,13 @@ bool open_process_log(bool warn_on_failure) {
     display.append("./");
     leaf.append("gmemhook.");
   }
-  if (const char* why = unsafe_parent(parent.c_str())) {
+  int parent_fd = open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent_fd < 0) {
+    if (warn_on_failure) warn("cannot open", parent.c_str(), errno);
+    return false;
+  }
+  if (const char* why = unsafe_parent(parent_fd)) {
+    close_fd(parent_fd);
     if (warn_on_failure) {
       FixedString<PATH_MAX + 256> m;
       m.append("gmemhook: refusing to write into ").append(parent.c_str()).append(": ");
@@ -198,32 +225,55 @@ bool open_process_log(bool warn_on_failure) {
 
   // A leftover directory of an earlier process with the same pid is never reused.
   FixedString<PATH_MAX> dir;
+  FixedString<256> name;
   int err = 0;
   for (int attempt = 0; attempt < 100; ++attempt) {
+    name.clear();
+    name.append(leaf.c_str());
+    if (attempt) name.append(".").append_uint(static_cast<uint64_t>(attempt));
     dir.clear();
-    dir.append(parent.c_str()).append("/").append(leaf.c_str());
-    if (attempt) dir.append(".").append_uint(static_cast<uint64_t>(attempt));
-    if (dir.truncated()) break;
-    if (mkdir(dir.c_str(), 0700) == 0) {
+    dir.append(parent.c_str()).append("/").append(name.c_str());
+    if (dir.truncated() || name.truncated()) break;
+    if (mkdirat(parent_fd, name.c_str(), 0700) == 0) {
       err = 0;
       break;
     }
     err = errno;
     if (err != EEXIST) break;
   }
-  if (err != 0 || dir.truncated()) {
+  if (err != 0 || dir.truncated() || name.truncated()) {
+    close_fd(parent_fd);
     if (warn_on_failure)
       warn("cannot create a log directory in", parent.c_str(), err ? err : ENAMETOOLONG);
     return false;
   }
+  // O_NOFOLLOW: the directory we just made, or nothing. Swapped for a symlink in between, this
+  // fails (ELOOP); swapped for someone else's directory, the owner check below refuses it.
+  close_fd(g_process.dir_fd);
+  g_process.dir_fd = openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  err = errno;
+  close_fd(parent_fd);
+  struct stat st {};
+  if (g_process.dir_fd >= 0 && (fstat(g_process.dir_fd, &st) != 0 || st.st_uid != geteuid())) {
+    close_fd(g_process.dir_fd);
+    err = EPERM;
+  }
+  if (g_process.dir_fd < 0) {
+    if (warn_on_failure) warn("cannot open the log directory", dir.c_str(), err);
+    return false;
+  }
   std::memcpy(g_process.dir, dir.c_str(), dir.size() + 1);
-  display.append(dir.c_str() + parent.size() + 1);
+  display.append(name.c_str());
   std::memcpy(g_process.display_dir, display.c_str(), display.size() + 1);
+  test_swap_dir(g_process.dir);
 
-  if (!g_process.file.create(g_process.dir, fmt::kProcessFileName, fmt::FileKind::Process, 0,
-                             {kProcessChunk, kProcessChunk}, g_start_ns)) {
+  if (!g_process.file.create(g_process.dir_fd, g_process.dir, fmt::kProcessFileName,
+                             fmt::FileKind::Process, 0, {kProcessChunk, kProcessChunk},
+                             g_start_ns)) {
     if (warn_on_failure) warn("cannot write", g_process.dir, g_process.file.error());
-    rmdir(g_process.dir);  // nothing in it: it would only read as a process that left no log
+    // Nothing in it: it would only read as a process that left no log.
+    if (!g_config.test_swap_dir[0]) rmdir(g_process.dir);
+    close_fd(g_process.dir_fd);
     return false;
   }
   {
@@ -253,6 +303,7 @@ bool ensure_process_log() {
 bool process_log_ready() { return g_process.ready.load(std::memory_order_acquire); }
 bool owns_process_log() { return process_log_ready() && getpid() == g_process.pid; }
 const char* process_dir() { return g_process.dir; }
+int process_dir_fd() { return g_process.dir_fd; }
 const char* process_dir_for_display() { return g_process.display_dir; }
 
 uint64_t next_seq() { return g_seq.fetch_add(1, std::memory_order_relaxed) + 1; }
@@ -267,6 +318,7 @@ void on_fork_child() {
   g_process.ready.store(false, std::memory_order_relaxed);
   g_open_state.store(kNotOpened, std::memory_order_relaxed);
   g_process.file = LogFile{};  // the parent's mapping is left alone: it is shared with the parent
+  close_fd(g_process.dir_fd);  // the parent's directory: the child makes its own
   g_process.modules_written = LoadCounters{~0ull, ~0ull};
   g_seq.store(0, std::memory_order_relaxed);
   g_fork_generation.fetch_add(1, std::memory_order_relaxed);
@@ -302,6 +354,9 @@ void write_end_record(fmt::EndHow how, int status, bool cuda_used, const LossRep
   g_process.file.append(fmt::EndPayload{how, status, last_seq(), monotonic_ns() - g_start_ns,
                                         cuda_used, loss.not_recorded, loss.first_seq,
                                         static_cast<uint64_t>(loss.error)});
+  // The file is complete now: seal it (a record written later, e.g. after a failed exec, maps
+  // a fresh chunk).
+  g_process.file.seal();
 }
 
 }  // namespace gmemhook

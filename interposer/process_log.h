@@ -24,6 +24,8 @@ bool process_log_ready();
 // Whether the calling process is the one that opened the log (false in a vfork child).
 bool owns_process_log();
 const char* process_dir();
+// The process directory, open (O_DIRECTORY | O_NOFOLLOW): create log files relative to it.
+int process_dir_fd();
 const char* process_dir_for_display();
 
 // Process-wide sequence numbers, giving a total order of events across threads.

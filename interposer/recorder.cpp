@@ -156,8 +156,8 @@ ThreadLog* create_thread_log() {
     name.append(fmt::kThreadFilePrefix).append_uint(tid);
     if (attempt) name.append(".").append_uint(static_cast<uint64_t>(attempt));
     name.append(fmt::kFileSuffix);
-    if (log->file.create(process_dir(), name.c_str(), fmt::FileKind::Thread, tid, kThreadChunks,
-                         start))
+    if (log->file.create(process_dir_fd(), process_dir(), name.c_str(), fmt::FileKind::Thread, tid,
+                         kThreadChunks, start))
       break;
     if (log->file.error() != EEXIST) break;
     log->file = LogFile{};
@@ -362,6 +362,13 @@ Totals totals() {
   }
   t.cuda_used = g_cuda_used.load(std::memory_order_relaxed);
   return t;
+}
+
+void seal_own_thread_log() {
+  ThreadLog* log = t_log;
+  // Inside a hook (exit from a signal handler that interrupted an append) the chunk is mid-write.
+  if (!log || t_depth != 0 || log->fork_generation != fork_generation()) return;
+  log->file.seal();
 }
 
 void init_recorder() { g_key_ok = pthread_key_create(&g_thread_key, thread_finished) == 0; }
