@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "busy.h"
 #include "config.h"
 #include "gmemhook/codec.h"
 #include "log_file.h"
@@ -48,6 +49,9 @@ ProcessState g_process;
 // ensure_process_log(): not tried, being opened, open, failed.
 enum OpenState : int { kNotOpened, kOpening, kOpen, kFailed };
 std::atomic<int> g_open_state{kNotOpened};
+// Opening takes a few system calls and a module snapshot: well under a second on any machine.
+constexpr uint64_t kMaxOpenWaitNs = 2'000'000'000;
+__attribute__((tls_model("initial-exec"))) thread_local bool t_gave_up_waiting = false;
 std::atomic<uint64_t> g_seq{0};
 std::atomic<uint64_t> g_fork_generation{0};
 uint64_t g_start_ns = 0;
@@ -57,12 +61,15 @@ uint64_t g_start_ns = 0;
 // inside dl_iterate_phdr) may be taken before this one, never after.
 std::atomic_flag g_process_lock = ATOMIC_FLAG_INIT;
 
+// The thread holding it may be interrupted by a signal handler that calls CUDA: BusyScope makes
+// that call pass through instead of waiting here for its own thread (busy.h).
 struct ProcessLock {
   ProcessLock() {
     while (g_process_lock.test_and_set(std::memory_order_acquire)) sched_yield_();
   }
   ~ProcessLock() { g_process_lock.clear(std::memory_order_release); }
   static void sched_yield_() { usleep(0); }
+  BusyScope busy;  // constructed first: set before the lock is tried
 };
 
 // ProcessInfo's argv, read from /proc and cut into views; guarded by the process lock.
@@ -295,11 +302,23 @@ bool ensure_process_log() {
     if (ok) refresh_modules_if_changed();
     return ok;
   }
-  // Another thread is opening it: only the first CUDA call of a process can wait here.
-  while ((state = g_open_state.load(std::memory_order_acquire)) == kOpening) usleep(50);
+  // Another thread is opening it: only the first CUDA calls of a process wait here, and never
+  // without bound. The opener could be stopped by a signal handler waiting on us, or the process
+  // could be stopped and resumed: after kMaxOpenWaitNs this thread gives up (its event is counted
+  // as not recorded) and does not wait again; its later calls record once the log is open.
+  if (t_gave_up_waiting) return false;
+  const uint64_t deadline = monotonic_ns() + kMaxOpenWaitNs;
+  while ((state = g_open_state.load(std::memory_order_acquire)) == kOpening) {
+    if (monotonic_ns() > deadline) {
+      t_gave_up_waiting = true;
+      return false;
+    }
+    usleep(50);
+  }
   return state == kOpen;
 }
 
+bool process_log_failed() { return g_open_state.load(std::memory_order_acquire) == kFailed; }
 bool process_log_ready() { return g_process.ready.load(std::memory_order_acquire); }
 bool owns_process_log() { return process_log_ready() && getpid() == g_process.pid; }
 const char* process_dir() { return g_process.dir; }

@@ -19,6 +19,8 @@ bool open_process_log(bool warn);
 // about once and never retried. True when the log is usable.
 bool ensure_process_log();
 
+// Whether opening the log failed (warned once, never retried).
+bool process_log_failed();
 // Whether this process (this pid) has a usable log; false before open or after failure.
 bool process_log_ready();
 // Whether the calling process is the one that opened the log (false in a vfork child).

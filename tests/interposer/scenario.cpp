@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -380,6 +381,45 @@ int die_while_allocating(const std::string& how, int n) {
   return 4;
 }
 
+// Issue 15: a signal handler that allocates while its thread is inside the hook. The test sets
+// GMEMHOOK_TEST_DELAY_RECORD_US, so the recorder holds each event for a while after the real
+// call returned; a second thread aims one SIGUSR1 into that window per round. Prints how many
+// handlers ran their cudaMalloc+cudaFree successfully.
+std::atomic<int> g_handler_pairs{0};
+void allocate_in_handler(int) {
+  int saved = errno;
+  void* p;
+  if (cudaMalloc(&p, 512) == cudaSuccess && cudaFree(p) == cudaSuccess) g_handler_pairs.fetch_add(1);
+  errno = saved;
+}
+
+int signal_inside_hook(int rounds, int aim_us) {
+  CHECK_RT(cudaSetDevice(0));
+  struct sigaction sa {};
+  sa.sa_handler = allocate_in_handler;
+  sigaction(SIGUSR1, &sa, nullptr);
+  const pthread_t self = pthread_self();
+  std::atomic<int> started{0};
+  std::thread aimer([&] {
+    for (int r = 1; r <= rounds; ++r) {
+      while (started.load() < r) usleep(100);
+      usleep(static_cast<useconds_t>(aim_us));
+      pthread_kill(self, SIGUSR1);
+      while (g_handler_pairs.load() < r) usleep(100);
+    }
+  });
+  for (int r = 1; r <= rounds; ++r) {
+    void* p;
+    started.store(r);
+    CHECK_RT(cudaMalloc(&p, 4096));  // the signal lands while the hook records this
+    while (g_handler_pairs.load() < r) usleep(100);
+    CHECK_RT(cudaFree(p));
+  }
+  aimer.join();
+  std::printf("handler pairs %d\n", g_handler_pairs.load());
+  return 0;
+}
+
 // Prints, allocates, exits with `code`: checks that output and exit status pass through.
 int plain(int code) {
   std::printf("hello from scenario\n");
@@ -466,6 +506,7 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_while_allocating(arg(2, 10));
   if (mode == "die" && argc > 2) return die_while_allocating(argv[2], arg(3, 500));
   if (mode == "plain") return plain(arg(2, 0));
+  if (mode == "signal-inside-hook") return signal_inside_hook(arg(2, 5), arg(3, 20000));
   if (mode == "exec-after-cuda") return exec_after_cuda();
   if (mode == "training") return training(arg(2, 1));
   if (mode == "nvml") return nvml_steps(arg(2, 100));
