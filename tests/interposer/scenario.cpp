@@ -4,8 +4,10 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -420,6 +422,46 @@ int signal_inside_hook(int rounds, int aim_us) {
   return 0;
 }
 
+// Issue 15 soak: `n` threads × `m` cudaMalloc/cudaFree pairs, each thread publishing in the
+// MAP_SHARED file `counts` (one SoakSlot per thread, soak_test.cpp) its kernel tid and how many of
+// its calls had returned, stored after each return: what survives a SIGKILL is exactly what the
+// program knew had happened. Prints "started" once every thread has its tid published.
+struct SoakSlot {
+  std::atomic<uint64_t> tid;
+  std::atomic<uint64_t> returned;
+};
+
+int soak(int n, int m, const char* counts) {
+  int fd = open(counts, O_RDWR);
+  if (fd < 0) die("open counts", 0);
+  void* map = mmap(nullptr, sizeof(SoakSlot) * static_cast<size_t>(n), PROT_READ | PROT_WRITE,
+                   MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) die("mmap counts", 0);
+  auto* slots = static_cast<SoakSlot*>(map);
+  CHECK_RT(cudaSetDevice(0));
+  std::atomic<int> ready{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < n; ++t)
+    ts.emplace_back([&, t] {
+      SoakSlot& slot = slots[t];
+      slot.tid.store(static_cast<uint64_t>(gettid()), std::memory_order_relaxed);
+      ready.fetch_add(1);
+      while (ready.load() < n) std::this_thread::yield();
+      for (int i = 0; i < m; ++i) {
+        void* p;
+        if (cudaMalloc(&p, 256) != cudaSuccess) die("cudaMalloc", 0);
+        slot.returned.fetch_add(1, std::memory_order_relaxed);
+        if (cudaFree(p) != cudaSuccess) die("cudaFree", 0);
+        slot.returned.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  while (ready.load() < n) std::this_thread::yield();
+  std::printf("started\n");
+  std::fflush(stdout);
+  for (auto& t : ts) t.join();
+  return 0;
+}
+
 // Prints, allocates, exits with `code`: checks that output and exit status pass through.
 int plain(int code) {
   std::printf("hello from scenario\n");
@@ -506,6 +548,7 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_while_allocating(arg(2, 10));
   if (mode == "die" && argc > 2) return die_while_allocating(argv[2], arg(3, 500));
   if (mode == "plain") return plain(arg(2, 0));
+  if (mode == "soak" && argc > 4) return soak(arg(2, 64), arg(3, 20000), argv[4]);
   if (mode == "signal-inside-hook") return signal_inside_hook(arg(2, 5), arg(3, 20000));
   if (mode == "exec-after-cuda") return exec_after_cuda();
   if (mode == "training") return training(arg(2, 1));
