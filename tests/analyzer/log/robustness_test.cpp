@@ -239,6 +239,30 @@ TEST(Checksum, UnsealedTailIsReadWithoutACheck) {
   EXPECT_TRUE(o.warnings.empty());
 }
 
+// gmemhook top follows files while they are written: a seal not there yet is "not yet", never
+// damage. (The writer stores it with one aligned 8-byte store, so it is all there or not at all.)
+TEST(Checksum, LiveReaderTakesAMissingSealForNotYet) {
+  ThreadLogBuilder t(4242, 4243, kStartNs);
+  for (uint64_t i = 1; i <= 800; ++i) t.event(make_event(format::ApiId::cudaFree, i, kStartNs + i));
+  Bytes bytes = t.file.bytes();
+  ASSERT_GT(bytes.size(), 4096u);
+  std::fill(bytes.begin() + 4096 - format::kSealSize, bytes.begin() + 4096, 0);  // not sealed yet
+  auto file = analysis::LogBytes::borrow(bytes, "thread.4243.gmh");
+  const auto header = *analysis::read_file_header(file, format::FileKind::Thread);
+  auto count = [&](bool live) {
+    analysis::RecordCursor cursor(file, header);
+    cursor.set_live(live);
+    analysis::Record r;
+    size_t n = 0;
+    while (cursor.next(&r)) ++n;
+    return std::make_pair(n, cursor.end());
+  };
+  EXPECT_EQ(count(true), std::make_pair(size_t{800}, analysis::StreamEnd::EndOfFile));
+  // Read afterwards, a chunk left unsealed with another after it is damage: the writer seals
+  // each chunk before it makes the next.
+  EXPECT_EQ(count(false), std::make_pair(size_t{0}, analysis::StreamEnd::DamagedChunk));
+}
+
 TEST(Checksum, AVersionFieldFlippedToAnOlderVersionIsReported) {
   ProcessLogs logs = small_two_thread_process(true);
   Bytes& b = logs.threads[0].second;
