@@ -41,6 +41,8 @@ struct ProcessState {
   // The process directory, opened once with O_DIRECTORY | O_NOFOLLOW: every log file is created
   // relative to it (issue 15, see README "Trust model").
   int dir_fd = -1;
+  dev_t dir_dev = 0;  // which directory dir_fd is (process_dir_fd checks it is still that one)
+  ino_t dir_ino = 0;
   LogFile file;
   LoadCounters modules_written{~0ull, ~0ull};
 };
@@ -266,6 +268,8 @@ bool open_process_log(bool warn_on_failure) {
     close_fd(g_process.dir_fd);
     err = EPERM;
   }
+  g_process.dir_dev = st.st_dev;
+  g_process.dir_ino = st.st_ino;
   if (g_process.dir_fd < 0) {
     if (warn_on_failure) warn("cannot open the log directory", dir.c_str(), err);
     return false;
@@ -326,7 +330,15 @@ bool process_log_failed() { return g_open_state.load(std::memory_order_acquire) 
 bool process_log_ready() { return g_process.ready.load(std::memory_order_acquire); }
 bool owns_process_log() { return process_log_ready() && getpid() == g_process.pid; }
 const char* process_dir() { return g_process.dir; }
-int process_dir_fd() { return g_process.dir_fd; }
+int process_dir_fd() {
+  // A program may close descriptors it did not open (closefrom, daemons) and get our number
+  // back for a directory of its own: never create a log file there.
+  struct stat st {};
+  if (g_process.dir_fd < 0 || fstat(g_process.dir_fd, &st) != 0 ||
+      st.st_dev != g_process.dir_dev || st.st_ino != g_process.dir_ino)
+    return -1;
+  return g_process.dir_fd;
+}
 const char* process_dir_for_display() { return g_process.display_dir; }
 
 uint64_t next_seq() { return g_seq.fetch_add(1, std::memory_order_relaxed) + 1; }

@@ -203,6 +203,18 @@ TEST(SymlinkSwap, LogFilesStayInTheDirectoryTheHookMade) {
   EXPECT_TRUE(reader.warnings().empty());
 }
 
+// The descriptor the hook holds for its directory, taken over by the program for a directory
+// of its own: the hook notices (device and inode) and creates nothing there.
+TEST(SymlinkSwap, ADirectoryFdTheProgramReplacedIsNotWrittenThrough) {
+  fs::path out = temp_dir("stolen-out");
+  fs::path own = temp_dir("stolen-own");
+  RunResult r = run({scenario_path(), "steal-dir-fd", own.string()}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  ASSERT_EQ(r.out, "replaced 1\n") << "no descriptor to take over: the test proves nothing";
+  EXPECT_TRUE(fs::is_empty(own)) << "a log file was created in the program's directory";
+  EXPECT_EQ(count_of(r.err, "gmemhook: cannot write"), 1u) << r.err;
+}
+
 // Issue 15 point 4 on real logs: thread files are sealed when their threads finish and
 // process.gmh at exit; one flipped byte in a sealed chunk is reported, never read as numbers.
 TEST(Checksum, RealLogsAreSealedAndDamageIsReported) {

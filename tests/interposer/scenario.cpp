@@ -462,6 +462,33 @@ int soak(int n, int m, const char* counts) {
   return 0;
 }
 
+// Issue 15: a program that puts a directory of its own on the descriptor number the hook holds
+// for its process directory (as closefrom + open, or dup2, would). Then a new thread allocates:
+// its log file must not be created in `own_dir`. Prints how many descriptors it replaced.
+int steal_dir_fd(const char* own_dir) {
+  void* p;
+  CHECK_RT(cudaMalloc(&p, 4096));  // the hook opens its directory
+  int replaced = 0;
+  for (int fd = 3; fd < 1024; ++fd) {
+    char link[64], target[4096];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (!std::strstr(target, "gmemhook_scenario.")) continue;
+    int mine = open(own_dir, O_RDONLY | O_DIRECTORY);
+    if (mine < 0 || dup2(mine, fd) < 0) die("dup2", 0);
+    close(mine);
+    ++replaced;
+  }
+  std::thread([] {
+    void* q;
+    if (cudaMalloc(&q, 4096) != cudaSuccess || cudaFree(q) != cudaSuccess) die("thread", 0);
+  }).join();
+  std::printf("replaced %d\n", replaced);
+  return 0;
+}
+
 // Prints, allocates, exits with `code`: checks that output and exit status pass through.
 int plain(int code) {
   std::printf("hello from scenario\n");
@@ -548,6 +575,7 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_while_allocating(arg(2, 10));
   if (mode == "die" && argc > 2) return die_while_allocating(argv[2], arg(3, 500));
   if (mode == "plain") return plain(arg(2, 0));
+  if (mode == "steal-dir-fd" && argc > 2) return steal_dir_fd(argv[2]);
   if (mode == "soak" && argc > 4) return soak(arg(2, 64), arg(3, 20000), argv[4]);
   if (mode == "signal-inside-hook") return signal_inside_hook(arg(2, 5), arg(3, 20000));
   if (mode == "exec-after-cuda") return exec_after_cuda();
