@@ -157,8 +157,10 @@ std::optional<std::string> incomplete_log_message(const ProcessReader& r) {
     if (m->count == 0) return text;
     text += "; ";
   }
+  // Behind a damaged chunk events were written but cannot be read: "missing", not "not recorded".
   text += "\u2265 " + std::to_string(m->count) + " event" + (m->count == 1 ? "" : "s") +
-          " not recorded after event " + std::to_string(m->after_seq);
+          (m->damaged_chunks ? " missing" : " not recorded") + " after event " +
+          std::to_string(m->after_seq);
   if (m->write_error) {
     const char* desc = strerrordesc_np(m->write_error);
     text += std::string(" (the recorder could not write: ") + (desc ? desc : "unknown error") + ")";
