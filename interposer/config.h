@@ -30,6 +30,10 @@ struct Config {
   // GMEMHOOK_TEST_DELAY_RECORD_US=N: the recorder waits N µs inside each record (a window for
   // tests to deliver a signal to a thread in the middle of recording).
   long test_delay_record_us = 0;
+  // GMEMHOOK_TEST_DELAY_OPEN_MS=N: the thread opening the process log takes N ms longer, and
+  // GMEMHOOK_TEST_OPEN_WAIT_MS=M: other threads wait at most M ms for it (default 10 s).
+  long test_delay_open_ms = 0;
+  long open_wait_ms = 10000;
 };
 
 inline constexpr int kMaxDepth = 256;

@@ -51,9 +51,6 @@ ProcessState g_process;
 // ensure_process_log(): not tried, being opened, open, failed.
 enum OpenState : int { kNotOpened, kOpening, kOpen, kFailed };
 std::atomic<int> g_open_state{kNotOpened};
-// Opening takes a few system calls and a module snapshot: milliseconds, even on a machine so
-// loaded that the soak test (64 threads starting at once) sees it take a second.
-constexpr uint64_t kMaxOpenWaitNs = 10'000'000'000;
 __attribute__((tls_model("initial-exec"))) thread_local bool t_gave_up_waiting = false;
 std::atomic<uint64_t> g_seq{0};
 std::atomic<uint64_t> g_fork_generation{0};
@@ -302,6 +299,7 @@ bool ensure_process_log() {
   if (state == kFailed) return false;
   if (state == kNotOpened && g_open_state.compare_exchange_strong(state, kOpening)) {
     print_config_warnings();
+    if (g_config.test_delay_open_ms > 0) usleep(static_cast<useconds_t>(g_config.test_delay_open_ms * 1000));
     bool ok = open_process_log(true);
     g_open_state.store(ok ? kOpen : kFailed, std::memory_order_release);
     if (ok) refresh_modules_if_changed();
@@ -309,11 +307,13 @@ bool ensure_process_log() {
   }
   // Another thread is opening it: only the first CUDA calls of a process wait here, and never
   // without bound. The opener could be stopped by a signal handler waiting on us, or the process
-  // could be stopped and resumed: after kMaxOpenWaitNs this thread gives up (its event is counted
-  // as not recorded) and does not wait again; its later calls record once the log is open.
+  // could be stopped and resumed: after g_config.open_wait_ms (10 s: opening takes a few system
+  // calls and a module snapshot, milliseconds even on a loaded machine) this thread gives up (its
+  // event is counted as not recorded) and does not wait again; its later calls record once the
+  // log is open.
   // The pause grows: dozens of threads polling every 50 µs starved the opener on a loaded machine.
   if (t_gave_up_waiting) return false;
-  const uint64_t deadline = monotonic_ns() + kMaxOpenWaitNs;
+  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(g_config.open_wait_ms) * 1000000;
   useconds_t pause = 50;
   while ((state = g_open_state.load(std::memory_order_acquire)) == kOpening) {
     if (monotonic_ns() > deadline) {

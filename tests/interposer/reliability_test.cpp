@@ -4,6 +4,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -274,6 +275,27 @@ TEST(Signals, HandlerCallsInsideTheHookPassThroughAndAreCounted) {
   EXPECT_EQ(reader.end()->not_recorded, 4u * 2) << "the handlers' pairs, counted";
   EXPECT_EQ(reader.end()->write_error, 0u);
   expect_incomplete(reader, "8 events not recorded");
+}
+
+// Issue 15: threads whose first CUDA call comes while another thread opens the log wait for it,
+// but not without bound (the opener could be stopped, or waiting on them from a signal handler).
+// Here opening takes 1.5 s and the others wait at most 100 ms: they go on unrecorded (waiting
+// without bound, they would all have been recorded after 1.5 s), and every call is counted.
+TEST(Signals, LateFirstCallsDoNotWaitWithoutBound) {
+  fs::path out = temp_dir("slow-open");
+  auto env = traced_env(out);
+  env["GMEMHOOK_TEST_DELAY_OPEN_MS"] = "1500";
+  env["GMEMHOOK_TEST_OPEN_WAIT_MS"] = "100";
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult r = run({scenario_path(), "threads", "4", "20000"}, env);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "failures 0\n");
+  auto reader = read_through(process_dirs(out).at(0));
+  ASSERT_TRUE(reader.end());
+  EXPECT_GT(reader.end()->not_recorded, 0u) << "no thread called while the log was opening (" << s << " s)";
+  EXPECT_EQ(reader.events_read() + reader.end()->not_recorded, 4u * 20000 * 2);
+  expect_incomplete(reader, "events not recorded");
 }
 
 // Issue 15: nonsense in the environment is said once, and the default is used.
