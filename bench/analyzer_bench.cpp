@@ -21,6 +21,7 @@
 #include "analyzer/reports/report.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
+#include "gmemhook/crc32c.h"
 #include "gmemhook/format.h"
 
 namespace fs = std::filesystem;
@@ -70,9 +71,12 @@ class ChunkedFile {
   void record(fmt::RecordType type, const uint8_t* payload, size_t n) {
     const auto t = static_cast<uint8_t>(type);
     const size_t header = fmt::is_big(t) ? fmt::kBigHeaderSize : fmt::kSmallHeaderSize;
-    if (used_ + header + n > kChunk) {
-      if (kChunk - used_ >= fmt::kSmallHeaderSize)
+    const size_t area = kChunk - fmt::kSealSize;  // the chunk's seal follows its records
+    if (used_ + header + n > area) {
+      if (area - used_ >= fmt::kSmallHeaderSize)
         chunk_[used_] = static_cast<uint8_t>(fmt::RecordType::ChunkEnd);
+      const uint64_t seal = fmt::seal_value(fmt::crc32c(chunk_.data(), area));
+      std::memcpy(chunk_.data() + area, &seal, sizeof seal);
       out_.write(reinterpret_cast<const char*>(chunk_.data()), kChunk);
       std::fill(chunk_.begin(), chunk_.end(), 0);
       used_ = 0;

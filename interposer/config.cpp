@@ -91,6 +91,14 @@ void load_config() {
       "GMEMHOOK_NVML_INTERVAL_MS", 10, 60000, 100, "milliseconds from 10 to 60000"));
   g_config.test_disk_full_after =
       env_number("GMEMHOOK_TEST_DISK_FULL_AFTER", -1, 1L << 30, -1, "a number of chunks");
+  g_config.test_delay_record_us =
+      env_number("GMEMHOOK_TEST_DELAY_RECORD_US", 0, 10000000, 0, "microseconds");
+  g_config.test_delay_open_ms =
+      env_number("GMEMHOOK_TEST_DELAY_OPEN_MS", 0, 600000, 0, "milliseconds");
+  g_config.open_wait_ms =
+      env_number("GMEMHOOK_TEST_OPEN_WAIT_MS", 0, 600000, 10000, "milliseconds");
+  if (const char* swap = getenv("GMEMHOOK_TEST_SWAP_DIR"); swap && std::strlen(swap) < PATH_MAX)
+    std::strcpy(g_config.test_swap_dir, swap);
   load_out_dir();
 }
 

@@ -23,6 +23,17 @@ struct Config {
   // GMEMHOOK_TEST_DISK_FULL_AFTER=N: the log writer acts as if the disk filled up after N chunks
   // of this process (tests the write-failure path where no small file system can be mounted).
   long test_disk_full_after = -1;
+  // GMEMHOOK_TEST_SWAP_DIR=DIR: right after making the process directory, the hook renames it
+  // and puts a symlink to DIR in its place, as another user could (tests that files still land
+  // in the directory made, never in DIR).
+  char test_swap_dir[PATH_MAX] = {};
+  // GMEMHOOK_TEST_DELAY_RECORD_US=N: the recorder waits N µs inside each record (a window for
+  // tests to deliver a signal to a thread in the middle of recording).
+  long test_delay_record_us = 0;
+  // GMEMHOOK_TEST_DELAY_OPEN_MS=N: the thread opening the process log takes N ms longer, and
+  // GMEMHOOK_TEST_OPEN_WAIT_MS=M: other threads wait at most M ms for it (default 10 s).
+  long test_delay_open_ms = 0;
+  long open_wait_ms = 10000;
 };
 
 inline constexpr int kMaxDepth = 256;

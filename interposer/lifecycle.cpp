@@ -41,7 +41,9 @@ void print_summary() {
     // Said on the same line: a reader of the summary must not take the counts as complete.
     m.append("; log incomplete: ").append_uint(loss.not_recorded);
     m.append(" events not recorded from event ").append_uint(loss.first_seq).append(" on (");
-    const char* name = strerrorname_np(loss.error);
+    // No error: calls passed through unrecorded (a signal handler inside the recorder, a
+    // first call that could not wait for the log to open), not a failed write.
+    const char* name = loss.error ? strerrorname_np(loss.error) : "passed through";
     m.append(name ? name : "write failed").append(")");
   }
   m.append(" (run: gmemhook summary ").append(process_dir_for_display()).append(")\n");
@@ -58,6 +60,7 @@ void finish(fmt::EndHow how, int status) {
   // must not mark the parent's log as ended.
   if (!owns_process_log() || g_ended.exchange(true)) return;
   nvml_at_exit();
+  seal_own_thread_log();
   write_end_record(how, status, totals().cuda_used, loss_report());
   print_summary();
 }

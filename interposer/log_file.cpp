@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "config.h"
+#include "gmemhook/crc32c.h"
 #include "text.h"
 
 namespace gmemhook {
@@ -35,8 +36,8 @@ bool test_disk_full() {
 }
 }  // namespace
 
-bool LogFile::create(const char* dir, const char* name, format::FileKind kind, uint64_t tid,
-                     Chunks chunks, uint64_t start_monotonic_ns) {
+bool LogFile::create(int dir_fd, const char* dir, const char* name, format::FileKind kind,
+                     uint64_t tid, Chunks chunks, uint64_t start_monotonic_ns) {
   FixedString<PATH_MAX> p;
   p.append(dir).append("/").append(name);
   if (p.truncated()) {
@@ -44,16 +45,18 @@ bool LogFile::create(const char* dir, const char* name, format::FileKind kind, u
     return false;
   }
   std::memcpy(path_, p.c_str(), p.size() + 1);
+  name_at_ = p.size() - std::strlen(name);
+  dir_fd_ = dir_fd;
   geometry_ = {chunks.first, chunks.max};
 
-  int fd = open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = openat(dir_fd_, path_ + name_at_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     error_ = errno;
     return false;
   }
   ::close(fd);
   if (!map_chunk(0)) {
-    unlink(path_);  // an empty file would only read as a thread that recorded nothing
+    unlinkat(dir_fd_, path_ + name_at_, 0);  // an empty file would only read as a thread that recorded nothing
     return false;
   }
 
@@ -74,8 +77,10 @@ bool LogFile::create(const char* dir, const char* name, format::FileKind kind, u
   return true;
 }
 
+int LogFile::reopen() const { return openat(dir_fd_, path_ + name_at_, O_RDWR | O_NOFOLLOW | O_CLOEXEC); }
+
 bool LogFile::map_chunk(uint64_t start) {
-  int fd = open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  int fd = reopen();
   if (fd < 0) {
     error_ = errno;
     return false;
@@ -102,27 +107,41 @@ bool LogFile::map_chunk(uint64_t start) {
   return true;
 }
 
+void LogFile::seal_at(size_t at) {
+  uint64_t seal = format::seal_value(format::crc32c(chunk_, at));
+  // One aligned 8-byte store, after the bytes it covers: a live reader (gmemhook top) sees no
+  // seal or all of it, and sees the chunk complete when it sees the seal.
+  __atomic_store_n(reinterpret_cast<uint64_t*>(chunk_ + at), seal, __ATOMIC_RELEASE);
+  uint8_t* old = chunk_;
+  chunk_ = nullptr;
+  munmap(old, chunk_len_);
+}
+
 // Out of line and cold: it runs once per chunk, append() once per event.
 __attribute__((noinline, cold)) bool LogFile::next_chunk(size_t need) {
-  if (need + format::kSmallHeaderSize > geometry_.max) return false;  // callers split large data
+  const size_t room = need + format::kSmallHeaderSize + format::kSealSize;
+  if (room > geometry_.max) return false;  // callers split large data
   // Chunks grow: a record too big for the next one ends that one too, unused, until one fits.
   do {
-    commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
-    uint8_t* old = chunk_;
-    chunk_ = nullptr;
-    munmap(old, chunk_len_);
+    if (chunk_) {  // else seal() has ended it already
+      commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
+      seal_at(record_area());
+    }
+    next_chunk_start_ = 0;
     if (!map_chunk(chunk_start_ + chunk_len_)) return false;
-  } while (need + format::kSmallHeaderSize > chunk_len_);
+  } while (room > chunk_len_);
   return true;
 }
 
 uint8_t* LogFile::reserve(RecordType type, size_t n) {
-  if (!chunk_) return nullptr;
+  if (!chunk_ && !next_chunk_start_) return nullptr;
   bool big = format::is_big(static_cast<uint8_t>(type));
   if ((!big && n > format::kMaxSmallPayload) || n > format::kMaxBigRecord) return nullptr;
   size_t need = (big ? format::kBigHeaderSize : format::kSmallHeaderSize) + n;
-  // Keep room for a ChunkEnd record so a reader always finds an explicit end of chunk.
-  if (pos_ + need + format::kSmallHeaderSize > chunk_len_ && !next_chunk(need)) return nullptr;
+  // Keep room for a ChunkEnd record so a reader always finds an explicit end of chunk, and for
+  // the seal after it.
+  if ((!chunk_ || pos_ + need + format::kSmallHeaderSize > record_area()) && !next_chunk(need))
+    return nullptr;
   return chunk_ + pos_ + (need - n);  // just after the header
 }
 
@@ -150,22 +169,36 @@ bool LogFile::append(RecordType type, const void* payload, size_t n) {
 void LogFile::close() {
   if (chunk_) munmap(chunk_, chunk_len_);
   chunk_ = nullptr;
+  next_chunk_start_ = 0;
+}
+
+void LogFile::seal() {
+  if (!chunk_) return;
+  commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
+  next_chunk_start_ = chunk_start_ + chunk_len_;
+  seal_at(record_area());
 }
 
 void LogFile::finish() {
-  if (!chunk_) return;
-  uint64_t committed = chunk_start_ + pos_;
-  bool cut = chunk_len_ - pos_ > geometry_.first;
-  close();
+  if (!chunk_) {
+    next_chunk_start_ = 0;  // sealed already (or dead)
+    return;
+  }
+  // The seal goes right after the records, at a multiple of 8 (format.h, "Chunk seals").
+  size_t at = (pos_ + 7) & ~size_t{7};
+  bool cut = record_area() - at > geometry_.first;
   // A file still in its first chunks keeps its few unused KiB: cutting costs three system calls
   // (and a discard on some file systems), which for a thread that lived for one allocation was
   // a good part of what recording it cost.
-  if (!cut) return;
-  int fd = open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;  // the file keeps its unused tail: zeros, which read as its end
-  int rc = ftruncate(fd, static_cast<off_t>(committed));
-  (void)rc;  // likewise
-  ::close(fd);
+  if (cut) {
+    int fd = reopen();
+    // Cut first, seal after: killed in between, the file ends in zeros, an unsealed chunk.
+    cut = fd >= 0 && ftruncate(fd, static_cast<off_t>(chunk_start_ + at + format::kSealSize)) == 0;
+    if (fd >= 0) ::close(fd);
+  }
+  // Not cut (or the cut failed): the file keeps its unused tail, zeros that read as its end.
+  seal_at(cut ? at : record_area());
+  next_chunk_start_ = 0;
 }
 
 void write_stderr(const char* s, size_t n) {

@@ -18,10 +18,13 @@ class LogFile {
     uint32_t max;
   };
 
-  // Creates `dir/name` exclusively (0600, never through a symlink) and writes its header.
-  // Returns false (and leaves the object unusable) when the file can't be created; error() then
-  // says why (EEXIST only when the name was taken), and no empty file is left behind.
-  bool create(const char* dir, const char* name, format::FileKind kind, uint64_t tid,
+  // Creates `name` in the directory open as `dir_fd` exclusively (0600, never through a
+  // symlink) and writes its header; `dir` is that directory's path, for messages only. Every
+  // later open is relative to `dir_fd` too: a directory renamed and replaced by a symlink after
+  // it was opened cannot redirect the file (issue 15). Returns false (and leaves the object
+  // unusable) when the file can't be created; error() then says why (EEXIST only when the name
+  // was taken), and no empty file is left behind.
+  bool create(int dir_fd, const char* dir, const char* name, format::FileKind kind, uint64_t tid,
               Chunks chunks, uint64_t start_monotonic_ns);
 
   // Appends one record. The payload is copied first and the header stored last: that store is
@@ -41,13 +44,18 @@ class LogFile {
     return true;
   }
 
-  // Unmaps the current chunk. Committed data stays in the file.
+  // Unmaps the current chunk, unsealed (a fork child's copy of its parent's file). Committed
+  // data stays in the file.
   void close();
-  // Closes the file and cuts it to the bytes committed when the unused rest of its last chunk is
-  // larger than a first chunk: a finished thread's log holds about what it recorded.
+  // Seals the current chunk (format.h, "Chunk seals") and unmaps it; the next append, if any,
+  // maps the next chunk. For a log that may still be written to, e.g. at exit.
+  void seal();
+  // Seals and closes the file, first cutting it to the bytes committed when the unused rest of
+  // its last chunk is larger than a first chunk: a finished thread's log holds about what it
+  // recorded.
   void finish();
 
-  bool alive() const { return chunk_ != nullptr; }
+  bool alive() const { return chunk_ != nullptr || next_chunk_start_ != 0; }
   const char* path() const { return path_; }
   // The errno of the failure that made the log unusable (0 while none). posix_fallocate returns
   // its error rather than setting errno, so errno itself can't be trusted after a failure.
@@ -65,12 +73,23 @@ class LogFile {
   bool next_chunk(size_t need);
   // Maps the chunk that starts at file offset `start`.
   bool map_chunk(uint64_t start);
+  // Stores the seal of the current chunk at chunk offset `at` (a multiple of 8), covering the
+  // bytes before it, and unmaps the chunk.
+  void seal_at(size_t at);
+  // The end of the current chunk's record area: its seal lives after it.
+  size_t record_area() const { return chunk_len_ - format::kSealSize; }
+
+  // Opens the file again (to map a chunk, to cut it).
+  int reopen() const;
 
   char path_[PATH_MAX] = {};
+  size_t name_at_ = 0;        // where the file's name starts in path_ (an offset: copies move)
+  int dir_fd_ = -1;           // the directory it lives in; owned by process_log.cpp
   uint8_t* chunk_ = nullptr;
   uint64_t chunk_start_ = 0;  // file offset of the current chunk
   size_t chunk_len_ = 0;      // its size
   size_t pos_ = 0;            // offset of the next record inside the current chunk
+  uint64_t next_chunk_start_ = 0;  // after seal(): where the next chunk goes (0 = none pending)
   format::ChunkGeometry geometry_{};
   int error_ = 0;
 };

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "busy.h"
 #include "config.h"
 #include "gmemhook/codec.h"
 #include "log_file.h"
@@ -37,6 +38,11 @@ struct ProcessState {
   char dir[PATH_MAX] = {};
   char display_dir[PATH_MAX] = {};
   char exe[PATH_MAX] = {};
+  // The process directory, opened once with O_DIRECTORY | O_NOFOLLOW: every log file is created
+  // relative to it (issue 15, see README "Trust model").
+  int dir_fd = -1;
+  dev_t dir_dev = 0;  // which directory dir_fd is (process_dir_fd checks it is still that one)
+  ino_t dir_ino = 0;
   LogFile file;
   LoadCounters modules_written{~0ull, ~0ull};
 };
@@ -45,6 +51,7 @@ ProcessState g_process;
 // ensure_process_log(): not tried, being opened, open, failed.
 enum OpenState : int { kNotOpened, kOpening, kOpen, kFailed };
 std::atomic<int> g_open_state{kNotOpened};
+__attribute__((tls_model("initial-exec"))) thread_local bool t_gave_up_waiting = false;
 std::atomic<uint64_t> g_seq{0};
 std::atomic<uint64_t> g_fork_generation{0};
 uint64_t g_start_ns = 0;
@@ -54,12 +61,15 @@ uint64_t g_start_ns = 0;
 // inside dl_iterate_phdr) may be taken before this one, never after.
 std::atomic_flag g_process_lock = ATOMIC_FLAG_INIT;
 
+// The thread holding it may be interrupted by a signal handler that calls CUDA: BusyScope makes
+// that call pass through instead of waiting here for its own thread (busy.h).
 struct ProcessLock {
   ProcessLock() {
     while (g_process_lock.test_and_set(std::memory_order_acquire)) sched_yield_();
   }
   ~ProcessLock() { g_process_lock.clear(std::memory_order_release); }
   static void sched_yield_() { usleep(0); }
+  BusyScope busy;  // constructed first: set before the lock is tried
 };
 
 // ProcessInfo's argv, read from /proc and cut into views; guarded by the process lock.
@@ -85,16 +95,29 @@ bool make_dirs(const char* path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// Why the run directory is unsafe to create files in, or nullptr (issue 15, like ssh refusing
-// key files others can write): another user who can rename entries there could swap our
-// directory for a symlink and have us write wherever it points.
-const char* unsafe_parent(const char* path) {
+// Why the run directory (open as `fd`) is unsafe to create files in, or nullptr (issue 15, like
+// ssh refusing key files others can write): another user who can rename entries there could
+// swap our directory for one of theirs. Checked on the descriptor we then create through, so
+// the directory checked is the one used.
+const char* unsafe_parent(int fd) {
   struct stat st {};
-  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return "not a directory";
+  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) return "not a directory";
   if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
     return "writable by other users without the sticky bit";
   if (st.st_uid != geteuid() && st.st_uid != 0) return "owned by another user";
   return nullptr;
+}
+
+// GMEMHOOK_TEST_SWAP_DIR (config.h): what another user could do to a directory they may rename
+// entries in, done between creating our directory and creating files in it.
+void test_swap_dir(const char* dir) {
+  if (!g_config.test_swap_dir[0]) return;
+  FixedString<PATH_MAX> moved;
+  moved.append(dir).append(".moved");
+  if (rename(dir, moved.c_str()) == 0) {
+    int rc = symlink(g_config.test_swap_dir, dir);
+    (void)rc;  // the test sees whether it worked
+  }
 }
 
 void read_exe(char* out, size_t cap) {
@@ -105,6 +128,11 @@ void read_exe(char* out, size_t cap) {
 const char* base_name(const char* path) {
   const char* s = std::strrchr(path, '/');
   return s ? s + 1 : path;
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
 }
 
 void warn(const char* what, const char* path, int err) {
@@ -184,7 +212,13 @@ bool open_process_log(bool warn_on_failure) {
     display.append("./");
     leaf.append("gmemhook.");
   }
-  if (const char* why = unsafe_parent(parent.c_str())) {
+  int parent_fd = open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent_fd < 0) {
+    if (warn_on_failure) warn("cannot open", parent.c_str(), errno);
+    return false;
+  }
+  if (const char* why = unsafe_parent(parent_fd)) {
+    close_fd(parent_fd);
     if (warn_on_failure) {
       FixedString<PATH_MAX + 256> m;
       m.append("gmemhook: refusing to write into ").append(parent.c_str()).append(": ");
@@ -198,32 +232,57 @@ bool open_process_log(bool warn_on_failure) {
 
   // A leftover directory of an earlier process with the same pid is never reused.
   FixedString<PATH_MAX> dir;
+  FixedString<256> name;
   int err = 0;
   for (int attempt = 0; attempt < 100; ++attempt) {
+    name.clear();
+    name.append(leaf.c_str());
+    if (attempt) name.append(".").append_uint(static_cast<uint64_t>(attempt));
     dir.clear();
-    dir.append(parent.c_str()).append("/").append(leaf.c_str());
-    if (attempt) dir.append(".").append_uint(static_cast<uint64_t>(attempt));
-    if (dir.truncated()) break;
-    if (mkdir(dir.c_str(), 0700) == 0) {
+    dir.append(parent.c_str()).append("/").append(name.c_str());
+    if (dir.truncated() || name.truncated()) break;
+    if (mkdirat(parent_fd, name.c_str(), 0700) == 0) {
       err = 0;
       break;
     }
     err = errno;
     if (err != EEXIST) break;
   }
-  if (err != 0 || dir.truncated()) {
+  if (err != 0 || dir.truncated() || name.truncated()) {
+    close_fd(parent_fd);
     if (warn_on_failure)
       warn("cannot create a log directory in", parent.c_str(), err ? err : ENAMETOOLONG);
     return false;
   }
+  // O_NOFOLLOW: the directory we just made, or nothing. Swapped for a symlink in between, this
+  // fails (ELOOP); swapped for someone else's directory, the owner check below refuses it.
+  close_fd(g_process.dir_fd);
+  g_process.dir_fd = openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  err = errno;
+  close_fd(parent_fd);
+  struct stat st {};
+  if (g_process.dir_fd >= 0 && (fstat(g_process.dir_fd, &st) != 0 || st.st_uid != geteuid())) {
+    close_fd(g_process.dir_fd);
+    err = EPERM;
+  }
+  g_process.dir_dev = st.st_dev;
+  g_process.dir_ino = st.st_ino;
+  if (g_process.dir_fd < 0) {
+    if (warn_on_failure) warn("cannot open the log directory", dir.c_str(), err);
+    return false;
+  }
   std::memcpy(g_process.dir, dir.c_str(), dir.size() + 1);
-  display.append(dir.c_str() + parent.size() + 1);
+  display.append(name.c_str());
   std::memcpy(g_process.display_dir, display.c_str(), display.size() + 1);
+  test_swap_dir(g_process.dir);
 
-  if (!g_process.file.create(g_process.dir, fmt::kProcessFileName, fmt::FileKind::Process, 0,
-                             {kProcessChunk, kProcessChunk}, g_start_ns)) {
+  if (!g_process.file.create(g_process.dir_fd, g_process.dir, fmt::kProcessFileName,
+                             fmt::FileKind::Process, 0, {kProcessChunk, kProcessChunk},
+                             g_start_ns)) {
     if (warn_on_failure) warn("cannot write", g_process.dir, g_process.file.error());
-    rmdir(g_process.dir);  // nothing in it: it would only read as a process that left no log
+    // Nothing in it: it would only read as a process that left no log.
+    if (!g_config.test_swap_dir[0]) rmdir(g_process.dir);
+    close_fd(g_process.dir_fd);
     return false;
   }
   {
@@ -240,19 +299,46 @@ bool ensure_process_log() {
   if (state == kFailed) return false;
   if (state == kNotOpened && g_open_state.compare_exchange_strong(state, kOpening)) {
     print_config_warnings();
+    if (g_config.test_delay_open_ms > 0) usleep(static_cast<useconds_t>(g_config.test_delay_open_ms * 1000));
     bool ok = open_process_log(true);
     g_open_state.store(ok ? kOpen : kFailed, std::memory_order_release);
     if (ok) refresh_modules_if_changed();
     return ok;
   }
-  // Another thread is opening it: only the first CUDA call of a process can wait here.
-  while ((state = g_open_state.load(std::memory_order_acquire)) == kOpening) usleep(50);
+  // Another thread is opening it: only the first CUDA calls of a process wait here, and never
+  // without bound. The opener could be stopped by a signal handler waiting on us, or the process
+  // could be stopped and resumed: after g_config.open_wait_ms (10 s: opening takes a few system
+  // calls and a module snapshot, milliseconds even on a loaded machine) this thread gives up (its
+  // event is counted as not recorded) and does not wait again; its later calls record once the
+  // log is open.
+  // The pause grows: dozens of threads polling every 50 µs starved the opener on a loaded machine.
+  if (t_gave_up_waiting) return false;
+  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(g_config.open_wait_ms) * 1000000;
+  useconds_t pause = 50;
+  while ((state = g_open_state.load(std::memory_order_acquire)) == kOpening) {
+    if (monotonic_ns() > deadline) {
+      t_gave_up_waiting = true;
+      return false;
+    }
+    usleep(pause);
+    if (pause < 2000) pause *= 2;
+  }
   return state == kOpen;
 }
 
+bool process_log_failed() { return g_open_state.load(std::memory_order_acquire) == kFailed; }
 bool process_log_ready() { return g_process.ready.load(std::memory_order_acquire); }
 bool owns_process_log() { return process_log_ready() && getpid() == g_process.pid; }
 const char* process_dir() { return g_process.dir; }
+int process_dir_fd() {
+  // A program may close descriptors it did not open (closefrom, daemons) and get our number
+  // back for a directory of its own: never create a log file there.
+  struct stat st {};
+  if (g_process.dir_fd < 0 || fstat(g_process.dir_fd, &st) != 0 ||
+      st.st_dev != g_process.dir_dev || st.st_ino != g_process.dir_ino)
+    return -1;
+  return g_process.dir_fd;
+}
 const char* process_dir_for_display() { return g_process.display_dir; }
 
 uint64_t next_seq() { return g_seq.fetch_add(1, std::memory_order_relaxed) + 1; }
@@ -267,6 +353,7 @@ void on_fork_child() {
   g_process.ready.store(false, std::memory_order_relaxed);
   g_open_state.store(kNotOpened, std::memory_order_relaxed);
   g_process.file = LogFile{};  // the parent's mapping is left alone: it is shared with the parent
+  close_fd(g_process.dir_fd);  // the parent's directory: the child makes its own
   g_process.modules_written = LoadCounters{~0ull, ~0ull};
   g_seq.store(0, std::memory_order_relaxed);
   g_fork_generation.fetch_add(1, std::memory_order_relaxed);
@@ -302,6 +389,9 @@ void write_end_record(fmt::EndHow how, int status, bool cuda_used, const LossRep
   g_process.file.append(fmt::EndPayload{how, status, last_seq(), monotonic_ns() - g_start_ns,
                                         cuda_used, loss.not_recorded, loss.first_seq,
                                         static_cast<uint64_t>(loss.error)});
+  // The file is complete now: seal it (a record written later, e.g. after a failed exec, maps
+  // a fresh chunk).
+  g_process.file.seal();
 }
 
 }  // namespace gmemhook

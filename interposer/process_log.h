@@ -19,11 +19,15 @@ bool open_process_log(bool warn);
 // about once and never retried. True when the log is usable.
 bool ensure_process_log();
 
+// Whether opening the log failed (warned once, never retried).
+bool process_log_failed();
 // Whether this process (this pid) has a usable log; false before open or after failure.
 bool process_log_ready();
 // Whether the calling process is the one that opened the log (false in a vfork child).
 bool owns_process_log();
 const char* process_dir();
+// The process directory, open (O_DIRECTORY | O_NOFOLLOW): create log files relative to it.
+int process_dir_fd();
 const char* process_dir_for_display();
 
 // Process-wide sequence numbers, giving a total order of events across threads.

@@ -17,14 +17,18 @@ std::atomic<int> g_error{0};
 
 }  // namespace
 
-void note_not_recorded(uint64_t seq, const char* path, int error) {
-  g_broken.store(true, std::memory_order_relaxed);
+void note_skipped(uint64_t seq) {
   g_not_recorded.fetch_add(1, std::memory_order_relaxed);
   // The smallest seq wins: threads race to report their first loss.
   uint64_t first = g_first_seq.load(std::memory_order_relaxed);
   while ((first == 0 || seq < first) &&
          !g_first_seq.compare_exchange_weak(first, seq, std::memory_order_relaxed)) {
   }
+}
+
+void note_not_recorded(uint64_t seq, const char* path, int error) {
+  g_broken.store(true, std::memory_order_relaxed);
+  note_skipped(seq);
   if (g_warned.exchange(true, std::memory_order_relaxed)) return;
   g_error.store(error, std::memory_order_relaxed);
   FixedString<PATH_MAX + 256> m;

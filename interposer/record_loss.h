@@ -16,6 +16,11 @@ struct LossReport {
 // Counts one event (sequence number `seq`) that could not be written because of `error`, and
 // prints the process's one warning the first time, naming `path`. Lock-free and malloc-free.
 void note_not_recorded(uint64_t seq, const char* path, int error);
+// Counts one event (sequence number `seq`) that was passed through unrecorded while the log is
+// fine: a CUDA call from a signal handler that interrupted the recorder on the same thread, or
+// a first call that could not wait for another thread to open the log. No latch, no warning:
+// the end record and the exit line count it. Async-signal-safe.
+void note_skipped(uint64_t seq);
 // Whether a write failed in this process: then no new log file is even attempted.
 bool recording_broken();
 LossReport loss_report();

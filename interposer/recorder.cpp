@@ -9,6 +9,7 @@
 
 #include <atomic>
 
+#include "busy.h"
 #include "config.h"
 #include "log_file.h"
 #include "nvml_sampler.h"
@@ -49,6 +50,8 @@ struct ThreadLog {
 __attribute__((tls_model("initial-exec"))) thread_local ThreadLog* t_log = nullptr;
 __attribute__((tls_model("initial-exec"))) thread_local int t_depth = 0;
 __attribute__((tls_model("initial-exec"))) thread_local bool t_creating = false;
+// The depth of the handler's call counted as skipped (CallScope), 0 when none.
+__attribute__((tls_model("initial-exec"))) thread_local int t_skipped_depth = 0;
 
 ThreadLog* g_registry = nullptr;
 // What exited threads recorded: their logs are gone, their counts stay for the exit summary.
@@ -59,6 +62,7 @@ bool g_key_ok = false;
 
 // Guards the registry. A spinlock rather than a mutex: a fork child simply resets it, and it is
 // held for a few pointer stores, once when a thread starts recording and once when it exits.
+// A signal handler calling CUDA on the thread that holds it passes through (busy.h).
 std::atomic_flag g_registry_lock = ATOMIC_FLAG_INIT;
 struct RegistryLock {
   RegistryLock() {
@@ -66,6 +70,7 @@ struct RegistryLock {
     }
   }
   ~RegistryLock() { g_registry_lock.clear(std::memory_order_release); }
+  BusyScope busy;  // constructed first: set before the lock is tried
 };
 
 void drop_tables(ThreadLog* log) {
@@ -141,11 +146,15 @@ ThreadLog* create_thread_log() {
   // call is what made a full disk cost seconds (issue 15).
   if (recording_broken()) return nullptr;
   if (!ensure_process_log()) {
-    t_create_error = EIO;
+    // Failed (and warned once), or another thread is still opening it: not an error (0).
+    t_create_error = process_log_failed() ? EIO : 0;
     return nullptr;
   }
   ThreadLog* log = new_thread_log();
-  if (!log) return nullptr;
+  if (!log) {
+    t_create_error = ENOMEM;
+    return nullptr;
+  }
   log->fork_generation = fork_generation();
   uint64_t tid = static_cast<uint64_t>(syscall(SYS_gettid));
   uint64_t start = monotonic_ns();
@@ -156,8 +165,8 @@ ThreadLog* create_thread_log() {
     name.append(fmt::kThreadFilePrefix).append_uint(tid);
     if (attempt) name.append(".").append_uint(static_cast<uint64_t>(attempt));
     name.append(fmt::kFileSuffix);
-    if (log->file.create(process_dir(), name.c_str(), fmt::FileKind::Thread, tid, kThreadChunks,
-                         start))
+    if (log->file.create(process_dir_fd(), process_dir(), name.c_str(), fmt::FileKind::Thread, tid,
+                         kThreadChunks, start))
       break;
     if (log->file.error() != EEXIST) break;
     log->file = LogFile{};
@@ -310,8 +319,23 @@ uint64_t mapped_size_at(uint64_t address) {
   return size;
 }
 
-CallScope::CallScope() : records_(t_depth++ == 0 && recording_enabled()) {}
-CallScope::~CallScope() { --t_depth; }
+CallScope::CallScope() : records_(t_depth++ == 0 && recording_enabled()) {
+  // A signal handler's call on a thread inside the recorder (or holding one of its locks): the
+  // program's own call, which the log cannot take now. Its sequence number is the gap a reader
+  // sees; the end record counts it. Once: the calls it makes itself (cudaMalloc reaching
+  // cuMemAlloc_v2) are nested in it.
+  if (thread_busy() && recording_enabled()) {
+    records_ = false;
+    if (t_skipped_depth == 0) {
+      t_skipped_depth = t_depth;
+      note_skipped(next_seq());
+    }
+  }
+}
+CallScope::~CallScope() {
+  if (t_depth == t_skipped_depth) t_skipped_depth = 0;
+  --t_depth;
+}
 
 EventClock clock_before_call(EventKind kind) {
   if (!is_release_kind(kind)) return {};
@@ -321,10 +345,15 @@ EventClock clock_before_call(EventKind kind) {
 void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                   EventClock clock) {
   g_cuda_used.store(true, std::memory_order_relaxed);
+  BusyScope busy;
+  if (g_config.test_delay_record_us > 0) usleep(static_cast<useconds_t>(g_config.test_delay_record_us));
   ThreadLog* log = thread_log();
   if (!log || !log->file.alive()) {
     // Still take a sequence number: the gap it leaves is what tells a reader events are missing.
     if (clock.seq == 0) clock.seq = next_seq();
+    // The log is still being opened by another thread that did not finish in time: counted, not
+    // latched (process_log.h, ensure_process_log).
+    if (!log && t_create_error == 0 && !recording_broken()) return note_skipped(clock.seq);
     // Without a process log there is nowhere to say it: opening it already warned.
     if (process_log_ready())
       note_not_recorded(clock.seq, log ? log->file.path() : process_dir(),
@@ -382,6 +411,13 @@ Totals totals() {
   }
   t.cuda_used = g_cuda_used.load(std::memory_order_relaxed);
   return t;
+}
+
+void seal_own_thread_log() {
+  ThreadLog* log = t_log;
+  // Inside a hook (exit from a signal handler that interrupted an append) the chunk is mid-write.
+  if (!log || t_depth != 0 || thread_busy() || log->fork_generation != fork_generation()) return;
+  log->file.seal();
 }
 
 void init_recorder() { g_key_ok = pthread_key_create(&g_thread_key, thread_finished) == 0; }

@@ -67,6 +67,10 @@ struct Totals {
 };
 Totals totals();
 
+// At exit: seals the calling thread's current chunk (format.h, "Chunk seals"). Other threads'
+// logs may be mid-append and stay unsealed: their last chunk is read unchecked.
+void seal_own_thread_log();
+
 // Library lifecycle (lifecycle.cpp): whether hooks may record at all.
 bool recording_enabled();
 void init_recorder();

@@ -29,9 +29,12 @@ ProcessFile read_process_file(const LogBytes& file, std::vector<ReadWarning>& wa
 
   RecordCursor cursor(file, p.header);
   Record r;
-  if (!cursor.next(&r))
+  if (!cursor.next(&r)) {
+    if (cursor.end() == StreamEnd::DamagedChunk)  // the process itself is unknown: nothing to use
+      throw ReadError(file.name(), cursor.damage_warning().offset, cursor.damage_warning().message);
     throw ReadError(file.name(), cursor.offset(),
                     "expected a process-info record, found no committed data");
+  }
   if (r.type != static_cast<uint8_t>(RecordType::ProcessInfo))
     throw ReadError(file.name(), r.offset,
                     "expected a process-info record first, found " + a_record(r.type));
@@ -75,6 +78,7 @@ ProcessFile read_process_file(const LogBytes& file, std::vector<ReadWarning>& wa
   p.stream_end = cursor.end();
   p.data_end = cursor.offset();
 
+  if (p.stream_end == StreamEnd::DamagedChunk) warnings.push_back(cursor.damage_warning());
   if (p.stream_end == StreamEnd::TruncatedTail)
     warnings.push_back(
         {file.name(), p.data_end,

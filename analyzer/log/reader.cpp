@@ -49,12 +49,17 @@ void ProcessReader::read_events(EventVisitor& v) {
   last_seq_ = 0;
   first_gap_after_.reset();
   pass_warnings_.clear();
+  damaged_chunks_ = process_.stream_end == StreamEnd::DamagedChunk ? 1 : 0;
 
   // Min-heap of (current seq, thread index): each file contributes its next unread event.
   using Head = std::pair<uint64_t, size_t>;
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
   auto finish = [&](ThreadFileReader& t) {
     t.deliver_pending(v);  // stacks and notes after the file's last event
+    if (t.stream_end() == StreamEnd::DamagedChunk) {
+      pass_warnings_.push_back(t.damage_warning());
+      ++damaged_chunks_;
+    }
     if (t.stream_end() == StreamEnd::TruncatedTail)
       pass_warnings_.push_back({t.name(), t.data_end(),
                                 "file ends inside a record (truncated tail); the events before "
@@ -132,7 +137,8 @@ std::optional<MissingEvents> missing_events(const ProcessReader& r) {
   // before committing its event. That is not a failure of the log.
   if (!end) holes = holes > r.thread_count() ? holes - r.thread_count() : 0;
   m.count = std::max<uint64_t>(holes, end ? end->not_recorded : 0);
-  if (m.count == 0) return std::nullopt;
+  m.damaged_chunks = r.damaged_chunks();
+  if (m.count == 0 && m.damaged_chunks == 0) return std::nullopt;
   m.after_seq = r.first_gap_after().value_or(r.last_seq());
   if (end && end->not_recorded && end->first_lost_seq)
     m.after_seq = std::min(m.after_seq, end->first_lost_seq - 1);
@@ -143,9 +149,18 @@ std::optional<MissingEvents> missing_events(const ProcessReader& r) {
 std::optional<std::string> incomplete_log_message(const ProcessReader& r) {
   auto m = missing_events(r);
   if (!m) return std::nullopt;
-  std::string text = "log incomplete: \u2265 " + std::to_string(m->count) + " event" +
-                     (m->count == 1 ? "" : "s") + " not recorded after event " +
-                     std::to_string(m->after_seq);
+  std::string text = "log incomplete: ";
+  if (m->damaged_chunks) {
+    // Checksums (format version 7) found damage: what it held is unknown, never guessed at.
+    text += std::to_string(m->damaged_chunks) + " damaged chunk" +
+            (m->damaged_chunks == 1 ? "" : "s") + " not read (see the warnings)";
+    if (m->count == 0) return text;
+    text += "; ";
+  }
+  // Behind a damaged chunk events were written but cannot be read: "missing", not "not recorded".
+  text += "\u2265 " + std::to_string(m->count) + " event" + (m->count == 1 ? "" : "s") +
+          (m->damaged_chunks ? " missing" : " not recorded") + " after event " +
+          std::to_string(m->after_seq);
   if (m->write_error) {
     const char* desc = strerrordesc_np(m->write_error);
     text += std::string(" (the recorder could not write: ") + (desc ? desc : "unknown error") + ")";

@@ -60,6 +60,9 @@ class ProcessReader {
   // After a pass: the seq of the last event before the first missing sequence number (every
   // event takes one, so a hole is an event that was never written), or nullopt when none is.
   std::optional<uint64_t> first_gap_after() const { return first_gap_after_; }
+  // After a pass: chunks whose seal did not match (format.h, "Chunk seals"), process file
+  // included; each ended its file's stream.
+  uint64_t damaged_chunks() const { return damaged_chunks_; }
 
   // What was cut short but still used: truncated tails, unfinished snapshots, empty thread
   // files. Pass-time warnings are refreshed by each pass.
@@ -77,6 +80,7 @@ class ProcessReader {
   uint64_t events_read_ = 0;
   uint64_t last_seq_ = 0;
   std::optional<uint64_t> first_gap_after_;
+  uint64_t damaged_chunks_ = 0;
 };
 
 // "process 48213 ended abruptly after record 17 (killed or crashed)" when the process file has
@@ -91,10 +95,12 @@ struct MissingEvents {
   uint64_t count = 0;      // at least this many
   uint64_t after_seq = 0;  // the last event recorded before the first missing one
   int write_error = 0;     // errno the recorder reported, 0 when unknown
+  uint64_t damaged_chunks = 0;  // chunks not read because their checksum failed
 };
 std::optional<MissingEvents> missing_events(const ProcessReader& r);
 // "log incomplete: ≥ 1234 events not recorded after event 95182 (the recorder could not write:
-// No space left on device)", or nullopt for a complete log.
+// No space left on device)", "log incomplete: 1 damaged chunk not read (see the warnings); ...",
+// or nullopt for a complete log.
 std::optional<std::string> incomplete_log_message(const ProcessReader& r);
 
 }  // namespace gmemhook::analysis

@@ -1,6 +1,7 @@
 // Record framing and file-header checks for one log file.
 #include "analyzer/log/record_cursor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <string_view>
 
 #include "analyzer/log/read_error.h"
+#include "gmemhook/crc32c.h"
 
 namespace gmemhook::analysis {
 
@@ -136,11 +138,81 @@ std::optional<format::FileHeader> read_file_header(const LogBytes& file,
 }
 
 RecordCursor::RecordCursor(const LogBytes& file, const format::FileHeader& header)
-    : file_(&file), chunks_(format::ChunkGeometry::of(header)), pos_(sizeof(format::FileHeader)) {}
+    : file_(&file),
+      chunks_(format::ChunkGeometry::of(header)),
+      version_(header.version),
+      pos_(sizeof(format::FileHeader)) {}
 
 void RecordCursor::rewind() {
   pos_ = sizeof(format::FileHeader);
   end_ = StreamEnd::NotYet;
+  chunk_start_ = 1;
+  chunk_end_ = 0;
+}
+
+bool RecordCursor::damaged_chunk(const std::string& why) {
+  damage_ = {file_->name(), chunk_start_,
+             "chunk at offset " + std::to_string(chunk_start_) + " (" +
+                 std::to_string(chunk_end_ - chunk_start_) + " bytes) is damaged: " + why +
+                 "; it and the rest of the file are not read"};
+  end_ = StreamEnd::DamagedChunk;
+  return false;
+}
+
+bool RecordCursor::enter_chunk() {
+  chunk_start_ = chunks_.start_of(pos_);
+  chunk_end_ = chunks_.end_of(pos_);
+  area_end_ = chunk_end_;
+  const uint8_t* data = file_->bytes().data();
+  const uint64_t size = file_->size();
+  const uint64_t present_end = std::min<uint64_t>(chunk_end_, size);
+  const uint64_t present = present_end - chunk_start_;
+  const bool full = present_end == chunk_end_;
+  const bool seal_fits = present >= format::kSealSize && present % 8 == 0;
+  auto load_seal = [&](uint64_t at) {
+    uint64_t v;
+    if (live_ && reinterpret_cast<uintptr_t>(data + at) % 8 == 0)
+      v = __atomic_load_n(reinterpret_cast<const uint64_t*>(data + at), __ATOMIC_ACQUIRE);
+    else
+      std::memcpy(&v, data + at, sizeof v);
+    return v;
+  };
+  const uint64_t at = present_end - format::kSealSize;
+  const uint64_t seal = seal_fits ? load_seal(at) : 0;
+  if (version_ < format::kFirstSealedVersion) {
+    // A version-7 file whose version field was damaged would otherwise be read unchecked.
+    if (seal >> 32 == format::kSealMarker)
+      damage(offsetof(format::FileHeader, version),
+             "the header says format version " + std::to_string(version_) +
+                 ", but its chunks end in version-7 seals: the header is damaged");
+    return true;
+  }
+  area_end_ = chunk_end_ - format::kSealSize;
+  if (!seal_fits) return true;  // only a cut copy ends this way: no seal to check
+  const uint32_t marker = static_cast<uint32_t>(seal >> 32);
+  if (marker == format::kSealMarker) {
+    const uint32_t stored = static_cast<uint32_t>(seal);
+    const uint32_t computed = format::crc32c(data + chunk_start_, at - chunk_start_);
+    if (stored != computed)
+      return damaged_chunk("its seal at offset " + std::to_string(at) + " says CRC32C " +
+                           hex(stored) + ", its bytes give " + hex(computed));
+    area_end_ = at;
+    return true;
+  }
+  if (full) {
+    // A full chunk's seal slot holds zeros until the writer seals it, then a whole seal.
+    if (seal != 0)
+      return damaged_chunk("its seal at offset " + std::to_string(at) + " is neither empty nor a seal");
+    // The writer seals a chunk before it allocates the next one.
+    if (!live_ && size > chunk_end_)
+      return damaged_chunk("it has no seal, yet a later chunk follows it");
+    return true;
+  }
+  // A cut last chunk ends in its seal, a cut copy in whatever bytes were there: a marker one or
+  // two bits away from the real one is a damaged seal, not chance.
+  if (std::popcount(marker ^ format::kSealMarker) <= 2)
+    return damaged_chunk("its seal at offset " + std::to_string(at) + " is damaged");
+  return true;
 }
 
 void RecordCursor::damage(uint64_t offset, const std::string& expected) const {
@@ -156,14 +228,15 @@ bool RecordCursor::next(Record* out) {
       end_ = StreamEnd::EndOfFile;
       return false;
     }
-    const uint64_t chunk_end = chunks_.end_of(pos_);
+    if ((pos_ < chunk_start_ || pos_ >= chunk_end_) && !enter_chunk()) return false;
+    const uint64_t chunk_end = area_end_;  // records end here; the next chunk at chunk_end_
     // A record that ends one byte before a boundary leaves no room for even a ChunkEnd header;
     // the writer then simply continues in the next chunk.
-    if (chunk_end - pos_ < format::kSmallHeaderSize) {
-      pos_ = chunk_end;
+    if (chunk_end < pos_ + format::kSmallHeaderSize) {
+      pos_ = chunk_end_;
       continue;
     }
-    const uint64_t avail = size - pos_;
+    const uint64_t avail = std::min(size, chunk_end) - pos_;
     if (avail < format::kSmallHeaderSize) {
       end_ = data[pos_] == 0 || live_ ? StreamEnd::NoMoreData : StreamEnd::TruncatedTail;
       return false;
@@ -189,7 +262,7 @@ bool RecordCursor::next(Record* out) {
       std::atomic_thread_fence(std::memory_order_acquire);
     }
     if (type == static_cast<uint8_t>(RecordType::ChunkEnd)) {
-      pos_ = chunk_end;
+      pos_ = chunk_end_;
       continue;
     }
     if (!is_known_type(type))

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analyzer/log/log_bytes.h"
+#include "analyzer/log/read_error.h"
 #include "gmemhook/format.h"
 
 namespace gmemhook::analysis {
@@ -26,6 +27,8 @@ enum class StreamEnd {
   NoMoreData,     // a zero header: the writer had not committed anything further
   EndOfFile,      // the file ended exactly between records
   TruncatedTail,  // the file ends inside a record: the copy or the disk lost its tail
+  DamagedChunk,   // a chunk's seal does not match its bytes (format.h, "Chunk seals"): neither
+                  // it nor the rest of the file is read (events are deltas of the ones before)
 };
 
 // Reads and checks the 64-byte header. Returns nullopt when the file holds nothing at all (empty,
@@ -44,10 +47,14 @@ class RecordCursor {
   RecordCursor(const LogBytes& file, const format::FileHeader& header);
 
   // The next committed record, or false when the stream ended (see end()). Throws ReadError on
-  // damage: unknown types, bad big-record lengths, records crossing a chunk boundary.
+  // damage: unknown types, bad big-record lengths, records crossing a chunk boundary. A sealed
+  // chunk whose checksum fails ends the stream instead (DamagedChunk): the records before it
+  // were sound, and damage_warning() says where and why.
   bool next(Record* out);
 
   StreamEnd end() const { return end_; }
+  // After DamagedChunk: "chunk at offset 4096 (4096 bytes) is damaged: ...", naming the file.
+  const ReadWarning& damage_warning() const { return damage_; }
   // Where the next record would start; after the end, where the committed data stops.
   uint64_t offset() const { return pos_; }
   const LogBytes& file() const { return *file_; }
@@ -64,9 +71,18 @@ class RecordCursor {
 
  private:
   [[noreturn]] void damage(uint64_t offset, const std::string& expected) const;
+  // Called when pos_ enters a chunk: finds its record area and checks its seal. False (and the
+  // stream ends, DamagedChunk) when the seal says the chunk is damaged.
+  bool enter_chunk();
+  bool damaged_chunk(const std::string& why);
 
   const LogBytes* file_;
   format::ChunkGeometry chunks_;
+  uint16_t version_;
+  uint64_t chunk_start_ = 1;  // the chunk pos_ is in (none yet: start > end)
+  uint64_t chunk_end_ = 0;
+  uint64_t area_end_ = 0;  // where its records end: its seal, if any, follows
+  ReadWarning damage_;
   uint64_t pos_;
   StreamEnd end_ = StreamEnd::NotYet;
   bool live_ = false;

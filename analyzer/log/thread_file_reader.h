@@ -52,6 +52,8 @@ class ThreadFileReader {
   // How the stream ended, once advance() returned false.
   StreamEnd stream_end() const { return cursor_.end(); }
   uint64_t data_end() const { return cursor_.offset(); }
+  // After a DamagedChunk end: where and why.
+  const ReadWarning& damage_warning() const { return cursor_.damage_warning(); }
 
   // Driving a pass (ProcessReader does this): rewind(), then advance() until it returns false.
   void rewind();

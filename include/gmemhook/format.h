@@ -28,6 +28,18 @@ namespace gmemhook::format {
 // RecordHeader). The file is a MAP_SHARED mapping, so whatever was stored before the process died
 // is in the page cache; a record whose header was never stored reads as zero and ends the stream.
 // A process that ended without an End record in process.gmh was killed or crashed.
+//
+// Chunk seals (version 7, issue 15): a finished chunk ends with an 8-byte seal, so damage to
+// committed bytes is found rather than read as other numbers. The seal is one little-endian u64,
+// CRC32C (crc32c.h) of the chunk's bytes from its start up to the seal in the low half and
+// kSealMarker in the high half, stored by one aligned 8-byte store after everything it covers:
+// a reader sees either no seal (zero) or a whole one, never half of one. It sits in the chunk's
+// last 8 bytes, which the writer keeps free (records and ChunkEnd end before them); when the
+// writer cuts a finished file, the last chunk is cut to its records, zeros up to a multiple of 8
+// bytes from the chunk's start, and the seal: then the seal is the file's last 8 bytes.
+// A chunk whose seal is still zero (the live tail, a process killed mid-chunk) is read without a
+// check; a chunk with a seal that does not match is damage and is not read. The writer seals a
+// chunk before it allocates the next, so in a finished log only the last chunk may lack one.
 // ---------------------------------------------------------------------------------------------
 
 inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
@@ -37,9 +49,11 @@ inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
 // may carry a graph and flags (graph memory nodes, instantiation; issue 12). Version 5: NvmlSample
 // records in process.gmh (what nvidia-smi would show, issue 13); older files simply have none.
 // Version 6: chunks grow (FileHeader::max_chunk_size), and a file may end anywhere after its last
-// record. Readers still accept versions 1 to 5 (their End records may lack the tail, their masks
-// the new bits, their chunks are all chunk_size).
-inline constexpr uint16_t kFormatVersion = 6;
+// record. Version 7: chunk seals (CRC32C, see "Chunk seals"). Readers still accept versions 1 to
+// 6 (their End records may lack the tail, their masks the new bits, their chunks are all
+// chunk_size before 6 and carry no seal before 7).
+inline constexpr uint16_t kFormatVersion = 7;
+inline constexpr uint16_t kFirstSealedVersion = 7;
 inline constexpr uint16_t kOldestReadableVersion = 1;
 inline constexpr const char* kProcessFileName = "process.gmh";
 inline constexpr const char* kThreadFilePrefix = "thread.";
@@ -57,6 +71,13 @@ inline constexpr uint32_t kMaxSegments = 64;
 inline constexpr uint32_t kMaxArgs = 4096;
 
 enum class FileKind : uint16_t { Process = 1, Thread = 2 };
+
+// Chunk seals (version 7).
+inline constexpr size_t kSealSize = 8;
+inline constexpr uint32_t kSealMarker = 0x4c414553;  // "SEAL" in the file's byte order
+inline constexpr uint64_t seal_value(uint32_t crc) {
+  return crc | static_cast<uint64_t>(kSealMarker) << 32;
+}
 
 // Fixed 64-byte little-endian header at offset 0 of every file.
 struct FileHeader {

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "gmemhook/crc32c.h"
+
 namespace gmemhook::test_logs {
 
 using format::RecordType;
@@ -36,15 +38,38 @@ void LogFile::record(RecordType type, std::span<const uint8_t> payload) {
     throw std::logic_error("small record payload too long");
   const size_t total = header_size + payload.size();
   if (total > chunk_size_) throw std::logic_error("record larger than a chunk");
-  size_t chunk_end = (bytes_.size() / chunk_size_ + 1) * chunk_size_;
-  if (bytes_.size() + total > chunk_end) {
-    if (chunk_end - bytes_.size() >= format::kSmallHeaderSize) {
+  if (total + format::kSealSize > chunk_size_) throw std::logic_error("record larger than a chunk");
+  // Records end before the chunk's seal (format.h, "Chunk seals"), as the writer keeps them.
+  size_t area_end = (bytes_.size() / chunk_size_ + 1) * chunk_size_ - format::kSealSize;
+  if (bytes_.size() + total > area_end) {
+    if (area_end - bytes_.size() >= format::kSmallHeaderSize) {
       bytes_.push_back(static_cast<uint8_t>(RecordType::ChunkEnd));
       bytes_.push_back(0);
     }
-    bytes_.resize(chunk_end, 0);
+    bytes_.resize(area_end, 0);
+    append_seal();
   }
   raw_record(t, static_cast<uint32_t>(payload.size()), payload);
+}
+
+void LogFile::append_seal() {
+  size_t start = (bytes_.size() - 1) / chunk_size_ * chunk_size_;
+  uint64_t seal = format::seal_value(format::crc32c(bytes_.data() + start, bytes_.size() - start));
+  uint8_t b[sizeof seal];
+  std::memcpy(b, &seal, sizeof b);
+  bytes_.insert(bytes_.end(), b, b + sizeof b);
+}
+
+void LogFile::seal_cut() { seal_file_end(bytes_, chunk_size_); }
+
+void seal_file_end(Bytes& bytes, uint32_t chunk_size) {
+  size_t in_chunk = bytes.size() % chunk_size;
+  bytes.resize(bytes.size() + ((8 - in_chunk % 8) % 8), 0);
+  size_t start = (bytes.size() - 1) / chunk_size * chunk_size;
+  uint64_t seal = format::seal_value(format::crc32c(bytes.data() + start, bytes.size() - start));
+  uint8_t b[sizeof seal];
+  std::memcpy(b, &seal, sizeof b);
+  bytes.insert(bytes.end(), b, b + sizeof b);
 }
 
 void LogFile::raw_record(uint8_t type, uint32_t payload_len, std::span<const uint8_t> payload) {

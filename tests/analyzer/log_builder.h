@@ -46,8 +46,12 @@ class LogFile {
   void raw(std::span<const uint8_t> bytes) {
     bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
   }
-  // Pads with zeros up to the next chunk boundary, as a writer's mapping would be.
+  // Pads with zeros up to the next chunk boundary, as a writer's mapping would be: the last
+  // chunk stays unsealed, like a live writer's.
   void pad_to_chunk();
+  // Ends the file as a writer's finish() that cuts it: zeros to a multiple of 8 bytes from the
+  // chunk's start, then the chunk's seal (format.h, "Chunk seals").
+  void seal_cut();
 
   format::FileHeader& header();
   Bytes& bytes() { return bytes_; }
@@ -55,9 +59,15 @@ class LogFile {
   uint32_t chunk_size() const { return chunk_size_; }
 
  private:
+  // Appends the seal of the chunk the bytes so far end in.
+  void append_seal();
+
   uint32_t chunk_size_;
   Bytes bytes_;
 };
+
+// Seals the last chunk of a finished file's bytes, as LogFile::seal_cut does.
+void seal_file_end(Bytes& bytes, uint32_t chunk_size);
 
 class ThreadLogBuilder {
  public:

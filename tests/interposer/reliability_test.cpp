@@ -4,6 +4,10 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "harness.h"
@@ -17,6 +21,29 @@ size_t count_of(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
+}
+
+std::string read_file(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const fs::path& f, const std::string& bytes) {
+  std::ofstream(f, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// The process log at `dir` after one pass over its events.
+analysis::ProcessReader read_through(const fs::path& dir) {
+  auto reader = analysis::ProcessReader::open(dir);
+  reader.for_each_event([](const format::Event&, const analysis::ThreadFileReader&) {});
+  return reader;
+}
+
+// The reader's "log incomplete: ..." line, which must contain `what`.
+void expect_incomplete(const analysis::ProcessReader& reader, const std::string& what) {
+  auto incomplete = analysis::incomplete_log_message(reader);
+  ASSERT_TRUE(incomplete);
+  EXPECT_NE(incomplete->find(what), std::string::npos) << *incomplete;
 }
 
 size_t files_under(const fs::path& dir) {
@@ -147,6 +174,128 @@ TEST(UnsafeOut, OwnedByAnotherUserIsRefused) {
   ASSERT_TRUE(r.exited(0)) << r.err;
   EXPECT_NE(r.err.find("owned by another user"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::is_empty(out));
+}
+
+// Issue 15: another user who may rename entries in the run directory renames the process
+// directory and puts a symlink to a directory of their choosing in its place, after the hook made
+// it and before any file is created (GMEMHOOK_TEST_SWAP_DIR does exactly that). Every file is
+// created relative to the directory the hook opened, so the logs land there, none in the target.
+TEST(SymlinkSwap, LogFilesStayInTheDirectoryTheHookMade) {
+  fs::path out = temp_dir("swap-out");
+  fs::path target = temp_dir("swap-target");
+  auto env = traced_env(out);
+  env["GMEMHOOK_TEST_SWAP_DIR"] = target.string();
+  RunResult r = run({scenario_path(), "threads", "3", "100"}, env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "failures 0\n");
+  EXPECT_TRUE(fs::is_empty(target)) << "a log file was written through the symlink";
+  fs::path moved;
+  size_t links = 0;
+  for (const auto& e : fs::directory_iterator(out)) {
+    if (e.is_symlink()) ++links;
+    else if (e.path().string().ends_with(".moved")) moved = e.path();
+  }
+  ASSERT_EQ(links, 1u) << "the swap did not happen: the test proves nothing";
+  ASSERT_FALSE(moved.empty());
+  auto reader = read_through(moved);
+  EXPECT_EQ(reader.thread_count(), 3u);
+  EXPECT_EQ(reader.events_read(), 3u * 100 * 2);
+  ASSERT_TRUE(reader.end());
+  EXPECT_TRUE(reader.warnings().empty());
+}
+
+// The descriptor the hook holds for its directory, taken over by the program for a directory
+// of its own: the hook notices (device and inode) and creates nothing there.
+TEST(SymlinkSwap, ADirectoryFdTheProgramReplacedIsNotWrittenThrough) {
+  fs::path out = temp_dir("stolen-out");
+  fs::path own = temp_dir("stolen-own");
+  RunResult r = run({scenario_path(), "steal-dir-fd", own.string()}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  ASSERT_EQ(r.out, "replaced 1\n") << "no descriptor to take over: the test proves nothing";
+  EXPECT_TRUE(fs::is_empty(own)) << "a log file was created in the program's directory";
+  EXPECT_EQ(count_of(r.err, "gmemhook: cannot write"), 1u) << r.err;
+}
+
+// Issue 15 point 4 on real logs: thread files are sealed when their threads finish and
+// process.gmh at exit; one flipped byte in a sealed chunk is reported, never read as numbers.
+TEST(Checksum, RealLogsAreSealedAndDamageIsReported) {
+  fs::path out = temp_dir("sealed");
+  RunResult r = run({scenario_path(), "threads", "2", "20000"}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  fs::path dir = process_dirs(out).at(0);
+  auto seal_at_end = [](const fs::path& f) {
+    std::string bytes = read_file(f);
+    uint64_t seal = 0;
+    if (bytes.size() >= 8) std::memcpy(&seal, bytes.data() + bytes.size() - 8, 8);
+    return seal >> 32 == format::kSealMarker;
+  };
+  size_t threads = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().starts_with("thread.")) {
+      ++threads;
+      EXPECT_TRUE(seal_at_end(e.path())) << e.path() << ": its thread finished, so it is sealed";
+      EXPECT_GT(fs::file_size(e.path()), 64u << 10) << "several chunks, not just the first";
+    }
+  EXPECT_EQ(threads, 2u);
+  EXPECT_TRUE(seal_at_end(dir / "process.gmh"));
+  {
+    auto reader = read_through(dir);
+    EXPECT_EQ(reader.events_read(), 2u * 20000 * 2);
+    EXPECT_TRUE(reader.warnings().empty());
+    EXPECT_FALSE(analysis::incomplete_log_message(reader));
+  }
+  fs::path victim;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().starts_with("thread.")) victim = e.path();
+  std::string bytes = read_file(victim);
+  bytes[20000] ^= 0x10;  // inside the fourth chunk (chunks start at 0, 4, 8 and 16 KiB)
+  write_file(victim, bytes);
+  auto reader = read_through(dir);
+  ASSERT_EQ(reader.warnings().size(), 1u);
+  EXPECT_EQ(reader.warnings()[0].file, victim.string());
+  EXPECT_EQ(reader.warnings()[0].offset, 16384u);
+  EXPECT_NE(reader.warnings()[0].message.find("is damaged"), std::string::npos);
+  EXPECT_LT(reader.events_read(), 2u * 20000 * 2);
+  expect_incomplete(reader, "1 damaged chunk not read");
+}
+
+// Issue 15: a signal handler that calls cudaMalloc while its thread is inside the recorder. The
+// recorder is not re-entrant (one chunk, one append at a time) and may hold locks: the handler's
+// calls pass through, unrecorded but counted, and nothing hangs.
+TEST(Signals, HandlerCallsInsideTheHookPassThroughAndAreCounted) {
+  fs::path out = temp_dir("signal-inside");
+  auto env = traced_env(out);
+  env["GMEMHOOK_TEST_DELAY_RECORD_US"] = "150000";  // the window the signal is aimed into
+  RunResult r = run({scenario_path(), "signal-inside-hook", "4", "30000"}, env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "handler pairs 4\n");
+  auto reader = read_through(process_dirs(out).at(0));
+  EXPECT_EQ(reader.events_read(), 4u * 2) << "the program's own pairs";
+  ASSERT_TRUE(reader.end());
+  EXPECT_EQ(reader.end()->not_recorded, 4u * 2) << "the handlers' pairs, counted";
+  EXPECT_EQ(reader.end()->write_error, 0u);
+  expect_incomplete(reader, "8 events not recorded");
+}
+
+// Issue 15: threads whose first CUDA call comes while another thread opens the log wait for it,
+// but not without bound (the opener could be stopped, or waiting on them from a signal handler).
+// Here opening takes 1.5 s and the others wait at most 100 ms: they go on unrecorded (waiting
+// without bound, they would all have been recorded after 1.5 s), and every call is counted.
+TEST(Signals, LateFirstCallsDoNotWaitWithoutBound) {
+  fs::path out = temp_dir("slow-open");
+  auto env = traced_env(out);
+  env["GMEMHOOK_TEST_DELAY_OPEN_MS"] = "1500";
+  env["GMEMHOOK_TEST_OPEN_WAIT_MS"] = "100";
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult r = run({scenario_path(), "threads", "4", "20000"}, env);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "failures 0\n");
+  auto reader = read_through(process_dirs(out).at(0));
+  ASSERT_TRUE(reader.end());
+  EXPECT_GT(reader.end()->not_recorded, 0u) << "no thread called while the log was opening (" << s << " s)";
+  EXPECT_EQ(reader.events_read() + reader.end()->not_recorded, 4u * 20000 * 2);
+  expect_incomplete(reader, "events not recorded");
 }
 
 // Issue 15: nonsense in the environment is said once, and the default is used.

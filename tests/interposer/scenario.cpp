@@ -4,12 +4,15 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -380,6 +383,112 @@ int die_while_allocating(const std::string& how, int n) {
   return 4;
 }
 
+// Issue 15: a signal handler that allocates while its thread is inside the hook. The test sets
+// GMEMHOOK_TEST_DELAY_RECORD_US, so the recorder holds each event for a while after the real
+// call returned; a second thread aims one SIGUSR1 into that window per round. Prints how many
+// handlers ran their cudaMalloc+cudaFree successfully.
+std::atomic<int> g_handler_pairs{0};
+void allocate_in_handler(int) {
+  int saved = errno;
+  void* p;
+  if (cudaMalloc(&p, 512) == cudaSuccess && cudaFree(p) == cudaSuccess) g_handler_pairs.fetch_add(1);
+  errno = saved;
+}
+
+int signal_inside_hook(int rounds, int aim_us) {
+  CHECK_RT(cudaSetDevice(0));
+  struct sigaction sa {};
+  sa.sa_handler = allocate_in_handler;
+  sigaction(SIGUSR1, &sa, nullptr);
+  const pthread_t self = pthread_self();
+  std::atomic<int> started{0};
+  std::thread aimer([&] {
+    for (int r = 1; r <= rounds; ++r) {
+      while (started.load() < r) usleep(100);
+      usleep(static_cast<useconds_t>(aim_us));
+      pthread_kill(self, SIGUSR1);
+      while (g_handler_pairs.load() < r) usleep(100);
+    }
+  });
+  for (int r = 1; r <= rounds; ++r) {
+    void* p;
+    started.store(r);
+    CHECK_RT(cudaMalloc(&p, 4096));  // the signal lands while the hook records this
+    while (g_handler_pairs.load() < r) usleep(100);
+    CHECK_RT(cudaFree(p));
+  }
+  aimer.join();
+  std::printf("handler pairs %d\n", g_handler_pairs.load());
+  return 0;
+}
+
+// Issue 15 soak: `n` threads × `m` cudaMalloc/cudaFree pairs, each thread publishing in the
+// MAP_SHARED file `counts` (one SoakSlot per thread, soak_test.cpp) its kernel tid and how many of
+// its calls had returned, stored after each return: what survives a SIGKILL is exactly what the
+// program knew had happened. Prints "started" once every thread has its tid published.
+struct SoakSlot {
+  std::atomic<uint64_t> tid;
+  std::atomic<uint64_t> returned;
+};
+
+int soak(int n, int m, const char* counts) {
+  int fd = open(counts, O_RDWR);
+  if (fd < 0) die("open counts", 0);
+  void* map = mmap(nullptr, sizeof(SoakSlot) * static_cast<size_t>(n), PROT_READ | PROT_WRITE,
+                   MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) die("mmap counts", 0);
+  auto* slots = static_cast<SoakSlot*>(map);
+  CHECK_RT(cudaSetDevice(0));
+  std::atomic<int> ready{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < n; ++t)
+    ts.emplace_back([&, t] {
+      SoakSlot& slot = slots[t];
+      slot.tid.store(static_cast<uint64_t>(gettid()), std::memory_order_relaxed);
+      ready.fetch_add(1);
+      while (ready.load() < n) std::this_thread::yield();
+      for (int i = 0; i < m; ++i) {
+        void* p;
+        if (cudaMalloc(&p, 256) != cudaSuccess) die("cudaMalloc", 0);
+        slot.returned.fetch_add(1, std::memory_order_relaxed);
+        if (cudaFree(p) != cudaSuccess) die("cudaFree", 0);
+        slot.returned.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  while (ready.load() < n) std::this_thread::yield();
+  std::printf("started\n");
+  std::fflush(stdout);
+  for (auto& t : ts) t.join();
+  return 0;
+}
+
+// Issue 15: a program that puts a directory of its own on the descriptor number the hook holds
+// for its process directory (as closefrom + open, or dup2, would). Then a new thread allocates:
+// its log file must not be created in `own_dir`. Prints how many descriptors it replaced.
+int steal_dir_fd(const char* own_dir) {
+  void* p;
+  CHECK_RT(cudaMalloc(&p, 4096));  // the hook opens its directory
+  int replaced = 0;
+  for (int fd = 3; fd < 1024; ++fd) {
+    char link[64], target[4096];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (!std::strstr(target, "gmemhook_scenario.")) continue;
+    int mine = open(own_dir, O_RDONLY | O_DIRECTORY);
+    if (mine < 0 || dup2(mine, fd) < 0) die("dup2", 0);
+    close(mine);
+    ++replaced;
+  }
+  std::thread([] {
+    void* q;
+    if (cudaMalloc(&q, 4096) != cudaSuccess || cudaFree(q) != cudaSuccess) die("thread", 0);
+  }).join();
+  std::printf("replaced %d\n", replaced);
+  return 0;
+}
+
 // Prints, allocates, exits with `code`: checks that output and exit status pass through.
 int plain(int code) {
   std::printf("hello from scenario\n");
@@ -466,6 +575,9 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_while_allocating(arg(2, 10));
   if (mode == "die" && argc > 2) return die_while_allocating(argv[2], arg(3, 500));
   if (mode == "plain") return plain(arg(2, 0));
+  if (mode == "steal-dir-fd" && argc > 2) return steal_dir_fd(argv[2]);
+  if (mode == "soak" && argc > 4) return soak(arg(2, 64), arg(3, 20000), argv[4]);
+  if (mode == "signal-inside-hook") return signal_inside_hook(arg(2, 5), arg(3, 20000));
   if (mode == "exec-after-cuda") return exec_after_cuda();
   if (mode == "training") return training(arg(2, 1));
   if (mode == "nvml") return nvml_steps(arg(2, 100));

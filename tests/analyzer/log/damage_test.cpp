@@ -155,22 +155,37 @@ TEST(Damage, FramingErrors) {
     EXPECT_CONTAINS(read_error(with_thread(t)), "stack record: expected 0 in the header's length");
   }
   {
-    // A note whose payload runs past the first chunk's end.
+    // A note whose payload runs into the first chunk's seal (format version 7: records end 8
+    // bytes before the chunk boundary).
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    Bytes payload(4020, 'x');
+    t.file.raw_record(static_cast<uint8_t>(RecordType::Note), 4020, payload);
+    EXPECT_EQ(read_error(with_thread(t)),
+              "thread.4243.gmh: offset 64: note record: expected to end by the chunk boundary at "
+              "4088, its 4020-byte payload ends at 4090");
+  }
+  {
+    // The same running past the chunk into the next: the chunk has no valid seal, so it is not
+    // read at all (a damaged chunk is a warning: what came before it is used).
     ThreadLogBuilder t(4242, 4243, kStartNs);
     Bytes payload(5000, 'x');
     t.file.raw_record(static_cast<uint8_t>(RecordType::Note), 5000, payload);
-    EXPECT_EQ(read_error(with_thread(t)),
-              "thread.4243.gmh: offset 64: note record: expected to end by the chunk boundary at "
-              "4096, its 5000-byte payload ends at 5070");
+    ProcessLogs logs = with_thread(t);
+    ProcessReader r = read_in_memory(logs);
+    (void)collect_events(r);
+    ASSERT_EQ(r.warnings().size(), 1u);
+    EXPECT_EQ(r.warnings()[0].to_string(),
+              "thread.4243.gmh: offset 0: chunk at offset 0 (4096 bytes) is damaged: its seal at "
+              "offset 4088 is neither empty nor a seal; it and the rest of the file are not read");
   }
   {
     ThreadLogBuilder t(4242, 4243, kStartNs);
-    t.note(std::string(4020, 'x'));
-    ASSERT_EQ(t.file.bytes().size(), 4092u);
-    uint8_t hdr[] = {static_cast<uint8_t>(RecordType::Note), 0, 1, 0};  // 6-byte header at 4092
+    t.note(std::string(4012, 'x'));
+    ASSERT_EQ(t.file.bytes().size(), 4084u);
+    uint8_t hdr[] = {static_cast<uint8_t>(RecordType::Note), 0, 1, 0};  // 6-byte header at 4084
     t.file.raw(hdr);
     EXPECT_CONTAINS(read_error(with_thread(t)),
-                    "offset 4092: note record: header crosses the chunk boundary at 4096");
+                    "offset 4084: note record: header crosses the chunk boundary at 4088");
   }
 }
 

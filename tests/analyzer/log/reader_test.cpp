@@ -166,13 +166,13 @@ TEST(Reader, FollowsChunkEndAcrossManyChunks) {
 }
 
 TEST(Reader, SkipsOneByteChunkTail) {
-  // A record ending one byte before the boundary leaves no room for a ChunkEnd header.
+  // A record ending one byte before the seal leaves no room for a ChunkEnd header.
   ProcessLogs logs = small_two_thread_process(true);
   logs.threads.clear();
   ThreadLogBuilder t(logs.pid, 7, kStartNs, 4096);
   auto& bytes = t.file.bytes();
-  t.note(std::string(4096 - 64 - 1 - 6 - 2, 'n'));  // 6-byte header, 2-byte length
-  ASSERT_EQ(bytes.size(), 4095u);
+  t.note(std::string(4096 - 8 - 64 - 1 - 6 - 2, 'n'));  // 6-byte header, 2-byte length
+  ASSERT_EQ(bytes.size(), 4087u);
   bytes.push_back(0);
   t.event(make_event(ApiId::cudaFree, 1, kStartNs));
   ASSERT_EQ(bytes.size(), 4096u + 2 + 6);
