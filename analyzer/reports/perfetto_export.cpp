@@ -91,7 +91,7 @@ int perfetto_export(const HtmlOptions& options, std::string& out, std::FILE* err
     o.device = options.device;
     const uint64_t offset = reader.start_ns() - run_start;
     for (const SiteTrack& t : site_timeline(process, o)) export_track(trace, pid, offset, t);
-  });
+  }, /*say_skipped=*/false);
   if (status != kExitOk) return status;
   out = trace.finish();
   return kExitOk;
