@@ -21,13 +21,13 @@ bool made_no_cuda_call(const ProcessReader& reader) {
 }
 
 int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> only_pid,
-                   std::FILE* out, std::FILE* err,
-                   const std::function<void(ProcessReader&)>& visit, bool say_skipped) {
+                   std::FILE* out, std::FILE* err, const std::function<void(ProcessReader&)>& visit,
+                   bool say_skipped) {
   size_t visited = 0, skipped = 0;
   try {
     // One named process directory is shown whatever it holds: the user asked for it.
-    const bool whole_run = !std::filesystem::exists(run / "process.gmh") &&
-                           !std::filesystem::is_regular_file(run);
+    const bool whole_run =
+        !std::filesystem::exists(run / "process.gmh") && !std::filesystem::is_regular_file(run);
     for (const std::filesystem::path& dir : find_process_dirs(run)) {
       ProcessReader reader = ProcessReader::open(dir);
       if (only_pid && reader.info().pid != *only_pid) continue;

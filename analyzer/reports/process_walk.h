@@ -26,8 +26,8 @@ inline constexpr int kExitUnreadable = 2;     // a log is missing, of another ve
 // kExitUnreadable, after saying why on `err`, when a log cannot be read (what `out` got so far
 // stays: earlier processes were written).
 int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> only_pid,
-                   std::FILE* out, std::FILE* err,
-                   const std::function<void(ProcessReader&)>& visit, bool say_skipped = true);
+                   std::FILE* out, std::FILE* err, const std::function<void(ProcessReader&)>& visit,
+                   bool say_skipped = true);
 
 // A directory an old hook (log format 1 or 2) made at start-up for every traced process, CUDA or
 // not — a pyenv shim's bash, env, readlink: no thread file (no event), no NVML sample, and no End

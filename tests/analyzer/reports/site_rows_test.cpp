@@ -67,8 +67,8 @@ Frame library(const std::string& module, const std::string& function) {
 TEST(SiteRows, StacksWithoutUserFrameShareARowPerSetOfLibraries) {
   const std::vector<Frame> backward_a = {kCuda, library("/t/libc10_cuda.so", "malloc"),
                                          library("/t/libtorch_cpu.so", "Engine::thread_main")};
-  const std::vector<Frame> backward_b = {library("/t/libc10_cuda.so", "free_cached"),
-                                         kCuda, library("/t/libtorch_cpu.so", "evaluate")};
+  const std::vector<Frame> backward_b = {library("/t/libc10_cuda.so", "free_cached"), kCuda,
+                                         library("/t/libtorch_cpu.so", "evaluate")};
   const std::vector<Frame> nccl = {kCuda, library("/t/libnccl.so.2", "ncclCommInit")};
   const std::vector<SiteStack> sites = {{&backward_a, 8, 1, "cudaMalloc"},
                                         {&nccl, 6, 1, "cudaMalloc"},
