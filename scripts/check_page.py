@@ -189,14 +189,18 @@ class PageCheck:
                                     text, re.S).group(1))
         return page, data
 
-    def check_process(self, page, pid, summary, leaks, name="page"):
-        """One process's view against the reports' JSON (`summary`, `leaks`: its objects)."""
+    def check_process(self, page, pid, summary, leaks, name="page", embedded=None):
+        """One process's view against the reports' JSON (`summary`, `leaks`: its objects;
+        `embedded`: the page's own summary object of the process)."""
         shot = os.path.join(self.out_dir, f"{name}-{pid}.png")
         dom = self.browser(page, shot, 1900, f"#pid={pid}")
         body = dom.having("body")[0]
         self.check(body.get("data-gmemhook-pid") == str(pid), f"pid {pid}: the #pid link opens it")
         devices = {(d["device"], d["memory"]): d for d in summary["devices"]}
         smi = {s["device"]: s for s in summary.get("nvidia_smi", [])}
+        # A long run's series is thinned in the page (its highs kept): drawn = embedded, and
+        # every embedded sample is one of `summary --json`'s.
+        page_smi = {s["device"]: s for s in (embedded or summary).get("nvidia_smi", [])}
         drawn_nvml = 0
         shown = {(None if a["data-device"] == "null" else int(a["data-device"]), a["data-memory"])
                  for a in dom.sections()}
@@ -222,8 +226,12 @@ class PageCheck:
             if s and s["samples"]:
                 drawn_nvml += 1
                 c = canvas[0] if canvas else {}
-                self.check(c.get("data-nvml-samples") == str(len(s["samples"])),
-                           f"{where}: every NVML sample drawn ({c.get('data-nvml-samples')} of {len(s['samples'])})")
+                shown = page_smi.get(device, {}).get("samples", [])
+                self.check(c.get("data-nvml-samples") == str(len(shown)),
+                           f"{where}: every NVML sample of the page drawn ({c.get('data-nvml-samples')} of {len(shown)})")
+                cli = {json.dumps(x, sort_keys=True) for x in s["samples"]}
+                self.check(shown and all(json.dumps(x, sort_keys=True) in cli for x in shown),
+                           f"{where}: the page's NVML samples are summary --json's ({len(shown)} of {len(s['samples'])})")
                 self.check(c.get("data-nvml-device-max") == str(max(x["device_used_bytes"] for x in s["samples"])),
                            f"{where}: NVML device line's highest value")
                 peak = s["peak"]
@@ -256,15 +264,17 @@ class PageCheck:
         summary = self.report("summary", run_dir)
         leaks = self.report("leaks", run_dir)
         embedded = data["reports"]["summary"]
-        self.check(embedded is not None and [p.get("nvidia_smi") for p in embedded["processes"]] ==
-                   [p.get("nvidia_smi") for p in summary["processes"]],
+        strip = lambda smi: [{k: v for k, v in d.items() if k != "samples"} for d in smi or []]
+        self.check(embedded is not None and [strip(p.get("nvidia_smi")) for p in embedded["processes"]] ==
+                   [strip(p.get("nvidia_smi")) for p in summary["processes"]],
                    "the page embeds the summary's NVML figures as `summary --json` gives them")
         self.check([p["pid"] for p in data["processes"]] == [p["pid"] for p in summary["processes"]],
                    "the page has the summary's processes")
         shots, nvml, doms = [], 0, {}
         for p in summary["processes"][:max_processes]:
             lp = next((l for l in leaks["processes"] if l["pid"] == p["pid"]), None)
-            shot, drawn, doms[p["pid"]] = self.check_process(page, p["pid"], p, lp, name)
+            mine = next((e for e in embedded["processes"] if e["pid"] == p["pid"]), None) if embedded else None
+            shot, drawn, doms[p["pid"]] = self.check_process(page, p["pid"], p, lp, name, mine)
             shots.append(shot)
             nvml += drawn
         # One process: the page opens on it, already seen. Several: the overview of ranks.

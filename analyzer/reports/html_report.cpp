@@ -58,7 +58,8 @@ std::string minified(const std::string& json) {
 }
 
 // A JSON report of the whole run, as `gmemhook KIND --json` writes it; "null" when it failed.
-std::string json_report(const char* report, const HtmlOptions& options, size_t top, size_t depth) {
+std::string json_report(const char* report, const HtmlOptions& options, size_t top, size_t depth,
+                        size_t nvml_samples) {
   const ReportEntry* entry = find_report(report);
   if (!entry) return "null";
   ReportOptions o;
@@ -70,6 +71,7 @@ std::string json_report(const char* report, const HtmlOptions& options, size_t t
   o.apis = options.apis;
   o.top = top;
   o.depth = depth;
+  o.nvml_samples = nvml_samples;
   char* buffer = nullptr;
   size_t size = 0;
   std::FILE* out = open_memstream(&buffer, &size);
@@ -247,8 +249,9 @@ int html_page(const HtmlOptions& options, std::string& page, std::FILE* err) {
   const size_t top = std::clamp<size_t>(400 / shown, 5, 30);
   std::vector<std::pair<const char*, std::future<std::string>>> reports;
   for (const char* report : {"summary", "leaks", "fragmentation"})
-    reports.emplace_back(report, std::async(std::launch::async, [&options, report, top] {
-                           return json_report(report, options, top, 12);
+    reports.emplace_back(report, std::async(std::launch::async, [&options, report, top, buckets] {
+                           // As many NVML samples as the timeline has buckets, twice.
+                           return json_report(report, options, top, 12, 2 * buckets);
                          }));
   json.begin_object();
   json.field("run", options.run_arg);
