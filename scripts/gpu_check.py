@@ -687,7 +687,8 @@ def check_html(c, py):
     the page, stats asserts every segment is tiled by its blocks, trace walks the actions), for
     the default caching allocator (blocks) and the cudaMallocAsync backend (which PyTorch cannot
     snapshot itself); then the HTML page and the Perfetto trace of a GPT-2 run: made, under
-    8 MiB, saved in OUT for Chromium on the development machine (html_check.py's checks)."""
+    8 MiB, saved in OUT; scripts/check-page.sh OUT/runs/html-gpt2 runs the browser checks on the
+    development machine, where Chromium is."""
     import time
     script = os.path.join(os.path.dirname(__file__), "..", "samples", "torch_workload.py")
     for name, env in (("html-default", {}),
@@ -733,8 +734,8 @@ def check_html(c, py):
         size = os.path.getsize(path) if os.path.exists(path) else None
         c.row("GPT-2 run: gmemhook html --format %s (file size, bytes)" % fmt, "< 8 MiB, exit 0",
               size, p.returncode == 0 and size is not None and size < (8 << 20),
-              "took %.1f s; render the page with tests/analyzer/reports/html_check.py's browser "
-              "checks on a machine with Chromium" % took)
+              "took %.1f s; check the page in Chromium on the development machine: "
+              "scripts/check-page.sh OUT/runs/html-gpt2" % took)
     if os.path.exists(os.path.join(c.out, "html-gpt2.trace.json")):
         with open(os.path.join(c.out, "html-gpt2.trace.json")) as f:
             events = json.load(f)["traceEvents"]

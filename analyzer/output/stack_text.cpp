@@ -76,7 +76,12 @@ std::string frame_text(const Frame& f) {
 std::string user_frame_text(const std::vector<Frame>& frames, bool by_function) {
   if (frames.empty()) return "(no stack recorded)";
   const size_t i = user_frame(frames);
-  if (i == kNoUserFrame) return "no frame of user code: every frame is in a library";
+  if (i == kNoUserFrame) {
+    std::string text = "no frame of user code: every frame in ";
+    const std::vector<std::string> libraries = libraries_of(frames);
+    for (size_t k = 0; k < libraries.size(); ++k) text += (k ? ", " : "") + libraries[k];
+    return text;
+  }
   const Frame& f = frames[i];
   const std::string module = f.python ? std::string() : base_name(f.module);
   const std::string in_module = module.empty() ? "" : " (" + module + ")";

@@ -21,8 +21,9 @@ struct StackStyle {
 };
 
 // "/w/train.py:42 in step", "/src/app.cu:12 in leak_once (app)", "app+0x1a2b": the site's user
-// frame as the line a reader looks for; "no frame of user code (...)" when every frame is a
-// library's. With `by_function`: "step in /w/train.py", "leak_once in /src/app.cu (app)".
+// frame as the line a reader looks for; "no frame of user code: every frame in libc10_cuda.so, ..."
+// when every frame is a library's (its libraries innermost first: what its row is grouped by).
+// With `by_function`: "step in /w/train.py", "leak_once in /src/app.cu (app)".
 std::string user_frame_text(const std::vector<Frame>& frames, bool by_function = false);
 
 // "#0 function file:line (module)" without the number: one frame as --native writes it.

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "analyzer/output/text_format.h"
 
 namespace gmemhook::analysis {
@@ -43,8 +45,32 @@ void append_nvidia_smi(std::string& text, const std::vector<NvidiaSmiPeak>& peak
   }
 }
 
-void write_nvidia_smi(JsonWriter& json, const std::vector<NvidiaSmiPeak>& peaks, std::optional<int32_t> device,
-                      bool samples) {
+std::vector<size_t> thinned_samples(const std::vector<ReconciledSample>& series,
+                                    size_t max_samples) {
+  std::vector<size_t> kept;
+  if (max_samples == 0 || series.size() <= max_samples) {
+    for (size_t i = 0; i < series.size(); ++i) kept.push_back(i);
+    return kept;
+  }
+  // Stretches of equal counts (samples come about evenly in time); each keeps its highest
+  // process figure and its highest device figure: at most max_samples entries in all.
+  const size_t stretches = std::max<size_t>(1, max_samples / 2);
+  for (size_t k = 0; k < stretches; ++k) {
+    const size_t begin = k * series.size() / stretches, end = (k + 1) * series.size() / stretches;
+    if (begin == end) continue;
+    size_t process = begin, used = begin;
+    for (size_t i = begin; i < end; ++i) {
+      if (series[i].nvml.process_used > series[process].nvml.process_used) process = i;
+      if (series[i].nvml.used > series[used].nvml.used) used = i;
+    }
+    kept.push_back(std::min(process, used));
+    if (process != used) kept.push_back(std::max(process, used));
+  }
+  return kept;
+}
+
+void write_nvidia_smi(JsonWriter& json, const std::vector<NvidiaSmiPeak>& peaks,
+                      std::optional<int32_t> device, bool samples, size_t max_samples) {
   json.key("nvidia_smi");
   json.begin_array();
   for (const NvidiaSmiPeak& p : peaks) {
@@ -67,7 +93,8 @@ void write_nvidia_smi(JsonWriter& json, const std::vector<NvidiaSmiPeak>& peaks,
     if (samples) {
       json.key("samples");
       json.begin_array();
-      for (const ReconciledSample& s : p.series) {
+      for (size_t i : thinned_samples(p.series, max_samples)) {
+        const ReconciledSample& s = p.series[i];
         json.begin_object();
         json.field("reason", format::to_string(s.nvml.reason));
         json.field("time_ns", s.nvml.time_delta_ns);

@@ -22,8 +22,14 @@ struct NvidiaSmiText {
 void append_nvidia_smi(std::string& text, const std::vector<NvidiaSmiPeak>& peaks,
                        const NvidiaSmiText& how);
 
-// "nvidia_smi": an array, one object per device (docs/json.md); with `samples`, each sample too.
-void write_nvidia_smi(JsonWriter& json, const std::vector<NvidiaSmiPeak>& peaks, std::optional<int32_t> device,
-                      bool samples);
+// "nvidia_smi": an array, one object per device (docs/json.md); with `samples`, each sample too,
+// or, when `max_samples` is not 0 and there are more, about that many: per stretch of the series
+// the samples with the most for the process and for the device, so no high is lost (the page).
+void write_nvidia_smi(JsonWriter& json, const std::vector<NvidiaSmiPeak>& peaks,
+                      std::optional<int32_t> device, bool samples, size_t max_samples = 0);
+
+// The indices of `series` that write_nvidia_smi keeps for `max_samples` (all when 0), in order.
+std::vector<size_t> thinned_samples(const std::vector<ReconciledSample>& series,
+                                    size_t max_samples);
 
 }  // namespace gmemhook::analysis

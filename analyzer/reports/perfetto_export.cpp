@@ -42,9 +42,9 @@ void export_track(ChromeTrace& trace, uint64_t pid, uint64_t offset_ns, const Si
     for (size_t r = 0; r < t.values.size(); ++r) {
       sum += t.values[r][i];
       // Perfetto shows each argument as a track of its own, named after it: a short name.
-      sites.emplace_back(r < t.rows.size() ? fmt::format("{}. {}", r + 1, t.rows[r].site)
-                                           : std::string("other"),
-                         t.values[r][i]);
+      sites.emplace_back(
+          r < t.rows.size() ? fmt::format("{}. {}", r + 1, t.rows[r].site) : std::string("other"),
+          t.values[r][i]);
     }
     trace.counter(pid, total, ts, {{"bytes", sum}});
     if (t.allocated_layer) trace.counter(pid, reserved, ts, {{"bytes", t.reserved[i]}});
@@ -73,25 +73,28 @@ int perfetto_export(const HtmlOptions& options, std::string& out, std::FILE* err
   const size_t buckets =
       std::clamp(kBucketBudget / std::max<size_t>(1, processes), kMinBuckets, kMaxBuckets);
   size_t order = 0;
-  status = walk_processes(options.run, options.pid, stdout, err, [&](ProcessReader& reader) {
-    const uint64_t pid = reader.info().pid;
-    trace.process_name(pid, process_title(reader));
-    const std::string& rank = reader.info().rank;
-    const bool numeric = !rank.empty() && rank.size() < 10 &&
-                         rank.find_first_not_of("0123456789") == std::string::npos;
-    trace.process_sort_index(pid, numeric ? std::stoll(rank) : static_cast<int64_t>(order));
-    ++order;
-    for (size_t i = 0; i < reader.thread_count(); ++i) {
-      const uint64_t tid = reader.thread(i).tid();
-      trace.thread_name(pid, tid, tid == pid ? "main thread" : fmt::format("thread {}", tid));
-    }
-    ProcessContext process(reader, options.apis);
-    SiteTimelineOptions o;
-    o.buckets = buckets;
-    o.device = options.device;
-    const uint64_t offset = reader.start_ns() - run_start;
-    for (const SiteTrack& t : site_timeline(process, o)) export_track(trace, pid, offset, t);
-  });
+  status = walk_processes(
+      options.run, options.pid, stdout, err,
+      [&](ProcessReader& reader) {
+        const uint64_t pid = reader.info().pid;
+        trace.process_name(pid, process_title(reader));
+        const std::string& rank = reader.info().rank;
+        const bool numeric = !rank.empty() && rank.size() < 10 &&
+                             rank.find_first_not_of("0123456789") == std::string::npos;
+        trace.process_sort_index(pid, numeric ? std::stoll(rank) : static_cast<int64_t>(order));
+        ++order;
+        for (size_t i = 0; i < reader.thread_count(); ++i) {
+          const uint64_t tid = reader.thread(i).tid();
+          trace.thread_name(pid, tid, tid == pid ? "main thread" : fmt::format("thread {}", tid));
+        }
+        ProcessContext process(reader, options.apis);
+        SiteTimelineOptions o;
+        o.buckets = buckets;
+        o.device = options.device;
+        const uint64_t offset = reader.start_ns() - run_start;
+        for (const SiteTrack& t : site_timeline(process, o)) export_track(trace, pid, offset, t);
+      },
+      /*say_skipped=*/false);
   if (status != kExitOk) return status;
   out = trace.finish();
   return kExitOk;

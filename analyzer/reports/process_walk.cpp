@@ -7,14 +7,34 @@
 
 namespace gmemhook::analysis {
 
+namespace {
+
+// The first format whose hook made a process's directory at its first CUDA call (issue 10.3).
+constexpr uint16_t kDirectoryAtFirstCudaCall = 3;
+
+}  // namespace
+
+bool made_no_cuda_call(const ProcessReader& reader) {
+  return reader.process().header.version < kDirectoryAtFirstCudaCall &&
+         reader.thread_count() == 0 && reader.nvml_samples().empty() &&
+         !(reader.end() && reader.end()->cuda_used);
+}
+
 int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> only_pid,
-                   std::FILE* out, std::FILE* err,
-                   const std::function<void(ProcessReader&)>& visit) {
-  size_t visited = 0;
+                   std::FILE* out, std::FILE* err, const std::function<void(ProcessReader&)>& visit,
+                   bool say_skipped) {
+  size_t visited = 0, skipped = 0;
   try {
+    // One named process directory is shown whatever it holds: the user asked for it.
+    const bool whole_run =
+        !std::filesystem::exists(run / "process.gmh") && !std::filesystem::is_regular_file(run);
     for (const std::filesystem::path& dir : find_process_dirs(run)) {
       ProcessReader reader = ProcessReader::open(dir);
       if (only_pid && reader.info().pid != *only_pid) continue;
+      if (whole_run && !only_pid && made_no_cuda_call(reader)) {
+        ++skipped;
+        continue;
+      }
       ++visited;
       visit(reader);
     }
@@ -23,6 +43,11 @@ int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> onl
     fmt::print(err, "gmemhook: {}\n", e.what());
     return kExitUnreadable;
   }
+  if (skipped && say_skipped)
+    fmt::print(err,
+               "gmemhook: {} process director{} of processes that made no CUDA call skipped "
+               "(left by a hook older than log format {})\n",
+               skipped, skipped == 1 ? "y" : "ies", kDirectoryAtFirstCudaCall);
   if (only_pid && visited == 0) {
     fmt::print(err, "gmemhook: no process with pid {} in {}\n", *only_pid, run.string());
     return kExitReportFailure;

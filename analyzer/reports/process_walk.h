@@ -18,12 +18,20 @@ inline constexpr int kExitReportFailure = 1;  // the report could not be made (e
 inline constexpr int kExitUnreadable = 2;     // a log is missing, of another version, or damaged
 
 // Opens each process directory of `run` (a run directory or one process directory) in pid order,
-// only pid `only_pid`'s when given, and calls `visit` with its reader. Returns kExitOk;
+// only pid `only_pid`'s when given, and calls `visit` with its reader. In a run directory, without
+// `only_pid`, the directories of processes that made no CUDA call (left by hooks of log format 1
+// and 2, see made_no_cuda_call) are skipped, and their number said in one line on `err` when
+// `say_skipped` (issue 10: reports list only processes that used CUDA). Returns kExitOk;
 // kExitReportFailure, after saying so on `err`, when `only_pid` matched no process;
 // kExitUnreadable, after saying why on `err`, when a log cannot be read (what `out` got so far
 // stays: earlier processes were written).
 int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> only_pid,
-                   std::FILE* out, std::FILE* err,
-                   const std::function<void(ProcessReader&)>& visit);
+                   std::FILE* out, std::FILE* err, const std::function<void(ProcessReader&)>& visit,
+                   bool say_skipped = true);
+
+// A directory an old hook (log format 1 or 2) made at start-up for every traced process, CUDA or
+// not — a pyenv shim's bash, env, readlink: no thread file (no event), no NVML sample, and no End
+// record saying CUDA was used. From format 3 on a directory is made at the first CUDA call.
+bool made_no_cuda_call(const ProcessReader& reader);
 
 }  // namespace gmemhook::analysis

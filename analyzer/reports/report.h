@@ -38,6 +38,9 @@ struct ReportOptions {
   bool native = false;                // text: every frame as recorded, none folded (--native)
   GroupBy group_by = GroupBy::Line;   // text: what one row of sites stands for (--group-by)
   bool all_moments = false;  // fragmentation text: every moment, not only the worst (or --at)
+  // summary JSON: about this many NVML samples per device, no high lost (the html page's budget:
+  // a day of samples every 100 ms would not fit its 8 MiB); 0 = all.
+  size_t nvml_samples = 0;
 };
 
 // One report over a run. The driver (run_report) hands it each process in turn and renders the

@@ -16,8 +16,17 @@ std::optional<GroupBy> parse_group_by(const std::string& name) {
 }
 
 std::string row_key(const std::vector<Frame>& frames, GroupBy by) {
-  const size_t i = by == GroupBy::Stack ? kNoUserFrame : user_frame(frames);
-  if (i == kNoUserFrame) return {};
+  if (by == GroupBy::Stack) return {};
+  const size_t i = user_frame(frames);
+  if (i == kNoUserFrame) {
+    // All library frames (e.g. autograd's backward threads): one row per set of libraries, so
+    // the many stacks of one library's work are one row, not dozens of look-alike rows.
+    std::vector<std::string> libraries = libraries_of(frames);
+    std::sort(libraries.begin(), libraries.end());
+    std::string key = "no user frame";
+    for (const std::string& lib : libraries) key += "\n" + lib;
+    return key;
+  }
   const Frame& f = frames[i];
   std::string key = (f.python ? "py\n" : "native\n") + f.module + "\n" + f.file.value_or("") +
                     "\n" + f.function.value_or("");

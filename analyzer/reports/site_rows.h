@@ -32,8 +32,10 @@ struct SiteRow {
   uint64_t bytes = 0, count = 0;
 };
 
-// What makes two stacks one row: the user frame's file, function and (for Line) line. A stack
-// with no user frame is a row of its own: its innermost frame would lump unrelated callers.
+// What makes two stacks one row: the user frame's file, function and (for Line) line. Stacks with
+// no user frame share a row when their libraries are the same set (their innermost frame would
+// lump unrelated callers, a row per stack would list dozens alike). Empty for Stack: every
+// stack is a row.
 std::string row_key(const std::vector<Frame>& frames, GroupBy by);
 
 // Rows, largest first (ties: the order of their first site).

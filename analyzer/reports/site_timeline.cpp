@@ -139,7 +139,8 @@ class Sampler final : public ReplayObserver {
   }
 
   Track* series_track(const Replay& r, uint16_t series) {
-    if (series >= by_series_.size()) by_series_.resize(series + 1, nullptr), known_.resize(series + 1);
+    if (series >= by_series_.size())
+      by_series_.resize(series + 1, nullptr), known_.resize(series + 1);
     if (!known_[series]) {
       known_[series] = true;
       for (Track& t : tracks_)
@@ -265,12 +266,12 @@ std::vector<SiteTrack> site_timeline(ProcessContext& process, const SiteTimeline
         if (kind.empty() && c.stack == stack) kind = c.kind;
       t.rows.push_back({user_frame_text(frames), &frames, kind});
     }
-    for (const Candidate& c : at_peak)
-      t.peak_stacks.emplace_back(&frames_of(c.stack), c.bytes);
+    for (const Candidate& c : at_peak) t.peak_stacks.emplace_back(&frames_of(c.stack), c.bytes);
     for (const Failure& f : s->failures)
       t.failures.push_back({since_start(reader, f.time_ns), f.seq, f.bytes,
                             api_name(f.api) + ": " + cuda_error_text(f.api, f.result),
                             user_frame_text(frames_of(f.stack))});
+    t.end_time_ns = since_start(reader, first.last_time_ns());
     t.time_ns.assign(n, 0);
     t.seq.assign(n, 0);
     t.values.assign(t.rows.size() + 1, std::vector<uint64_t>(n, 0));

@@ -20,9 +20,9 @@ namespace gmemhook::analysis {
 
 // One colour of a stacked timeline: a line of user code and the stack that reached it first.
 struct TimelineRow {
-  std::string site;                 // user_frame_text(): "/w/train.py:42 in step"
+  std::string site;                            // user_frame_text(): "/w/train.py:42 in step"
   const std::vector<Frame>* frames = nullptr;  // the row's largest stack at the peak or end
-  std::string kind;                 // the entry point ("cudaMalloc", "PyTorch allocator")
+  std::string kind;  // the entry point ("cudaMalloc", "PyTorch allocator")
 };
 
 struct TimelineFailure {
@@ -36,10 +36,11 @@ struct TimelineFailure {
 // stack the allocated layer (tensors) and `reserved` is what the allocator held from CUDA.
 struct SiteTrack {
   SeriesKey key;
-  bool allocated_layer = false;  // rows are blocks; `reserved` holds the segments' bytes
+  bool allocated_layer = false;   // rows are blocks; `reserved` holds the segments' bytes
   std::vector<TimelineRow> rows;  // the top rows; bucket values have one more: "other"
   std::vector<uint64_t> time_ns;  // per bucket: the moment sampled, since the process started
   std::vector<uint64_t> seq;      // ... and the sequence number of the last event applied then
+  uint64_t end_time_ns = 0;       // the last event, since the process started: the buckets' span
   std::vector<std::vector<uint64_t>> values;  // per row (+ other): bytes per bucket
   std::vector<uint64_t> reserved;             // allocated_layer: reserved bytes per bucket
   uint64_t peak_bytes = 0, peak_time_ns = 0, peak_seq = 0;  // of the stacked layer, exact

@@ -313,7 +313,7 @@ struct SummaryModel final : public ReportModel {
     json.field("unlaunched_graph_frees", a.unlaunched_graph_frees);
     json.field("unknown_api_events", a.unknown_api_events);
     json.end_object();
-    write_nvidia_smi(json, smi_, options_.device, true);
+    write_nvidia_smi(json, smi_, options_.device, true, options_.nvml_samples);
     write_warnings(json, h_.facts, frames_.resolver());
     json.end_object();
   }

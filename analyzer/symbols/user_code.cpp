@@ -172,6 +172,16 @@ std::string library_of(const Frame& frame) {
   return frame.file ? std::string(base_name(*frame.file)) : std::string("?");
 }
 
+std::vector<std::string> libraries_of(const std::vector<Frame>& frames) {
+  std::vector<std::string> libraries;
+  for (const Frame& f : frames) {
+    std::string lib = library_of(f);
+    if (std::find(libraries.begin(), libraries.end(), lib) == libraries.end())
+      libraries.push_back(std::move(lib));
+  }
+  return libraries;
+}
+
 size_t user_frame(const std::vector<Frame>& frames) {
   size_t first_python = kNoUserFrame, first_native_user = kNoUserFrame;
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -201,11 +211,7 @@ std::vector<StackLine> fold_library_frames(const std::vector<Frame>& frames) {
     if (end - i >= 2) {
       line.count = end - i;
       line.folded = true;
-      for (size_t k = i; k < end; ++k) {
-        std::string lib = library_of(frames[k]);
-        if (std::find(line.libraries.begin(), line.libraries.end(), lib) == line.libraries.end())
-          line.libraries.push_back(std::move(lib));
-      }
+      line.libraries = libraries_of({frames.begin() + i, frames.begin() + end});
       lines.push_back(std::move(line));
       i = end;
     } else {

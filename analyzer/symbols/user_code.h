@@ -29,6 +29,10 @@ CodeOwner owner_of(const Frame& frame);
 // frames ("libtorch_cuda.so"), the package for Python ones ("torch").
 std::string library_of(const Frame& frame);
 
+// The distinct libraries (library_of) of `frames`, innermost first: what a stack with no user
+// frame is named and grouped by.
+std::vector<std::string> libraries_of(const std::vector<Frame>& frames);
+
 inline constexpr size_t kNoUserFrame = static_cast<size_t>(-1);
 
 // The frame a site is headed by, as an index into `frames` (innermost first): the innermost Python

@@ -43,7 +43,7 @@ TEST(StackText, UserFrameHeadsWithFileLineAndFunction) {
   EXPECT_EQ(user_frame_text({bare}), "leak+0x1a2b");
   EXPECT_EQ(user_frame_text({native("/cuda/libcudart.so.13", "cudaMalloc"),
                              native("/lib/libc.so.6", "start_thread")}),
-            "no frame of user code: every frame is in a library");
+            "no frame of user code: every frame in libcudart.so.13, libc.so.6");
   EXPECT_EQ(user_frame_text({}), "(no stack recorded)");
 }
 

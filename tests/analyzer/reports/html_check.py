@@ -11,26 +11,25 @@
               segments tiled by their blocks, per-device traces of alloc/free actions with sizes,
               addresses and frames.
 
-usage: html_check.py MODE GMEMHOOK SCENARIO BLOCKS_SCENARIO FAKECUDA_DIR OUT_DIR
+usage: html_check.py MODE GMEMHOOK SCENARIO BLOCKS_SCENARIO FAKECUDA_DIR OUT_DIR FAKENVML_DIR
 Exit status 77 (ctest: skipped) when Chromium is not installed (scripts/setup.sh installs it).
 """
-import html.parser
 import json
 import os
 import pickle
-import shutil
 import subprocess
 import sys
 import tempfile
 
-MODE, GMEMHOOK, SCENARIO, BLOCKS, FAKECUDA, OUT_DIR = sys.argv[1:7]
-failures = []
+# The page's browser checks are scripts/check_page.py's, which scripts/check-page.sh runs on any
+# run directory (a GPT-2 run from the GPU machine): the tests and that script check the same.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts"))
+from check_page import PageCheck, bytes_of, chromium, count_colour  # noqa: E402
 
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what)
+MODE, GMEMHOOK, SCENARIO, BLOCKS, FAKECUDA, OUT_DIR, FAKENVML = sys.argv[1:8]
+PAGES = PageCheck(GMEMHOOK, OUT_DIR)
+failures = PAGES.failures
+check = PAGES.check
 
 
 def run(*args, env=None):
@@ -41,7 +40,8 @@ def run(*args, env=None):
 
 
 def record(run_dir, *command):
-    env = dict(os.environ, LD_LIBRARY_PATH=FAKECUDA)
+    # The fake NVML too: the hook samples it, so the page has nvidia-smi's lines to draw.
+    env = dict(os.environ, LD_LIBRARY_PATH=FAKECUDA + ":" + FAKENVML)
     run(GMEMHOOK, "run", "-o", run_dir, *command, env=env)
 
 
@@ -54,54 +54,6 @@ def html_out(run_dir, fmt, path):
     return path
 
 
-class Dom(html.parser.HTMLParser):
-    """Every element's tag and attributes, and the text of the body's data-* markers."""
-
-    def __init__(self):
-        super().__init__()
-        self.elements = []
-
-    def handle_starttag(self, tag, attrs):
-        self.elements.append((tag, dict(attrs)))
-
-    def having(self, tag=None, cls=None, **attrs):
-        out = []
-        for t, a in self.elements:
-            if tag and t != tag:
-                continue
-            if cls and cls not in a.get("class", "").split():
-                continue
-            if all(a.get(k.replace("_", "-")) == v for k, v in attrs.items()):
-                out.append(a)
-        return out
-
-
-def chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def browser(page, screenshot, height=1000):
-    exe = chromium()
-    base = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            f"--user-data-dir={tempfile.mkdtemp()}", f"--window-size=1400,{height}"]
-    dom = subprocess.run(base + ["--dump-dom", "file://" + page], capture_output=True,
-                         text=True, timeout=120).stdout
-    subprocess.run(base + [f"--screenshot={screenshot}", "file://" + page], capture_output=True,
-                   timeout=120)
-    check(os.path.getsize(screenshot) > 10000 if os.path.exists(screenshot) else False,
-          f"screenshot {screenshot} taken")
-    parser = Dom()
-    parser.feed(dom)
-    return parser
-
-
-def bytes_of(elements):
-    return [int(a["data-bytes"]) for a in elements]
-
-
 def check_page(tmp):
     if not chromium():
         # CI sets GMEMHOOK_REQUIRE_CHROMIUM: there a missing browser is a failure, not a skip.
@@ -109,50 +61,39 @@ def check_page(tmp):
         sys.exit(1 if os.environ.get("GMEMHOOK_REQUIRE_CHROMIUM") else 77)
     one = os.path.join(tmp, "one")
     record(one, SCENARIO, "training", "1")
-    page = html_out(one, "html", os.path.join(OUT_DIR, "html_page.html"))
-    size = os.path.getsize(page)
-    check(size < 8 << 20, f"page under 8 MiB ({size} bytes)")
+    # Every number against the JSON reports, NVML's lines included (the fake NVML charges 48 MiB
+    # per context, so the run has samples), as scripts/check-page.sh does for any run.
+    page, shots, nvml, dom, _ = PAGES.check_run(one, name="html_page")
+    check(nvml == 1, f"the device's timeline has nvidia-smi's lines ({nvml})")
+    # Drawn, not only described: the process line's colour is on the screenshot.
+    purple = count_colour(shots[0], (0x6a, 0x1b, 0x9a))
+    check(purple > 200, f"the NVML process line is on the screenshot ({purple} pixels)")
     text = open(page, encoding="utf-8").read()
-    check("http://" not in text and "https://" not in text, "the page fetches nothing")
-    dom = browser(page, os.path.join(OUT_DIR, "html_page.png"), 1900)
-    body = dom.having("body")[0]
-    check(body.get("data-gmemhook-ready") == "1", "the page's script ran to the end")
-    check("data-gmemhook-error" not in body, f"no script error ({body.get('data-gmemhook-error')})")
+    check("device 0" in dom.texts.get("run-facts", ""), "the header names device 0")
     check(len(dom.having("canvas", cls="timeline")) == 1, "one timeline")
     check(len(dom.having("div", cls="box")) >= 4, "flame graph boxes")
     check(dom.having("section", id="leaks") and dom.having("table", cls="leaks"), "leaks table")
     check(dom.having("section", id="fragmentation"), "fragmentation section")
-
-    summary, leaks = report("summary", one), report("leaks", one)
-    device = summary["processes"][0]["devices"][0]
-    check(bytes_of(dom.having(cls="peak")) == [device["peak_bytes"]],
-          f"peak {bytes_of(dom.having(cls='peak'))} = summary's {device['peak_bytes']}")
-    check(bytes_of(dom.having(cls="end")) == [device["live_bytes_at_end"]], "live at end")
-    check(bytes_of(dom.having(cls="moment-total")) == [device["peak_bytes"]],
-          "the page opens on the live set at the peak")
-    lp = leaks["processes"][0]
-    check(bytes_of(dom.having(cls="leak-bytes")) == [l["bytes"] for l in lp["leaks"]],
-          "leak rows = leaks report")
-    check(bytes_of(dom.having(cls="leak-total")) == [lp["total_bytes"]], "leak total")
     check("keep_cache" in text and "run_step" in text, "user sites named")
 
     # PyTorch-shaped blocks: the allocated layer stacked, reserved beside it.
     blocks_run = os.path.join(tmp, "blocks")
     record(blocks_run, BLOCKS, "blocks")
-    dom = browser(html_out(blocks_run, "html", os.path.join(OUT_DIR, "html_blocks.html")),
-                  os.path.join(OUT_DIR, "html_blocks.png"))
+    # The allocated peak is the tensors', the reserved the segments'.
+    _, _, _, dom, _ = PAGES.check_run(blocks_run, name="html_blocks")
     summary = report("summary", blocks_run)
     d0 = summary["processes"][0]["devices"][0]
     check(bytes_of(dom.having(cls="peak"))[0] == d0["allocated"]["peak_bytes"], "allocated peak")
     check(bytes_of(dom.having(cls="reserved-peak"))[0] == d0["peak_bytes"], "reserved peak")
+    check("devices 0, 1" in dom.texts.get("run-facts", ""), "the header names devices 0, 1")
 
     # Three ranks, the third using more: the overview first, rank 2 flagged.
     ranks = os.path.join(tmp, "ranks")
     script = " & ".join(f"RANK={r} WORLD_SIZE=3 {SCENARIO} training {4 if r == 2 else 1}"
                         for r in range(3)) + " & wait"
     record(ranks, "sh", "-c", script)
-    dom = browser(html_out(ranks, "html", os.path.join(OUT_DIR, "html_ranks.html")),
-                  os.path.join(OUT_DIR, "html_ranks.png"), 600)
+    # The overview first, then each rank's view through its #pid link.
+    _, _, _, dom, _ = PAGES.check_run(ranks, name="html_ranks")
     rows = dom.having("tr", cls="pick")
     check(len(rows) == 3, f"one overview row per rank ({len(rows)})")
     outliers = dom.having("tr", cls="outlier")

@@ -1,7 +1,10 @@
 // nvidia-smi reconciled (issue 13): summary and peak split NVML's figure at its peak into what
 // the log allocated and what no allocation explains; leaks and peaks never count the samples.
+#include "analyzer/reports/nvidia_smi.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "report_scenario.h"
@@ -82,13 +85,16 @@ TEST(NvidiaSmi, LeaksAndPeaksNeverCountSamples) {
   const CliResult lw = run_cli("leaks " + quote(with)), lo = run_cli("leaks " + quote(without));
   ASSERT_EQ(lw.status, 0) << lw.err;
   auto unnamed = [](std::string s, const std::filesystem::path& dir) {
-    for (size_t at; (at = s.find(dir.string())) != std::string::npos;) s.erase(at, dir.string().size());
+    for (size_t at; (at = s.find(dir.string())) != std::string::npos;)
+      s.erase(at, dir.string().size());
     return s;
   };
   EXPECT_EQ(unnamed(lw.out, with), unnamed(lo.out, without));
-  const CliResult pw = run_cli("peak --json " + quote(with)), po = run_cli("peak --json " + quote(without));
+  const CliResult pw = run_cli("peak --json " + quote(with)),
+                  po = run_cli("peak --json " + quote(without));
   ASSERT_EQ(pw.status, 0) << pw.err;
-  auto dw = nlohmann::json::parse(pw.out)["processes"][0], d0 = nlohmann::json::parse(po.out)["processes"][0];
+  auto dw = nlohmann::json::parse(pw.out)["processes"][0],
+       d0 = nlohmann::json::parse(po.out)["processes"][0];
   EXPECT_EQ(dw["devices"], d0["devices"]);
   EXPECT_EQ(dw["nvidia_smi"][0]["peak"]["untracked_bytes"], 48 * kMiB);
   EXPECT_TRUE(d0["nvidia_smi"].empty());
@@ -131,6 +137,27 @@ TEST(NvidiaSmi, UnlistedProcessShowsOnlyTheDevice) {
   EXPECT_NE(t.out.find("824.0 MiB of 1.0 GiB free"), std::string::npos) << t.out;
   EXPECT_EQ(t.out.find("not allocated by the program"), std::string::npos) << t.out;
   std::filesystem::remove_all(run);
+}
+
+// The page asks for a bounded series: each stretch keeps its highest process and device figures,
+// so the highs survive and the count stays near the budget; a short series is kept whole.
+TEST(NvidiaSmi, ThinnedSeriesKeepsTheHighs) {
+  std::vector<analysis::ReconciledSample> series(1000);
+  for (size_t i = 0; i < series.size(); ++i) {
+    series[i].nvml.process_used = (i % 7) * kMiB;
+    series[i].nvml.used = (i % 11) * kMiB;
+  }
+  series[500].nvml.process_used = 900 * kMiB;  // the peak
+  series[501].nvml.used = 950 * kMiB;          // the device's high, one sample later
+  const std::vector<size_t> kept = analysis::thinned_samples(series, 100);
+  EXPECT_LE(kept.size(), 100u);
+  EXPECT_GE(kept.size(), 50u);
+  EXPECT_TRUE(std::is_sorted(kept.begin(), kept.end()));
+  EXPECT_NE(std::find(kept.begin(), kept.end(), 500u), kept.end());
+  EXPECT_NE(std::find(kept.begin(), kept.end(), 501u), kept.end());
+  EXPECT_EQ(analysis::thinned_samples(series, 0).size(), 1000u);
+  series.resize(80);
+  EXPECT_EQ(analysis::thinned_samples(series, 100).size(), 80u);
 }
 
 }  // namespace

@@ -51,7 +51,39 @@ TEST(SiteRows, ByLineJoinsCallersOfOneLine) {
   EXPECT_EQ(rows[0].bytes, 8u);
   EXPECT_EQ(rows[0].count, 3u);
   EXPECT_EQ(rows[1].members, (std::vector<size_t>{0}));  // line 9
-  EXPECT_EQ(rows[2].members, (std::vector<size_t>{2}));  // no user frame: a row of its own
+  EXPECT_EQ(rows[2].members, (std::vector<size_t>{2}));  // no user frame
+}
+
+Frame library(const std::string& module, const std::string& function) {
+  Frame f;
+  f.module = module;
+  f.function = function;
+  return f;
+}
+
+// Stacks with no user frame (autograd's backward threads) are one row per set of libraries,
+// whatever the order of their frames; another set of libraries is another row. --group-by stack
+// still lists each.
+TEST(SiteRows, StacksWithoutUserFrameShareARowPerSetOfLibraries) {
+  const std::vector<Frame> backward_a = {kCuda, library("/t/libc10_cuda.so", "malloc"),
+                                         library("/t/libtorch_cpu.so", "Engine::thread_main")};
+  const std::vector<Frame> backward_b = {library("/t/libc10_cuda.so", "free_cached"), kCuda,
+                                         library("/t/libtorch_cpu.so", "evaluate")};
+  const std::vector<Frame> nccl = {kCuda, library("/t/libnccl.so.2", "ncclCommInit")};
+  const std::vector<SiteStack> sites = {{&backward_a, 8, 1, "cudaMalloc"},
+                                        {&nccl, 6, 1, "cudaMalloc"},
+                                        {&backward_b, 4, 2, "cudaMalloc"}};
+  const std::vector<SiteRow> rows = group_sites(sites, GroupBy::Line);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].members, (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(rows[0].bytes, 12u);
+  EXPECT_EQ(rows[0].count, 3u);
+  EXPECT_EQ(rows[1].members, (std::vector<size_t>{1}));
+  EXPECT_EQ(group_sites(sites, GroupBy::Function).size(), 2u);
+  EXPECT_EQ(group_sites(sites, GroupBy::Stack).size(), 3u);
+  EXPECT_EQ(user_frame_text(backward_a),
+            "no frame of user code: every frame in libcudart.so.13, libc10_cuda.so, "
+            "libtorch_cpu.so");
 }
 
 TEST(SiteRows, ByFunctionJoinsTheLinesOfOneFunction) {

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""The browser checks of `gmemhook html`'s page (issue 11), for any run directory.
+
+    scripts/check_page.py [--gmemhook BIN] [--max-processes N] RUN_DIR OUT_DIR
+
+makes OUT_DIR/page.html from RUN_DIR, opens it in headless Chromium once per process (up to
+--max-processes, default 6, through the page's #pid=N links) and checks that
+  - the page's script ran to the end with no error, and Chromium logged no console message
+    (console.error and uncaught exceptions included);
+  - the page fetches nothing and stays under 8 MiB;
+  - every number in the DOM equals the JSON reports `gmemhook summary|leaks --json` give for the
+    same run: each timeline's peak, reserved peak and live at end, the live set the page opens
+    on (the peak), the leak rows and totals, and nvidia-smi's figures (NVML) where the log has
+    samples — the page's own embedded reports equal the command line's too;
+  - a screenshot (OUT_DIR/page-<pid>.png) was taken: look at it.
+Exit status 0 when every check passed, 1 when one failed, 77 when Chromium is not installed.
+The ctest `html_page` (tests/analyzer/reports/html_check.py) runs these checks on its runs.
+"""
+import argparse
+import html.parser
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+        "track", "wbr"}
+
+
+class Dom(html.parser.HTMLParser):
+    """Every element's tag, attributes and the attributes of the timeline section it is in, and
+    the text under each element that has an id."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements = []  # (tag, attrs, enclosing track section's attrs or None)
+        self.open = []      # (tag, attrs)
+        self.texts = {}     # id -> text
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        section = next((o for t, o in reversed(self.open)
+                        if "track" in o.get("class", "").split()), None)
+        self.elements.append((tag, a, section))
+        if tag not in VOID:
+            self.open.append((tag, a))
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.open) - 1, -1, -1):
+            if self.open[i][0] == tag:
+                del self.open[i:]
+                return
+
+    def handle_data(self, data):
+        for _, a in self.open:
+            if "id" in a:
+                self.texts[a["id"]] = self.texts.get(a["id"], "") + data
+
+    def having(self, tag=None, cls=None, section=None, **attrs):
+        out = []
+        for t, a, s in self.elements:
+            if tag and t != tag:
+                continue
+            if cls and cls not in a.get("class", "").split():
+                continue
+            if section is not None and s is not section:
+                continue
+            if all(a.get(k.replace("_", "-")) == v for k, v in attrs.items()):
+                out.append(a)
+        return out
+
+    def sections(self):
+        return [a for t, a, _ in self.elements if t == "section" and "track" in a.get("class", "").split()]
+
+
+def bytes_of(elements):
+    return [int(a["data-bytes"]) for a in elements]
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def png_pixels(path):
+    """(width, height, rows of RGB(A) tuples) of an 8-bit, non-interlaced PNG: enough for
+    Chromium's screenshots, without Pillow."""
+    data = open(path, "rb").read()
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            if depth != 8 or colour not in (2, 6) or interlace:
+                return None
+            channels = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for x in range(stride):
+            a = line[x - channels] if x >= channels else 0
+            b, c = prev[x], prev[x - channels] if x >= channels else 0
+            if kind == 1:
+                line[x] = (line[x] + a) & 255
+            elif kind == 2:
+                line[x] = (line[x] + b) & 255
+            elif kind == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[i:i + 3]) for i in range(0, stride, channels)])
+        prev = line
+    return width, height, rows
+
+
+def count_colour(path, rgb, tolerance=12):
+    image = png_pixels(path)
+    if not image:
+        return -1
+    return sum(1 for row in image[2] for p in row
+               if all(abs(p[i] - rgb[i]) <= tolerance for i in range(3)))
+
+
+class PageCheck:
+    def __init__(self, gmemhook, out_dir):
+        self.gmemhook, self.out_dir, self.failures = gmemhook, out_dir, []
+        os.makedirs(out_dir, exist_ok=True)
+
+    def check(self, ok, what):
+        if not ok:
+            self.failures.append(what)
+            print("FAIL:", what)
+        return ok
+
+    def cli(self, *args):
+        r = subprocess.run([self.gmemhook, *args], capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            sys.exit(f"gmemhook {' '.join(args)} exited {r.returncode}:\n{r.stderr}")
+        return r.stdout
+
+    def report(self, kind, run_dir, *extra):
+        return json.loads(self.cli(kind, run_dir, "--json", *extra))
+
+    def browser(self, page, screenshot, height=1000, fragment=""):
+        """Loads the page: its DOM after the script ran, the console errors, a screenshot."""
+        base = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--enable-logging=stderr", "--v=0", f"--user-data-dir={tempfile.mkdtemp()}",
+                f"--window-size=1400,{height}"]
+        url = "file://" + os.path.abspath(page) + fragment
+        r = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True, timeout=180)
+        # The page never writes to the console, so any message is a problem: Chromium logs
+        # console.error and uncaught exceptions alike as INFO:CONSOLE lines.
+        console = [line for line in r.stderr.splitlines() if ":CONSOLE" in line]
+        self.check(not console, f"no console message ({console[:3]})")
+        subprocess.run(base + [f"--screenshot={screenshot}", url], capture_output=True, timeout=180)
+        self.check(os.path.exists(screenshot) and os.path.getsize(screenshot) > 10000,
+                   f"screenshot {screenshot} taken")
+        dom = Dom()
+        dom.feed(r.stdout)
+        body = dom.having("body")
+        self.check(body and body[0].get("data-gmemhook-ready") == "1", "the page's script ran to the end")
+        self.check(body and "data-gmemhook-error" not in body[0],
+                   f"no script error ({body and body[0].get('data-gmemhook-error')})")
+        return dom
+
+    def make_page(self, run_dir, name="page"):
+        page = os.path.join(self.out_dir, name + ".html")
+        self.cli("html", run_dir, "-o", page)
+        size = os.path.getsize(page)
+        self.check(size < 8 << 20, f"page under 8 MiB ({size} bytes)")
+        text = open(page, encoding="utf-8").read()
+        self.check("http://" not in text and "https://" not in text, "the page fetches nothing")
+        data = json.loads(re.search(r'<script id="gmemhook-data" type="application/json">(.*?)</script>',
+                                    text, re.S).group(1))
+        return page, data
+
+    def check_process(self, page, pid, summary, leaks, name="page", embedded=None):
+        """One process's view against the reports' JSON (`summary`, `leaks`: its objects;
+        `embedded`: the page's own summary object of the process)."""
+        shot = os.path.join(self.out_dir, f"{name}-{pid}.png")
+        dom = self.browser(page, shot, 1900, f"#pid={pid}")
+        body = dom.having("body")[0]
+        self.check(body.get("data-gmemhook-pid") == str(pid), f"pid {pid}: the #pid link opens it")
+        devices = {(d["device"], d["memory"]): d for d in summary["devices"]}
+        smi = {s["device"]: s for s in summary.get("nvidia_smi", [])}
+        # A long run's series is thinned in the page (its highs kept): drawn = embedded, and
+        # every embedded sample is one of `summary --json`'s.
+        page_smi = {s["device"]: s for s in (embedded or summary).get("nvidia_smi", [])}
+        drawn_nvml = 0
+        shown = {(None if a["data-device"] == "null" else int(a["data-device"]), a["data-memory"])
+                 for a in dom.sections()}
+        for key, d in devices.items():
+            self.check(key in shown or not d["peak_bytes"], f"pid {pid}: a timeline for {key}")
+        for section in dom.sections():
+            device = None if section["data-device"] == "null" else int(section["data-device"])
+            key = (device, section["data-memory"])
+            where = f"pid {pid} device {device} {key[1]}"
+            d = devices.get(key)
+            if not self.check(d is not None, f"{where}: a summary entry for the timeline"):
+                continue
+            layer = d.get("allocated") or d  # PyTorch's blocks: the stacked layer is tensors
+            got = lambda cls: bytes_of(dom.having(cls=cls, section=section))
+            self.check(got("peak") == [layer["peak_bytes"]], f"{where}: peak {got('peak')} = {layer['peak_bytes']}")
+            self.check(got("end") == [layer["live_bytes_at_end"]], f"{where}: live at end")
+            if d.get("allocated"):
+                self.check(got("reserved-peak") == [d["peak_bytes"]], f"{where}: reserved peak")
+            self.check(got("moment-total") == [layer["peak_bytes"]],
+                       f"{where}: the live set it opens on is the peak's")
+            s = smi.get(device) if key[1] == "device" else None
+            canvas = dom.having("canvas", cls="timeline", section=section)
+            if s and s["samples"]:
+                drawn_nvml += 1
+                c = canvas[0] if canvas else {}
+                shown = page_smi.get(device, {}).get("samples", [])
+                self.check(c.get("data-nvml-samples") == str(len(shown)),
+                           f"{where}: every NVML sample of the page drawn ({c.get('data-nvml-samples')} of {len(shown)})")
+                cli = {json.dumps(x, sort_keys=True) for x in s["samples"]}
+                self.check(shown and all(json.dumps(x, sort_keys=True) in cli for x in shown),
+                           f"{where}: the page's NVML samples are summary --json's ({len(shown)} of {len(s['samples'])})")
+                self.check(c.get("data-nvml-device-max") == str(max(x["device_used_bytes"] for x in s["samples"])),
+                           f"{where}: NVML device line's highest value")
+                peak = s["peak"]
+                if s["listed"]:
+                    self.check(c.get("data-nvml-process-max") == str(max(x["process_bytes"] for x in s["samples"])),
+                               f"{where}: NVML process line's highest value")
+                    self.check(got("nvml-peak") == [peak["process_bytes"]], f"{where}: nvidia-smi peak")
+                    self.check(got("nvml-allocated") == [peak["allocated_bytes"]], f"{where}: allocated at it")
+                    self.check(got("nvml-untracked") == [peak["untracked_bytes"]], f"{where}: untracked at it")
+                    self.check(dom.having(cls="nvml-process-legend", section=section), f"{where}: legend entry")
+                self.check(got("nvml-device-used") == [peak["device_used_bytes"]], f"{where}: device used")
+                self.check(got("nvml-device-free") == [peak["device_free_bytes"]], f"{where}: device free")
+            else:
+                self.check(not dom.having(cls="nvml-device-legend", section=section),
+                           f"{where}: no NVML series without samples")
+        if leaks is not None:
+            rows = bytes_of(dom.having(cls="leak-bytes"))
+            want = [l["bytes"] for l in leaks["leaks"]]
+            self.check(rows == want[:len(rows)] and (rows or not want),
+                       f"pid {pid}: leak rows {rows[:5]} = leaks report {want[:5]}")
+            if want:
+                self.check(bytes_of(dom.having(cls="leak-total")) == [leaks["total_bytes"]], f"pid {pid}: leak total")
+        return shot, drawn_nvml, dom
+
+    def check_run(self, run_dir, max_processes=6, name="page"):
+        """The page of `run_dir` as OUT_DIR/NAME.html; returns it, the screenshots of its
+        processes, how many timelines had NVML lines, and the DOMs: the first view's and each
+        checked process's (by pid)."""
+        page, data = self.make_page(run_dir, name)
+        summary = self.report("summary", run_dir)
+        leaks = self.report("leaks", run_dir)
+        embedded = data["reports"]["summary"]
+        strip = lambda smi: [{k: v for k, v in d.items() if k != "samples"} for d in smi or []]
+        self.check(embedded is not None and [strip(p.get("nvidia_smi")) for p in embedded["processes"]] ==
+                   [strip(p.get("nvidia_smi")) for p in summary["processes"]],
+                   "the page embeds the summary's NVML figures as `summary --json` gives them")
+        self.check([p["pid"] for p in data["processes"]] == [p["pid"] for p in summary["processes"]],
+                   "the page has the summary's processes")
+        shots, nvml, doms = [], 0, {}
+        for p in summary["processes"][:max_processes]:
+            lp = next((l for l in leaks["processes"] if l["pid"] == p["pid"]), None)
+            mine = next((e for e in embedded["processes"] if e["pid"] == p["pid"]), None) if embedded else None
+            shot, drawn, doms[p["pid"]] = self.check_process(page, p["pid"], p, lp, name, mine)
+            shots.append(shot)
+            nvml += drawn
+        # One process: the page opens on it, already seen. Several: the overview of ranks.
+        first = (next(iter(doms.values())) if len(summary["processes"]) == 1 and doms else
+                 self.browser(page, os.path.join(self.out_dir, name + ".png"), 1000))
+        facts = first.texts.get("run-facts", "")
+        self.check("devices: 0" not in facts and "devices: 1" not in facts,
+                   f"devices named, not counted ({facts!r})")
+        return page, shots, nvml, first, doms
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run_dir")
+    ap.add_argument("out_dir")
+    ap.add_argument("--gmemhook", default=os.path.join(here, "..", "build", "bin", "gmemhook"))
+    ap.add_argument("--max-processes", type=int, default=6)
+    args = ap.parse_args()
+    if not chromium():
+        print("chromium not installed (scripts/setup.sh installs it)")
+        sys.exit(77)
+    pc = PageCheck(args.gmemhook, args.out_dir)
+    page, shots, nvml, _, _ = pc.check_run(args.run_dir, args.max_processes)
+    print(f"page: {page}")
+    overview = os.path.join(args.out_dir, "page.png")
+    print("screenshots (look at them):", *([overview] if os.path.exists(overview) else []), *shots)
+    print(f"timelines with nvidia-smi (NVML) lines: {nvml}")
+    if pc.failures:
+        sys.exit(f"{len(pc.failures)} check(s) failed")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
