@@ -1,33 +1,80 @@
 #!/usr/bin/env bash
-# Hook overhead on the simulated device: cudaMalloc+cudaFree pairs at stack depths 8, 32, 64,
-# unhooked vs hooked in the same run, best of 5 each. Prints ns added per event (a pair is two
-# events), and what NVML sampling adds on top (issue 13: the fake libnvidia-ml.so.1, so this is
-# the hook's side of it; bench/run_torch_loop_bench.sh measures the real library on a GPU).
-# Usage: bench/run_hook_bench.sh [BUILD_DIR]
+# Hook overhead on the simulated device, next to heaptrack's on the same loop (issue 14): at stack
+# depths 8, 32, 64, hook_bench makes cudaMalloc+cudaFree pairs plain and under libgmemhook.so, and
+# malloc+free pairs plain and under heaptrack. What a recorder adds per event is counted in CPU
+# time (user + system) of every process it runs — heaptrack hands its stacks to a second process
+# — and per event *at the margin*: each mode runs PAIRS and PAIRS/10 pairs, and the difference
+# leaves start-up and exit out. Medians of REPS (default 5) interleaved rounds, so load from other
+# processes hits every mode alike. Prints ns added per event (a pair is two events), gmemhook's
+# share of heaptrack's cost (target ≤ 0.25 at 32 frames), the wall-clock figure of the hook alone
+# (in-process timer, as before), and what NVML sampling adds (issue 13: the fake
+# libnvidia-ml.so.1, the hook's side of it; bench/run_torch_loop_bench.sh measures the real one).
+# Without heaptrack on PATH its columns read "-".
+# Usage: [REPS=N] [PAIRS=N] bench/run_hook_bench.sh [BUILD_DIR]
 set -euo pipefail
-BUILD=${1:-build}
+BUILD=$(cd "${1:-build}" && pwd)
 BENCH="$BUILD/bin/hook_bench"
 HOOK="$BUILD/lib/libgmemhook.so"
 FAKE="$BUILD/lib/fakecuda"
 FAKE_NVML="$BUILD/lib/fakenvml"
+PAIRS=${PAIRS:-200000}
+SHORT=$((PAIRS / 10))
 OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-best() {  # best ns_per_pair of 5 runs of: env... hook_bench depth
-  local best=""
-  for _ in 1 2 3 4 5; do
-    v=$(env "$@" | awk '{print $6}')
-    best=$(awk -v a="$v" -v b="$best" 'BEGIN{ if (b=="" || a<b) print a; else print b }')
-  done
-  echo "$best"
+TIMES=$(mktemp)
+trap 'rm -rf "$OUT" "$TIMES"' EXIT
+HEAPTRACK=$(command -v heaptrack || true)
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# CPU seconds (user + system, children included) of: env... command; and the in-process wall
+# ns per pair hook_bench printed, as "cpu wall".
+run() {
+  local w
+  w=$(cd "$OUT" && /usr/bin/time -o "$TIMES" -f '%U %S' env "$@" 2>/dev/null | grep ns_per_pair |
+      awk '{ print $6 }')
+  rm -rf "${OUT:?}"/*
+  echo "$(awk '{ print $1 + $2 }' "$TIMES") $w"
 }
-printf "%-6s %12s %12s %16s %14s %10s\n" depth "plain ns/pair" "hooked ns/pair" "added ns/event" \
-  "+NVML ns/pair" "NVML cost"
+
+hooked=(LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT/run" GMEMHOOK_QUIET=1)
+declare -A cmd=(
+  [plain]="LD_LIBRARY_PATH=$FAKE $BENCH"
+  [hooked]="${hooked[*]} GMEMHOOK_NVML=0 $BENCH"
+  [nvml]="${hooked[*]} LD_LIBRARY_PATH=$FAKE:$FAKE_NVML $BENCH"
+  [mplain]="$BENCH"
+  [heaptrack]="$HEAPTRACK -o $OUT/ht $BENCH"
+)
+modes=(plain hooked nvml mplain)
+[ -z "$HEAPTRACK" ] || modes+=(heaptrack)
+
+printf "%-5s %14s %14s %14s %8s %15s %10s\n" depth "gmemhook ns/ev" "heaptrack ns/ev" "plain ns/pair" \
+  ratio "hook wall ns/ev" "NVML cost"
 for d in 8 32 64; do
-  plain=$(best LD_LIBRARY_PATH="$FAKE" "$BENCH" "$d")
-  hooked=$(best LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT" GMEMHOOK_QUIET=1 \
-    GMEMHOOK_NVML=0 "$BENCH" "$d")
-  nvml=$(best LD_LIBRARY_PATH="$FAKE:$FAKE_NVML" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT" \
-    GMEMHOOK_QUIET=1 "$BENCH" "$d")
-  awk -v d="$d" -v p="$plain" -v h="$hooked" -v n="$nvml" 'BEGIN{
-    printf "%-6d %12.1f %12.1f %16.1f %14.1f %+9.1f%%\n", d, p, h, (h-p)/2, n, (n/h-1)*100 }'
+  declare -A marginal=() wall=()
+  for _ in $(seq "${REPS:-5}"); do
+    for mode in "${modes[@]}"; do
+      kind=sync
+      [[ $mode == mplain || $mode == heaptrack ]] && kind=malloc
+      # shellcheck disable=SC2086  # the command lines above are words on purpose
+      long=$(run ${cmd[$mode]} "$d" "$PAIRS" "$kind")
+      # shellcheck disable=SC2086
+      short=$(run ${cmd[$mode]} "$d" "$SHORT" "$kind")
+      # CPU ns per pair at the margin: the long run's extra pairs (each run adds a tenth as warm-up).
+      marginal[$mode]+="$(awk -v l="${long% *}" -v s="${short% *}" -v n="$(( (PAIRS - SHORT) * 11 / 10 ))" \
+        'BEGIN { printf "%.1f", (l - s) * 1e9 / n }') "
+      wall[$mode]+="${long#* } "
+    done
+  done
+  p=$(median <<<"${marginal[plain]}") h=$(median <<<"${marginal[hooked]}")
+  n=$(median <<<"${marginal[nvml]}") mp=$(median <<<"${marginal[mplain]}")
+  ht=$(median <<<"${marginal[heaptrack]:-}")
+  pw=$(median <<<"${wall[plain]}") hw=$(median <<<"${wall[hooked]}")
+  awk -v d="$d" -v p="$p" -v h="$h" -v n="$n" -v mp="$mp" -v ht="$ht" -v pw="$pw" -v hw="$hw" 'BEGIN{
+    added = (h - p) / 2
+    heap = ht == "" ? "-" : sprintf("%.1f", (ht - mp) / 2)
+    ratio = ht == "" ? "-" : sprintf("%.2f", added / ((ht - mp) / 2))
+    printf "%-5d %14.1f %14s %14.1f %8s %15.1f %+9.1f%%\n", d, added, heap, p, ratio, (hw - pw) / 2,
+           (n / h - 1) * 100 }'
+  unset marginal wall
 done
+echo "(ns added per event in CPU time of all processes, at the margin; ratio = gmemhook / heaptrack;" \
+  "medians of ${REPS:-5} interleaved rounds of $PAIRS and $SHORT pairs)"
