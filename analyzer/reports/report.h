@@ -38,6 +38,7 @@ struct ReportOptions {
   bool native = false;                // text: every frame as recorded, none folded (--native)
   GroupBy group_by = GroupBy::Line;   // text: what one row of sites stands for (--group-by)
   bool all_moments = false;  // fragmentation text: every moment, not only the worst (or --at)
+  unsigned jobs = 0;         // processes analysed at once (-j); 0 = every core
 };
 
 // One report over a run. The driver (run_report) hands it each process in turn and renders the
@@ -49,6 +50,9 @@ class Report {
   virtual std::unique_ptr<ReportModel> analyze(ProcessContext& process) = 0;
   // The hint line that ends the text, once every process is in.
   virtual std::string next_step() const = 0;
+  // Each process is analysed by an instance of its own, on a thread of its own (issue 14, -j):
+  // takes in what `other` (the same report) gathered for next_step().
+  virtual void merge(const Report& other) = 0;
 };
 
 // What a report takes besides the options every report takes, and what its models offer.
