@@ -23,6 +23,9 @@ struct Config {
   // GMEMHOOK_TEST_DISK_FULL_AFTER=N: the log writer acts as if the disk filled up after N chunks
   // of this process (tests the write-failure path where no small file system can be mounted).
   long test_disk_full_after = -1;
+  // GMEMHOOK_STACK_STATS=1: one line on stderr at exit with the time stack capture took, native
+  // and Python apart (capture_stats.h).
+  bool stack_stats = false;
 };
 
 inline constexpr int kMaxDepth = 256;

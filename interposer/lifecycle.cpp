@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "capture_stats.h"
 #include "config.h"
 #include "nvml_sampler.h"
 #include "process_log.h"
@@ -60,6 +61,7 @@ void finish(fmt::EndHow how, int status) {
   nvml_at_exit();
   write_end_record(how, status, totals().cuda_used, loss_report());
   print_summary();
+  if (g_config.stack_stats) print_capture_stats();
 }
 
 void before_exec() {
