@@ -276,8 +276,7 @@ uint32_t capture_and_intern(ThreadLog* log) {
   const uint64_t native_done = g_config.stack_stats ? monotonic_ns() : 0;
   // PyCode records of code objects new to this file are written here, before the Stack record.
   size_t npy = capture_python_frames(log->py_codes, log->file, log->py_frames, kMaxPyDepth);
-  if (g_config.stack_stats)
-    note_capture(native_done - start, n, monotonic_ns() - native_done, npy);
+  if (g_config.stack_stats) note_capture(native_done - start, n, monotonic_ns() - native_done, npy);
   if (n == 0 && npy == 0) return 0;
   bool is_new = false;
   uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);

@@ -88,7 +88,8 @@ TEST_F(ParallelWalk, TheHintSumsUpEveryProcess) {
   EXPECT_NE(leaks.out.find("gmemhook peak"), std::string::npos) << leaks.out;
   for (uint32_t p = 0; p < kProcesses; ++p)
     EXPECT_NE(leaks.out.find("process " + std::to_string(400 + 10 * p)), std::string::npos)
-        << "process " << p << " missing:\n" << leaks.out;
+        << "process " << p << " missing:\n"
+        << leaks.out;
 }
 
 TEST_F(ParallelWalk, AnUnreadableLogStopsTheReportAsWithOneWorker) {
