@@ -2,6 +2,7 @@
 // with the --format choices of the format table (output/format.h); then diff, dump and run.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -105,6 +106,14 @@ void add_report_options(CLI::App& app, ReportCommand& c) {
       ->check(whole_number("a process id (e.g. 4242)"));
   s->add_option("--device", o.device, "Only this device (pinned host memory is on none)")
       ->check(whole_number("a device number (0, 1, ...)"));
+  s->add_option("-j,--jobs", o.jobs,
+                "Processes analysed at once, each on a core of its own (default: every core)")
+      ->check(whole_number("a count of processes (1, 2, ...)"))
+      ->check([](const std::string& v) {
+        return std::strtoul(v.c_str(), nullptr, 10) == 0
+                   ? std::string("expected a count of processes of at least 1, not 0")
+                   : std::string();
+      });
   if (flags & kSiteRows)
     s->add_option("--top", o.top, "Rows shown per list, largest first; 0 = all")
         ->check(whole_number("a count of rows (0 = all)"));

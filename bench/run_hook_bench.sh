@@ -1,40 +1,93 @@
 #!/usr/bin/env bash
-# Hook overhead on the simulated device: cudaMalloc+cudaFree pairs at stack depths 8, 32, 64,
-# unhooked vs hooked in the same run, best of 5 each. Prints ns added per event (a pair is two
-# events), and what NVML sampling adds on top (issue 13: the fake libnvidia-ml.so.1, so this is
-# the hook's side of it; bench/run_torch_loop_bench.sh measures the real library on a GPU).
-# Usage: bench/run_hook_bench.sh [BUILD_DIR]
+# Hook overhead on the simulated device, next to heaptrack's on the same loop (issue 14): at stack
+# depths 8, 32, 64, hook_bench makes cudaMalloc+cudaFree pairs plain and under libgmemhook.so, and
+# malloc+free pairs plain and under heaptrack, REPS (default 5) rounds, interleaved so that load
+# from other processes hits every mode alike; medians. Prints ns added per event (a pair is two
+# events) two ways: by the loop's own clock, as the issue measured it (gmemhook's share of
+# heaptrack's: target ≤ 0.25 at 32 frames), and in CPU time (user + system) of every process the
+# recorder runs — heaptrack hands its stacks to heaptrack_interpret — at the margin: each mode
+# also runs PAIRS/10 pairs and the difference leaves start-up and exit out (10 ms resolution, so
+# a rough figure for heaptrack, whose exit work varies). And what NVML sampling adds (issue 13:
+# the fake libnvidia-ml.so.1, the hook's side of it; run_torch_loop_bench.sh measures the real one).
+# Without heaptrack on PATH its columns read "-".
+# Usage: [REPS=N] [PAIRS=N] bench/run_hook_bench.sh [BUILD_DIR]
 set -euo pipefail
-BUILD=${1:-build}
+BUILD=$(cd "${1:-build}" && pwd)
 BENCH="$BUILD/bin/hook_bench"
 HOOK="$BUILD/lib/libgmemhook.so"
 FAKE="$BUILD/lib/fakecuda"
 FAKE_NVML="$BUILD/lib/fakenvml"
+PAIRS=${PAIRS:-200000}
+SHORT=$((PAIRS / 10))
 OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-best() {  # best ns_per_pair of 5 runs of: env... hook_bench depth
-  local best=""
-  for _ in 1 2 3 4 5; do
-    v=$(env "$@" | awk '{print $6}')
-    best=$(awk -v a="$v" -v b="$best" 'BEGIN{ if (b=="" || a<b) print a; else print b }')
-  done
-  echo "$best"
+TIMES=$(mktemp)
+trap 'rm -rf "$OUT" "$TIMES"' EXIT
+HEAPTRACK=$(command -v heaptrack || true)
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# CPU seconds (user + system, children included) of: env... command; and the in-process wall
+# ns per pair hook_bench printed, as "cpu wall".
+run() {
+  local w
+  w=$(cd "$OUT" && /usr/bin/time -o "$TIMES" -f '%U %S' env "$@" 2>/dev/null | grep ns_per_pair |
+      awk '{ print $6 }')
+  rm -rf "${OUT:?}"/*
+  echo "$(awk '{ print $1 + $2 }' "$TIMES") $w"
 }
-printf "%-6s %12s %12s %16s %14s %10s\n" depth "plain ns/pair" "hooked ns/pair" "added ns/event" \
-  "+NVML ns/pair" "NVML cost"
+
+hooked=(LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT/run" GMEMHOOK_QUIET=1)
+declare -A cmd=(
+  [plain]="LD_LIBRARY_PATH=$FAKE $BENCH"
+  [hooked]="${hooked[*]} GMEMHOOK_NVML=0 $BENCH"
+  [nvml]="${hooked[*]} LD_LIBRARY_PATH=$FAKE:$FAKE_NVML $BENCH"
+  [mplain]="$BENCH"
+  [heaptrack]="$HEAPTRACK -o $OUT/ht $BENCH"
+)
+modes=(plain hooked nvml mplain)
+[ -z "$HEAPTRACK" ] || modes+=(heaptrack)
+
+printf "%-5s %13s %13s %7s %15s %15s %10s\n" depth "gmemhook ns/ev" "heaptrack ns/ev" ratio \
+  "gmemhook cpu/ev" "heaptrack cpu/ev" "NVML cost"
 for d in 8 32 64; do
-  plain=$(best LD_LIBRARY_PATH="$FAKE" "$BENCH" "$d")
-  hooked=$(best LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT" GMEMHOOK_QUIET=1 \
-    GMEMHOOK_NVML=0 "$BENCH" "$d")
-  nvml=$(best LD_LIBRARY_PATH="$FAKE:$FAKE_NVML" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT" \
-    GMEMHOOK_QUIET=1 "$BENCH" "$d")
-  awk -v d="$d" -v p="$plain" -v h="$hooked" -v n="$nvml" 'BEGIN{
-    printf "%-6d %12.1f %12.1f %16.1f %14.1f %+9.1f%%\n", d, p, h, (h-p)/2, n, (n/h-1)*100 }'
+  declare -A marginal=() wall=()
+  for _ in $(seq "${REPS:-5}"); do
+    for mode in "${modes[@]}"; do
+      kind=sync
+      [[ $mode == mplain || $mode == heaptrack ]] && kind=malloc
+      # shellcheck disable=SC2086  # the command lines above are words on purpose
+      long=$(run ${cmd[$mode]} "$d" "$PAIRS" "$kind")
+      # shellcheck disable=SC2086
+      short=$(run ${cmd[$mode]} "$d" "$SHORT" "$kind")
+      # CPU ns per pair at the margin: the long run's extra pairs (each run adds a tenth as warm-up).
+      marginal[$mode]+="$(awk -v l="${long% *}" -v s="${short% *}" -v n="$(( (PAIRS - SHORT) * 11 / 10 ))" \
+        'BEGIN { printf "%.1f", (l - s) * 1e9 / n }') "
+      wall[$mode]+="${long#* } "
+    done
+  done
+  p=$(median <<<"${marginal[plain]}") h=$(median <<<"${marginal[hooked]}")
+  n=$(median <<<"${marginal[nvml]}") mp=$(median <<<"${marginal[mplain]}")
+  ht=$(median <<<"${marginal[heaptrack]:-}")
+  pw=$(median <<<"${wall[plain]}") hw=$(median <<<"${wall[hooked]}") nw=$(median <<<"${wall[nvml]}")
+  mw=$(median <<<"${wall[mplain]}") htw=$(median <<<"${wall[heaptrack]:-}")
+  awk -v d="$d" -v p="$p" -v h="$h" -v mp="$mp" -v ht="$ht" -v pw="$pw" -v hw="$hw" -v nw="$nw" \
+      -v mw="$mw" -v htw="$htw" 'BEGIN{
+    gw = (hw - pw) / 2
+    hwall = htw == "" ? "-" : sprintf("%.1f", (htw - mw) / 2)
+    ratio = htw == "" ? "-" : sprintf("%.2f", gw / ((htw - mw) / 2))
+    hcpu = ht == "" ? "-" : sprintf("%.1f", (ht - mp) / 2)
+    printf "%-5d %13.1f %13s %7s %15.1f %15s %+9.1f%%\n", d, gw, hwall, ratio, (h - p) / 2, hcpu,
+           (nw / hw - 1) * 100 }'
+  unset marginal wall
 done
+echo "(ns added per event: by the loop's own clock (ratio = gmemhook / heaptrack), and in CPU time of" \
+  "all processes at the margin (heaptrack_interpret's share included; 10 ms resolution);" \
+  "medians of ${REPS:-5} interleaved rounds of $PAIRS and $SHORT pairs)"
 # Graph launches (issue 12): each one is recorded with its stack and the graph pool's figures
-# (two cuDeviceGetGraphMemAttribute calls). One event per launch.
-plain=$(best LD_LIBRARY_PATH="$FAKE" "$BENCH" 32 50000 launch)
-hooked=$(best LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$HOOK" GMEMHOOK_OUT="$OUT" GMEMHOOK_QUIET=1 \
-  GMEMHOOK_NVML=0 "$BENCH" 32 50000 launch)
-awk -v p="$plain" -v h="$hooked" 'BEGIN{
+# (two cuDeviceGetGraphMemAttribute calls). One event per launch; the loop's own clock, median.
+lp="" lh=""
+for _ in $(seq "${REPS:-5}"); do
+  r=$(run LD_LIBRARY_PATH="$FAKE" "$BENCH" 32 50000 launch); lp+="${r#* } "
+  r=$(run "${hooked[@]}" GMEMHOOK_NVML=0 "$BENCH" 32 50000 launch); lh+="${r#* } "
+done
+awk -v p="$(median <<<"$lp")" -v h="$(median <<<"$lh")" 'BEGIN{
   printf "graph launch, depth 32: plain %.1f ns, hooked %.1f ns, added %.1f ns per launch\n", p, h, h-p }'

@@ -17,6 +17,9 @@ with NVML sampling off so that only the named part changes:
   gmemhook-python     Python stacks only (GMEMHOOK_DEPTH=0)
   gmemhook-no-stacks  events without any stack (GMEMHOOK_DEPTH=0 GMEMHOOK_PYTHON=0)
   gmemhook-disabled   the library loaded but recording nothing (GMEMHOOK_DISABLE=1)
+  gmemhook-stats      gmemhook-no-nvml timing its own stack captures (GMEMHOOK_STACK_STATS=1):
+                      the table quotes the line it prints at exit (ns per capture, native and
+                      Python frames, how many captures took over 10 us)
 
 --compare runs every mode (or those of --modes) REPS times, interleaved (plain, gmemhook, history-python, history-all,
 plain, ...) so that a noisy machine slows all modes alike, and prints a markdown table of the
@@ -44,6 +47,7 @@ PARTS = {
     "gmemhook-python": {"GMEMHOOK_DEPTH": "0"},
     "gmemhook-no-stacks": {"GMEMHOOK_DEPTH": "0", "GMEMHOOK_PYTHON": "0"},
     "gmemhook-disabled": {"GMEMHOOK_DISABLE": "1"},
+    "gmemhook-stats": {"GMEMHOOK_STACK_STATS": "1"},
 }
 ALL_MODES = MODES + list(PARTS)
 
@@ -97,6 +101,9 @@ def run_child(mode, args, log_root):
     if p.returncode != 0:
         sys.exit("torch_loop_bench: %s failed (%d):\n%s" % (mode, p.returncode, p.stderr))
     result = json.loads(p.stdout.strip().splitlines()[-1])
+    stats = [l for l in p.stderr.splitlines() if "stack stats:" in l]
+    if stats:
+        result["stack_stats"] = stats[-1]
     if log_dir:
         # The log's size shows that block events were recorded (a segments-only log is tiny).
         result["log_bytes"] = sum(os.path.getsize(os.path.join(d, f))
@@ -141,6 +148,8 @@ def compare(args):
         off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
         print("\nNVML sampling (gmemhook vs gmemhook-no-nvml): %+.1f %% (target: at most +1 %%)"
               % ((on / off - 1) * 100))
+    for r in runs.get("gmemhook-stats", []):
+        print("\ngmemhook-stats (%.3f ms/step): %s" % (r["ms_per_step"], r.get("stack_stats", "-")))
     for mode in modes:
         if mode.startswith("gmemhook") and mode != "gmemhook-disabled":
             logs = [r["log_bytes"] for r in runs[mode]]

@@ -34,6 +34,9 @@ struct Config {
   // GMEMHOOK_TEST_OPEN_WAIT_MS=M: other threads wait at most M ms for it (default 10 s).
   long test_delay_open_ms = 0;
   long open_wait_ms = 10000;
+  // GMEMHOOK_STACK_STATS=1: one line on stderr at exit with the time stack capture took, native
+  // and Python apart (capture_stats.h).
+  bool stack_stats = false;
 };
 
 inline constexpr int kMaxDepth = 256;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "capture_stats.h"
 #include "config.h"
 #include "nvml_sampler.h"
 #include "process_log.h"
@@ -63,6 +64,7 @@ void finish(fmt::EndHow how, int status) {
   seal_own_thread_log();
   write_end_record(how, status, totals().cuda_used, loss_report());
   print_summary();
+  if (g_config.stack_stats) print_capture_stats();
 }
 
 void before_exec() {

@@ -10,6 +10,7 @@
 #include <atomic>
 
 #include "busy.h"
+#include "capture_stats.h"
 #include "config.h"
 #include "log_file.h"
 #include "nvml_sampler.h"
@@ -271,11 +272,20 @@ bool is_release_kind(EventKind k) {
          k == EventKind::Unmap || k == EventKind::BlockFree || k == EventKind::ImportClose;
 }
 
+// A thread's counters are written by that thread only (totals() reads them from any): a plain
+// increment, not a locked read-modify-write on every event.
+void bump(std::atomic<uint64_t>& counter) {
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 uint32_t capture_and_intern(ThreadLog* log) {
   uint64_t frames[kMaxDepth];
+  const uint64_t start = g_config.stack_stats ? monotonic_ns() : 0;
   size_t n = capture_stack(frames, static_cast<size_t>(g_config.depth));
+  const uint64_t native_done = g_config.stack_stats ? monotonic_ns() : 0;
   // PyCode records of code objects new to this file are written here, before the Stack record.
   size_t npy = capture_python_frames(log->py_codes, log->file, log->py_frames, kMaxPyDepth);
+  if (g_config.stack_stats) note_capture(native_done - start, n, monotonic_ns() - native_done, npy);
   if (n == 0 && npy == 0) return 0;
   bool is_new = false;
   uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);
@@ -344,7 +354,9 @@ EventClock clock_before_call(EventKind kind) {
 
 void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                   EventClock clock) {
-  g_cuda_used.store(true, std::memory_order_relaxed);
+  // Read first: a store on every event would pull the line to this core away from the others.
+  if (!g_cuda_used.load(std::memory_order_relaxed))
+    g_cuda_used.store(true, std::memory_order_relaxed);
   BusyScope busy;
   if (g_config.test_delay_record_us > 0) usleep(static_cast<useconds_t>(g_config.test_delay_record_us));
   ThreadLog* log = thread_log();
@@ -384,14 +396,14 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   }
 
   if (result != 0 && !releases && !graph)
-    log->failed.fetch_add(1, std::memory_order_relaxed);
+    bump(log->failed);
   else if (kind == EventKind::Alloc || kind == EventKind::Create ||
            kind == EventKind::GraphAllocNode)
-    log->allocations.fetch_add(1, std::memory_order_relaxed);
+    bump(log->allocations);
   else if (kind == EventKind::Free || kind == EventKind::Release)
-    log->frees.fetch_add(1, std::memory_order_relaxed);
+    bump(log->frees);
   else if (kind == EventKind::BlockAlloc)
-    log->blocks.fetch_add(1, std::memory_order_relaxed);
+    bump(log->blocks);
   nvml_after_event(api, kind, result, f, ev.time_ns);
 }
 

@@ -14,6 +14,8 @@ PACKAGES=(
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   autoconf automake libtool
   chromium  # the HTML report's tests render the page headless (issue 11)
+  heaptrack  # no dependency: the peer bench/run_hook_bench.sh and run_reader_bench.sh time
+  time  # /usr/bin/time, for the CPU time of bench/run_reader_bench.sh
 )
 
 missing=()

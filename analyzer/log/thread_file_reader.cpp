@@ -71,7 +71,7 @@ void ThreadFileReader::read_event(const Record& r) {
            "event record: payload malformed (expected " + std::to_string(kMinEventPayload) + ".." +
                std::to_string(format::kMaxEventPayload) + " bytes, got " + std::to_string(n) + ")");
   const uint64_t previous_seq = deltas_.last_seq;
-  format::Event ev;
+  format::Event& ev = decoded_;
   if (!format::decode_event(r.payload.data(), n, &ev, deltas_))
     damage(r.offset, "event record: payload malformed (" + std::to_string(n) +
                          " bytes do not decode as an event)");

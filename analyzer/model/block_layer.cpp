@@ -76,9 +76,13 @@ void BlockLayer::call(const Replay& core, const format::Event& ev, const format:
       return add_segment(ev.f.address, ev.f.size, device);
     }
     case EventKind::Free:
-      segments_.erase(ev.f.address);
+      if (ordered_)
+        segments_.erase(ev.f.address);
+      else
+        unordered_segments_.erase(ev.f.address);
       return;
     case EventKind::Unmap: {
+      order_segments();  // an unmap may end several mappings: a range of the ordered map
       auto it = segments_.lower_bound(ev.f.address);
       while (it != segments_.end() && it->first < ev.f.address + ev.f.size)
         it = segments_.erase(it);
@@ -90,7 +94,16 @@ void BlockLayer::call(const Replay& core, const format::Event& ev, const format:
 }
 
 void BlockLayer::add_segment(uint64_t address, uint64_t size, int32_t device) {
+  if (!ordered_ && address) return unordered_segments_.insert(address, {size, device, false});
   segments_[address] = {size, device, false};
+}
+
+void BlockLayer::order_segments() {
+  if (ordered_) return;
+  ordered_ = true;
+  unordered_segments_.for_each(
+      [this](uint64_t address, const AllocatorSegment& s) { segments_[address] = s; });
+  unordered_segments_.clear();
 }
 
 void BlockLayer::after_reserving(const Replay& core) {
@@ -121,6 +134,7 @@ void BlockLayer::note_idle(uint64_t seq, uint64_t time_ns, const Replay& core, i
 }
 
 void BlockLayer::block(const format::Event& ev, bool is_free, uint32_t stack) {
+  order_segments();  // a block's segment is found by address range from here on
   const uint16_t index = device_index(ev.f.device);
   BlockDevice& d = devices_[index];
   if (ev.f.has(format::kHasTotals)) {

@@ -382,6 +382,8 @@ class FragmentationReport : public Report {
                      "which call sites held the memory at the peak");
   }
 
+  void merge(const Report&) override {}  // the hint is the same whatever the processes held
+
  private:
   std::vector<std::string> find_remedies(const ProcessReader& reader,
                                          const std::vector<DeviceFrames>& devices) const {

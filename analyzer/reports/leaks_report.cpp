@@ -325,6 +325,14 @@ class LeaksReport : public Report {
     return hint_line("gmemhook summary " + run, "allocations, peaks and failures per device");
   }
 
+  void merge(const Report& other) override {
+    const auto& from = static_cast<const LeaksReport&>(other).totals_;
+    for (size_t i = 0; i < totals_.size(); ++i) {
+      totals_[i].bytes += from[i].bytes;
+      totals_[i].count += from[i].count;
+    }
+  }
+
  private:
   const ReportOptions& options_;
   std::array<Total, 4> totals_{};

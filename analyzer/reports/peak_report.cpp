@@ -292,6 +292,10 @@ class PeakReport : public Report {
     return hint_line("gmemhook leaks " + run, "what was never freed");
   }
 
+  void merge(const Report& other) override {
+    any_failure_ = any_failure_ || static_cast<const PeakReport&>(other).any_failure_;
+  }
+
  private:
   const ReportOptions& options_;
   bool any_failure_ = false;

@@ -41,6 +41,7 @@ struct ReportOptions {
   // summary JSON: about this many NVML samples per device, no high lost (the html page's budget:
   // a day of samples every 100 ms would not fit its 8 MiB); 0 = all.
   size_t nvml_samples = 0;
+  unsigned jobs = 0;         // processes analysed at once (-j); 0 = every core
 };
 
 // One report over a run. The driver (run_report) hands it each process in turn and renders the
@@ -52,6 +53,9 @@ class Report {
   virtual std::unique_ptr<ReportModel> analyze(ProcessContext& process) = 0;
   // The hint line that ends the text, once every process is in.
   virtual std::string next_step() const = 0;
+  // Each process is analysed by an instance of its own, on a thread of its own (issue 14, -j):
+  // takes in what `other` (the same report) gathered for next_step().
+  virtual void merge(const Report& other) = 0;
 };
 
 // What a report takes besides the options every report takes, and what its models offer.

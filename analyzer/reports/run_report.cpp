@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "analyzer/output/format.h"
+#include "analyzer/reports/parallel_walk.h"
 #include "analyzer/reports/process_context.h"
 #include "analyzer/reports/report.h"
 #include "analyzer/reports/run_warnings.h"
@@ -44,14 +45,33 @@ int run_report(const ReportEntry& entry, const ReportOptions& options, std::FILE
   std::string body;
   RunWarnings warnings;
   std::vector<int32_t> devices;
-  const int status = walk_processes(options.run, options.pid, out, err, [&](ProcessReader& reader) {
-    ProcessContext process(reader, options.apis);
-    body += renderer->add(*report->analyze(process));
-    const ReadFacts& facts = process.header().facts;
-    for (const std::string& w : facts.warnings) warnings.add(w);
-    warnings.add_symbolizer(process.stacks());
-    devices.insert(devices.end(), facts.devices.begin(), facts.devices.end());
-  });
+  // Each process on a worker thread with a report instance of its own; rendered here in pid
+  // order (stacks are symbolized as the renderer asks for them, so on this thread).
+  struct Analysed final : ProcessResult {
+    std::unique_ptr<ProcessReader> reader;
+    std::unique_ptr<ProcessContext> process;
+    std::unique_ptr<Report> report;
+    std::unique_ptr<ReportModel> model;
+  };
+  const int status = walk_processes_parallel(
+      options.run, options.pid, options.jobs, out, err,
+      [&](std::unique_ptr<ProcessReader> reader) -> std::unique_ptr<ProcessResult> {
+        auto a = std::make_unique<Analysed>();
+        a->reader = std::move(reader);
+        a->process = std::make_unique<ProcessContext>(*a->reader, options.apis);
+        a->report = entry.make(options);
+        a->model = a->report->analyze(*a->process);
+        return a;
+      },
+      [&](ProcessResult& result) {
+        auto& a = static_cast<Analysed&>(result);
+        body += renderer->add(*a.model);
+        report->merge(*a.report);
+        const ReadFacts& facts = a.process->header().facts;
+        for (const std::string& w : facts.warnings) warnings.add(w);
+        warnings.add_symbolizer(a.process->stacks());
+        devices.insert(devices.end(), facts.devices.begin(), facts.devices.end());
+      });
   if (status != kExitOk) return status;
   if (options.device &&
       std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {

@@ -371,6 +371,14 @@ class SummaryReport : public Report {
     return hint_line("gmemhook peak " + run, "who held the memory at the peak" + cached_note());
   }
 
+  void merge(const Report& other) override {
+    const auto& o = static_cast<const SummaryReport&>(other);
+    device_live_ += o.device_live_;
+    device_failed_ += o.device_failed_;
+    cached_ += o.cached_;
+    any_live_ = any_live_ || o.any_live_;
+  }
+
  private:
   // "; 38.0 MiB more cached by PyTorch's allocator, not leaked", or nothing.
   std::string cached_note() const {

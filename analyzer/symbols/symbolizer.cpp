@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -155,11 +156,23 @@ void set_call_site(Dwarf_Die* inlined, Frame& caller) {
 }  // namespace
 
 // mod is null when the module cannot be used (no file, missing, changed since the run).
+namespace {
+// elfutils does not promise that separate Dwfl sessions may be used from several threads at
+// once, and reports analyse processes on several threads (-j, issue 14): one libdw call at a
+// time in the whole program. Lookups are cached per address, so this is rarely contended.
+std::mutex& libdw_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
 struct Symbolizer::Binary {
   Dwfl* dwfl = nullptr;
   Dwfl_Module* mod = nullptr;
   ~Binary() {
-    if (dwfl) dwfl_end(dwfl);
+    if (!dwfl) return;
+    std::lock_guard lock(libdw_mutex());
+    dwfl_end(dwfl);
   }
 };
 
@@ -185,7 +198,12 @@ bool Symbolizer::is_recorder_module(const std::string& path) {
 const std::vector<Frame>& Symbolizer::symbolize(uint64_t return_address) {
   auto it = cache_.find(return_address);
   if (it != cache_.end()) return it->second;
-  return cache_.emplace(return_address, lookup(return_address)).first->second;
+  std::vector<Frame> frames;
+  {
+    std::lock_guard lock(libdw_mutex());
+    frames = lookup(return_address);
+  }
+  return cache_.emplace(return_address, std::move(frames)).first->second;
 }
 
 const Module* Symbolizer::module_at(uint64_t address, size_t* index) const {

@@ -151,6 +151,14 @@ std::string slurp(const std::filesystem::path& p) {
 
 }  // namespace
 
+std::string file_contents(std::FILE* f) {
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  return s;
+}
+
 std::string quote(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
 std::unique_ptr<Replayed> replay(const Scenario& s, bool with_end) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -96,6 +97,9 @@ struct CliResult {
   std::string out, err;
 };
 CliResult run_cli(const std::string& args);
+// Everything written to `f` (rewound first): what a report printed to a tmpfile().
+std::string file_contents(std::FILE* f);
+
 std::string quote(const std::filesystem::path& p);
 
 }  // namespace gmemhook::test_logs

@@ -269,6 +269,25 @@ TEST(Untouched, ExitStatusRecordedAndSummaryLinePrinted) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+// GMEMHOOK_STACK_STATS=1 (issue 14): one line at exit, even when quiet, counting every stack the
+// process captured (here the one allocation's: frees take none); nothing without it.
+TEST(Untouched, StackStatsLineCountsEveryCapture) {
+  auto run_with_stats = [](const std::string& value) {
+    auto env = traced_env(temp_dir("stack-stats-" + (value.empty() ? "unset" : value)));
+    env["GMEMHOOK_QUIET"] = "1";
+    env["GMEMHOOK_STACK_STATS"] = value;  // empty: unset
+    return run({scenario_path(), "plain", "0"}, env);
+  };
+  const RunResult on = run_with_stats("1");
+  ASSERT_TRUE(on.exited(0)) << on.err;
+  EXPECT_TRUE(on.err.starts_with("gmemhook: stack stats: 1 captures; native ")) << on.err;
+  EXPECT_NE(on.err.find(" frames each on average ("), std::string::npos) << on.err;
+  EXPECT_EQ(std::count(on.err.begin(), on.err.end(), '\n'), 1) << on.err;
+  const RunResult off = run_with_stats("");
+  ASSERT_TRUE(off.exited(0)) << off.err;
+  EXPECT_EQ(off.err, "");
+}
+
 TEST(Untouched, DisabledIsAPassThrough) {
   fs::path out = temp_dir("disabled");
   auto env = traced_env(out);

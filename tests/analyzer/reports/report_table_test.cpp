@@ -23,14 +23,6 @@ using format::ApiId;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kBias = Scenario::kModuleBias;
 
-std::string contents(std::FILE* f) {
-  std::rewind(f);
-  std::string s;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
-  return s;
-}
-
 // What `format` promises of a document: text ends with a hint; JSON and speedscope parse; every
 // folded line is a stack and one weight (two for a diff).
 void expect_kept_promise(const std::string& format, const std::string& doc, bool two_weights,
@@ -85,7 +77,7 @@ TEST_F(ReportTable, EveryReportRendersInEveryFormatItOffers) {
       std::FILE* err = std::tmpfile();
       ASSERT_TRUE(out && err);
       EXPECT_EQ(analysis::run_report(report, o, out, err), analysis::kExitOk) << what;
-      const std::string doc = contents(out);
+      const std::string doc = file_contents(out);
       std::fclose(out);
       std::fclose(err);
       ++rendered;
@@ -109,7 +101,7 @@ TEST_F(ReportTable, DiffRendersInEveryFormatItOffers) {
     std::FILE* err = std::tmpfile();
     ASSERT_TRUE(out && err);
     EXPECT_EQ(analysis::run_diff(o, out, err), analysis::kExitOk) << what;
-    const std::string doc = contents(out);
+    const std::string doc = file_contents(out);
     std::fclose(out);
     std::fclose(err);
     ++rendered;

@@ -1,0 +1,18 @@
+// Where the time of stack capture goes, for GMEMHOOK_STACK_STATS=1 (issue 14 / issue 9 point 5:
+// the cost of recording in a real program, measured inside it rather than guessed from probes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gmemhook {
+
+// One stack captured: time spent unwinding native frames and walking Python frames, and how many
+// frames of each came back. Lock-free; from any thread.
+void note_capture(uint64_t native_ns, size_t native_frames, uint64_t python_ns,
+                  size_t python_frames);
+
+// One line on stderr with the process's totals (at exit, when the setting is on). Malloc-free.
+void print_capture_stats();
+
+}  // namespace gmemhook

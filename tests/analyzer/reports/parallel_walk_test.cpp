@@ -1,0 +1,115 @@
+// Processes analysed in parallel (-j, issue 14): every report gives the same document whatever
+// the number of workers, the hint line still sums up every process, and an unreadable log stops
+// the report as it does with one worker.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "analyzer/reports/process_walk.h"
+#include "analyzer/reports/report.h"
+#include "log_builder.h"
+#include "report_scenario.h"
+
+namespace gmemhook::test_logs {
+namespace {
+
+using format::ApiId;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kBias = Scenario::kModuleBias;
+constexpr uint32_t kProcesses = 7;
+
+struct Output {
+  int status;
+  std::string out, err;
+};
+
+Output report(const std::string& name, const std::filesystem::path& run, unsigned jobs,
+              const std::string& format = "text") {
+  analysis::ReportOptions o;
+  o.run = run;
+  o.run_arg = run.string();
+  o.format = format;
+  o.jobs = jobs;
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  Output r{analysis::run_report(*analysis::find_report(name), o, out, err), file_contents(out),
+           file_contents(err)};
+  std::fclose(out);
+  std::fclose(err);
+  return r;
+}
+
+class ParallelWalk : public ::testing::Test {
+ protected:
+  // Seven processes of different sizes (so workers finish out of order); only the last leaks.
+  void SetUp() override {
+    run_ = make_temp_dir("parallel-walk");
+    for (uint32_t p = 0; p < kProcesses; ++p) {
+      const uint32_t pid = 400 + 10 * p, tid = pid + 1;
+      Scenario s(pid, "rank", std::to_string(p));
+      const uint32_t site = s.stack(tid, {kBias + 0x1100 + 0x10 * p, kBias + 0x1900});
+      const uint64_t rounds = (kProcesses - p) * 2000;
+      for (uint64_t i = 0; i < rounds; ++i) {
+        s.alloc(tid, ApiId::cudaMalloc, 0x7f0000000000 + (i % 64) * kMiB, kMiB, 0, site);
+        s.free(tid, ApiId::cudaFree, 0x7f0000000000 + (i % 64) * kMiB);
+      }
+      if (p == kProcesses - 1) s.alloc(tid, ApiId::cudaMalloc, 0x7f1000000000, 3 * kMiB, 0, site);
+      s.write(run_, true);
+    }
+  }
+  void TearDown() override { std::filesystem::remove_all(run_); }
+
+  std::filesystem::path run_;
+};
+
+TEST_F(ParallelWalk, EveryReportIsTheSameWithOneOrManyWorkers) {
+  for (const analysis::ReportEntry& entry : analysis::reports()) {
+    for (const char* format : {"text", "json"}) {
+      const Output one = report(entry.name, run_, 1, format);
+      ASSERT_EQ(one.status, analysis::kExitOk) << entry.name << " " << format << one.err;
+      for (unsigned jobs : {2u, 3u, 16u}) {
+        const Output many = report(entry.name, run_, jobs, format);
+        EXPECT_EQ(many.status, analysis::kExitOk) << entry.name << " -j " << jobs;
+        EXPECT_EQ(many.out, one.out) << entry.name << " " << format << " -j " << jobs;
+      }
+    }
+  }
+}
+
+TEST_F(ParallelWalk, TheHintSumsUpEveryProcess) {
+  // Only the last process leaked: merged from its own report instance, it still turns the leaks
+  // hint to `peak` (with nothing leaked anywhere it would point to `summary`).
+  const Output leaks = report("leaks", run_, 4);
+  ASSERT_EQ(leaks.status, analysis::kExitOk) << leaks.err;
+  EXPECT_NE(leaks.out.find("hint: "), std::string::npos);
+  EXPECT_NE(leaks.out.find("gmemhook peak"), std::string::npos) << leaks.out;
+  for (uint32_t p = 0; p < kProcesses; ++p)
+    EXPECT_NE(leaks.out.find("process " + std::to_string(400 + 10 * p)), std::string::npos)
+        << "process " << p << " missing:\n"
+        << leaks.out;
+}
+
+TEST_F(ParallelWalk, AnUnreadableLogStopsTheReportAsWithOneWorker) {
+  // The fourth process's thread file cut to a few bytes: damaged, whatever the worker count.
+  for (const auto& dir : std::filesystem::directory_iterator(run_)) {
+    if (dir.path().filename().string().find(".430") == std::string::npos) continue;
+    for (const auto& f : std::filesystem::directory_iterator(dir.path()))
+      if (f.path().filename().string().rfind("thread.", 0) == 0)
+        std::filesystem::resize_file(f.path(), 20);
+  }
+  const Output one = report("summary", run_, 1);
+  EXPECT_EQ(one.status, analysis::kExitUnreadable);
+  for (unsigned jobs : {2u, 8u}) {
+    const Output many = report("summary", run_, jobs);
+    EXPECT_EQ(many.status, analysis::kExitUnreadable) << "-j " << jobs;
+    EXPECT_EQ(many.err, one.err) << "-j " << jobs;
+    EXPECT_EQ(many.out, one.out) << "-j " << jobs;
+  }
+  EXPECT_NE(one.err.find("gmemhook: "), std::string::npos) << one.err;
+}
+
+}  // namespace
+}  // namespace gmemhook::test_logs
