@@ -127,9 +127,15 @@ def check_graph_memory(c):
     bad = a["unknown_frees"] + a["unlaunched_graph_frees"]
     c.row("graph_memory: frees of addresses that were not live", 0, bad, bad == 0,
           "the H200 showed 8 before issue 12")
-    n = c.counts(run)["cudaGraphAddMemAllocNode"]
+    counts = c.counts(run)
+    n = counts["cudaGraphAddMemAllocNode"]
     c.row("graph_memory: allocation nodes recorded", 9, n, n == 9,
           "8 explicit + 1 relaunched; the captured one is a cudaMallocAsync")
+    m = re.search(r"generic graph nodes: (.*)", out)
+    said = m.group(1) if m else "no line"
+    c.row("graph_memory: generic cudaGraphAddNode + moved child graph run on CUDA", "ok", said,
+          said == "ok", "recorded: %d cudaGraphAddNode (allocation node, child graph)"
+          % counts["cudaGraphAddNode"])
     figures = [f for per in graph_pool_recorded(c, run).values() for f in per.get(0, [])]
     trims = [f for f in figures if "Trim" in f[0]]
     exp = pool.get("after", (None, None))[:2]
