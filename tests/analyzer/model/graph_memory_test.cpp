@@ -189,7 +189,7 @@ TEST(GraphMemory, GenericNodesAndAMovedChildGraphRunWithTheParent) {
   EXPECT_EQ(d.allocations, 2u);
   EXPECT_EQ(d.frees_by_api[uint8_t(ApiId::cudaGraphAddNode)], 1u) << "the free node";
   EXPECT_EQ(d.live_bytes, kMiB);
-  EXPECT_EQ(d.peak_bytes, 3 * kMiB);
+  EXPECT_EQ(d.peak_bytes, 2 * kMiB) << "the nodes run in the order they were added";
   EXPECT_EQ(run->replay.anomalies().failed_other, 0u);
 }
 
