@@ -55,6 +55,31 @@ struct HookFields : fmt::EventFields {
     set_device(device);
     set_totals(used, reserved);
   }
+  // cudaGraphAddNode / cuGraphAddNode: an allocation node is recorded as
+  // cudaGraphAddMemAllocNode's would be, a free node marked IsFree, a child graph node with the
+  // child as its handle (event_kind_of in format.h tells them apart); any other node type is not
+  // about memory and not recorded. Runtime and driver spell the parameters alike (same type
+  // values, same layouts). Returns whether to record.
+  template <typename Params>
+  bool set_graph_node(const Params* p, bool ok) {
+    if (!p) return false;
+    switch (static_cast<int>(p->type)) {
+      case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+        set_address(ok ? (uint64_t)p->alloc.dptr : 0);
+        set_size(p->alloc.bytesize);
+        set_pool_location(p->alloc.poolProps.location);
+        return true;
+      case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        set_address((uint64_t)p->free.dptr);
+        set_free();
+        return true;
+      case CU_GRAPH_NODE_TYPE_GRAPH:
+        set_handle((uint64_t)p->graph.graph);
+        return true;
+      default:
+        return false;
+    }
+  }
   // Imported memory (IPC, pool pointers) comes without a size: ask the driver for the extent of
   // the allocation at `address`.
   void set_mapped_size() {
@@ -85,23 +110,26 @@ inline constexpr int8_t kC10DeviceCuda = 1;  // c10::DeviceType::CUDA
 #define GMEMHOOK_WRAPPER_Runtime GMEMHOOK_CUDA_WRAPPER
 #define GMEMHOOK_WRAPPER_Driver GMEMHOOK_CUDA_WRAPPER
 
-#define GMEMHOOK_CUDA_WRAPPER(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)                 \
-  extern "C" __attribute__((visibility("default"))) GMEMHOOK_RESULT_##LAYER NAME PARAMS {        \
-    using Real = GMEMHOOK_RESULT_##LAYER(*) PARAMS;                                              \
-    auto real = reinterpret_cast<Real>(                                                         \
-        gmemhook::real_function(g_hook_slots[gmemhook::kHook_##NAME]));                         \
-    if (!real) return GMEMHOOK_UNAVAILABLE_##LAYER;                                             \
-    gmemhook::CallScope scope;                                                                  \
-    if (!scope.records()) return real ARGS;                                                     \
-    auto clock = gmemhook::clock_before_call(gmemhook::format::EventKind::KIND);                \
-    auto result = real ARGS;                                                                    \
-    gmemhook::ErrnoGuard keep_errno;                                                            \
-    gmemhook::HookFields e;                                                                     \
-    [[maybe_unused]] bool ok = result == 0;                                                     \
-    READ                                                                                        \
-    gmemhook::record_event(gmemhook::format::ApiId::NAME, gmemhook::format::EventKind::KIND,    \
-                           static_cast<uint32_t>(result), e, clock);                            \
-    return result;                                                                              \
+#define GMEMHOOK_CUDA_WRAPPER(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)               \
+  extern "C" __attribute__((visibility("default"))) GMEMHOOK_RESULT_##LAYER NAME PARAMS {      \
+    using Real = GMEMHOOK_RESULT_##LAYER(*) PARAMS;                                            \
+    auto real =                                                                                \
+        reinterpret_cast<Real>(gmemhook::real_function(g_hook_slots[gmemhook::kHook_##NAME])); \
+    if (!real) return GMEMHOOK_UNAVAILABLE_##LAYER;                                            \
+    gmemhook::CallScope scope;                                                                 \
+    if (!scope.records()) return real ARGS;                                                    \
+    auto clock = gmemhook::clock_before_call(gmemhook::format::EventKind::KIND);               \
+    auto result = real ARGS;                                                                   \
+    gmemhook::ErrnoGuard keep_errno;                                                           \
+    gmemhook::HookFields e;                                                                    \
+    [[maybe_unused]] bool ok = result == 0;                                                    \
+    [[maybe_unused]] bool record = true;                                                       \
+    READ if (!record) return result;                                                           \
+    gmemhook::record_event(                                                                    \
+        gmemhook::format::ApiId::NAME,                                                         \
+        gmemhook::format::event_kind_of(gmemhook::format::EventKind::KIND, e.mask),            \
+        static_cast<uint32_t>(result), e, clock);                                              \
+    return result;                                                                             \
   }
 
 // No next definition (a program that looked the symbol up itself, without PyTorch): there is

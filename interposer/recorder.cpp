@@ -259,6 +259,8 @@ bool is_graph_kind(EventKind k) {
     case EventKind::GraphInstantiate:
     case EventKind::GraphExecDestroy:
     case EventKind::GraphDestroy:
+    case EventKind::GraphChild:
+    case EventKind::GraphClone:
     case EventKind::GraphMemTrim:
     case EventKind::Export:
       return true;

@@ -70,10 +70,15 @@ void* substitute_driver(const char* symbol, void* p, int cuda_version, uint64_t 
     name.append("_v2");
   if (in_list(symbol, {"cuIpcOpenMemHandle"}) && cuda_version >= 11000) name.append("_v2");
   if (in_list(symbol, {"cuGetProcAddress"}) && cuda_version >= 12000) name.append("_v2");
+  // cuGraphAddNode gained edge data in 12.3 (the _v2 ABI); 12.2's is not wrapped.
+  if (in_list(symbol, {"cuGraphAddNode"})) {
+    if (cuda_version < 12030) return p;
+    name.append("_v2");
+  }
   if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) &&
       in_list(symbol, {"cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocFromPoolAsync",
                        "cuStreamBeginCapture", "cuStreamEndCapture", "cuGraphLaunch",
-                       "cuGraphInstantiateWithParams"}))
+                       "cuGraphInstantiateWithParams", "cuStreamBeginCaptureToGraph"}))
     name.append("_ptsz");
   HookSlot* s = find_hook(name.c_str());
   return s ? substitute(*s, p) : p;

@@ -24,6 +24,21 @@ void GraphMemory::add_node(uint64_t graph, uint64_t stream, GraphNode node) {
   graphs_[graph].push_back(std::move(node));
 }
 
+void GraphMemory::embed(uint64_t parent, uint64_t child) {
+  auto c = graphs_.find(child);
+  if (c == graphs_.end() || c->second.empty()) return;
+  std::vector<GraphNode> nodes = c->second;  // a copy: graphs_[parent] may rehash
+  auto& p = graphs_[parent];
+  p.insert(p.end(), nodes.begin(), nodes.end());
+}
+
+void GraphMemory::clone(uint64_t copy, uint64_t original) {
+  auto o = graphs_.find(original);
+  if (o == graphs_.end() || o->second.empty()) return;
+  std::vector<GraphNode> nodes = o->second;
+  graphs_[copy] = std::move(nodes);
+}
+
 void GraphMemory::instantiate(uint64_t exec, uint64_t graph, bool auto_free) {
   auto g = graphs_.find(graph);
   if (g == graphs_.end() || g->second.empty()) {

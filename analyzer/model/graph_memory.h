@@ -35,6 +35,14 @@ class GraphMemory {
   std::vector<GraphNode> end_capture(uint64_t stream, uint64_t graph, bool graph_known);
   // A node of graph `graph`, or of the graph being captured on `stream` (graph 0).
   void add_node(uint64_t graph, uint64_t stream, GraphNode node);
+  // A child graph node: `parent` now also runs `child`'s memory nodes. CUDA refuses a child with
+  // memory nodes when it clones the child (cudaGraphAddChildGraphNode), and moves them into the
+  // parent with cudaGraphChildGraphOwnershipMove (cudaGraphAddNode): either way the parent's
+  // launches run them.
+  void embed(uint64_t parent, uint64_t child);
+  // cudaGraphClone: the clone runs the original's nodes (CUDA 13 refuses to clone a graph with
+  // memory nodes; should it ever allow it, the clone's launches make the same memory live).
+  void clone(uint64_t copy, uint64_t original);
   void instantiate(uint64_t exec, uint64_t graph, bool auto_free);
   void destroy_exec(uint64_t exec) { execs_.erase(exec); }
   void destroy_graph(uint64_t graph) { graphs_.erase(graph); }

@@ -106,6 +106,8 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
     case EventKind::GraphInstantiate:
     case EventKind::GraphExecDestroy:
     case EventKind::GraphDestroy:
+    case EventKind::GraphChild:
+    case EventKind::GraphClone:
       return graph_call(ev, *api, stack);
     case EventKind::GraphMemTrim:
     case EventKind::Export:

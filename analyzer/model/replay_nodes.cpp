@@ -33,15 +33,21 @@ void Replay::end_capture(const format::Event& ev) {
 }
 
 void Replay::graph_call(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
+  // cudaGraphAddNode makes either kind of memory node: a free node is marked IsFree.
+  const EventKind kind = format::event_kind_of(api.kind, ev.f.mask);
   if (ev.result != 0) {
-    if (api.kind == EventKind::GraphAllocNode) ++anomalies_.failed_other;
+    if (kind == EventKind::GraphAllocNode) ++anomalies_.failed_other;
     return;
   }
-  switch (api.kind) {
+  switch (kind) {
     case EventKind::GraphAllocNode:
     case EventKind::GraphFreeNode:
       return graphs_.add_node(ev.f.graph, 0,
-                              GraphNode{api.kind == EventKind::GraphAllocNode, ev, stack});
+                              GraphNode{kind == EventKind::GraphAllocNode, ev, stack});
+    case EventKind::GraphChild:
+      return graphs_.embed(ev.f.graph, ev.f.handle);
+    case EventKind::GraphClone:
+      return graphs_.clone(ev.f.handle, ev.f.graph);
     case EventKind::GraphInstantiate:
       return graphs_.instantiate(ev.f.handle, ev.f.graph,
                                  ev.f.flags & 1);  // cudaGraphInstantiateFlagAutoFreeOnLaunch

@@ -379,9 +379,9 @@ enum class EventKind : uint8_t {
   Unmap = 8,        // cuMemUnmap
   // CUDA graphs: not memory themselves, but they say which allocations a graph owns (made while
   // its stream was being captured) and that replays allocate nothing new.
-  CaptureBegin = 9,   // cudaStreamBeginCapture: allocations on this stream now belong to a graph
-  CaptureEnd = 10,    // cudaStreamEndCapture
-  GraphLaunch = 11,   // cudaGraphLaunch: a replay
+  CaptureBegin = 9,  // cudaStreamBeginCapture: allocations on this stream now belong to a graph
+  CaptureEnd = 10,   // cudaStreamEndCapture
+  GraphLaunch = 11,  // cudaGraphLaunch: a replay
   // A framework allocator's blocks (PyTorch's tensors), carved out of memory it got through the
   // kinds above: a second layer, never to be counted on top of the segments they live in.
   BlockAlloc = 12,  // a block handed out
@@ -401,15 +401,27 @@ enum class EventKind : uint8_t {
   ImportClose = 21,  // address: cudaIpcCloseMemHandle
   Retain = 22,       // cuMemRetainAllocationHandle: one more reference to handle at address
   Export = 23,       // cuMemExportToShareableHandle: no new memory
+  // Graphs made of other graphs (issue 12). A kind is never stored in a log (it follows from the
+  // api id), so new kinds need no new format version.
+  GraphChild = 24,  // graph = the parent, handle = the child graph whose nodes it now runs
+  GraphClone = 25,  // handle = the clone, graph = the original: same memory nodes
 };
 
 // Runtime and Driver are CUDA's two APIs; Allocator is a framework's allocator reporting its
 // blocks (c10's reportMemoryUsageToProfiler, exported by PyTorch's libc10.so).
 enum class Layer : uint8_t { Runtime = 1, Driver = 2, Allocator = 3 };
 
-// What one event did: its entry point's kind, except that a block event marked IsFree is a free.
+// What one event did: its entry point's kind, except for entry points that do several things:
+// c10's one entry point takes a block back when marked IsFree; the generic cudaGraphAddNode /
+// cuGraphAddNode (kind GraphAllocNode) makes a free node when marked IsFree and a child graph
+// node when it names the child as its handle.
 inline constexpr EventKind event_kind_of(EventKind api_kind, uint16_t fields) {
-  return api_kind == EventKind::BlockAlloc && (fields & kIsFree) ? EventKind::BlockFree : api_kind;
+  if (api_kind == EventKind::BlockAlloc && (fields & kIsFree)) return EventKind::BlockFree;
+  if (api_kind == EventKind::GraphAllocNode) {
+    if (fields & kIsFree) return EventKind::GraphFreeNode;
+    if (fields & kHasHandle) return EventKind::GraphChild;
+  }
+  return api_kind;
 }
 
 inline const char* to_string(EventKind k) {
@@ -437,6 +449,10 @@ inline const char* to_string(EventKind k) {
     case EventKind::ImportClose: return "import-close";
     case EventKind::Retain: return "retain";
     case EventKind::Export: return "export";
+    case EventKind::GraphChild:
+      return "graph-child";
+    case EventKind::GraphClone:
+      return "graph-clone";
   }
   return "?";
 }

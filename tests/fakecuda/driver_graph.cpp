@@ -88,6 +88,18 @@ CUresult add_alloc_node(CUgraph graph, int device, size_t size, uintptr_t* out) 
   return CUDA_SUCCESS;
 }
 
+// An allocation node as cuGraphAddMemAllocNode and cuGraphAddNode make one: only pinned device
+// memory. The caller holds state().mu.
+CUresult add_alloc_node_from(CUgraph graph, const CUmemPoolProps& pool, size_t size, CUdeviceptr* out) {
+  if (pool.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      pool.location.type != CU_MEM_LOCATION_TYPE_DEVICE || !g_graphs.count(graph))
+    return CUDA_ERROR_INVALID_VALUE;
+  uintptr_t p = 0;
+  CUresult r = add_alloc_node(graph, pool.location.id, size, &p);
+  if (r == CUDA_SUCCESS) *out = p;
+  return r;
+}
+
 CUresult add_free_node(CUgraph graph, uintptr_t address) {
   auto it = g_node_memory.find(address);
   if (it == g_node_memory.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -97,14 +109,18 @@ CUresult add_free_node(CUgraph graph, uintptr_t address) {
   return CUDA_SUCCESS;
 }
 
-CUresult begin_capture(CUstream stream) {
+bool has_memory_nodes(CUgraph graph) { return !graph->nodes.empty(); }
+
+// Capture into `into` (cuStreamBeginCaptureToGraph), or into a new graph (nullptr).
+CUresult begin_capture(CUstream stream, CUgraph into = nullptr) {
   if (CUresult r = require_init()) return r;
   // Like CUDA: the legacy default stream cannot be captured.
   if (stream == nullptr || stream == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   std::lock_guard lock(state().mu);
   if (stream != CU_STREAM_PER_THREAD && !state().streams.count(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (g_capturing.count(stream)) return CUDA_ERROR_ILLEGAL_STATE;
-  auto* g = new CUgraph_st;
+  if (into && !g_graphs.count(into)) return CUDA_ERROR_INVALID_VALUE;
+  CUgraph g = into ? into : new CUgraph_st;
   g_graphs.insert(g);
   g_capturing[stream] = g;
   return CUDA_SUCCESS;
@@ -218,17 +234,10 @@ FAKECUDA_API CUresult cuStreamEndCapture_ptsz(CUstream stream, CUgraph* graph) {
 FAKECUDA_API CUresult cuGraphAddMemAllocNode(CUgraphNode* node, CUgraph graph, const CUgraphNode*,
                                              size_t, CUDA_MEM_ALLOC_NODE_PARAMS* params) {
   if (CUresult r = require_init()) return r;
-  if (!node || !params || params->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
-      params->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!node || !params) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(state().mu);
-  if (!g_graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
-  uintptr_t p = 0;
-  CUresult r = add_alloc_node(graph, params->poolProps.location.id, params->bytesize, &p);
-  if (r == CUDA_SUCCESS) {
-    params->dptr = p;
-    *node = &g_node;
-  }
+  CUresult r = add_alloc_node_from(graph, params->poolProps, params->bytesize, &params->dptr);
+  if (r == CUDA_SUCCESS) *node = &g_node;
   return r;
 }
 
@@ -311,4 +320,73 @@ FAKECUDA_API CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_a
   }
   *static_cast<cuuint64_t*>(value) = v;
   return CUDA_SUCCESS;
+}
+
+// The generic node API, as far as memory goes: allocation and free nodes as their own entry
+// points make them, a child graph node (memory nodes only when the child is moved into the
+// parent, as CUDA requires), and any other node type as a node without memory.
+FAKECUDA_API CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph graph, const CUgraphNode*,
+                                        const CUgraphEdgeData*, size_t, CUgraphNodeParams* params) {
+  if (CUresult r = require_init()) return r;
+  if (!node || !params) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(state().mu);
+  if (!g_graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = CUDA_SUCCESS;
+  switch (params->type) {
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      r = add_alloc_node_from(graph, params->alloc.poolProps, params->alloc.bytesize,
+                              &params->alloc.dptr);
+      break;
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      r = add_free_node(graph, params->free.dptr);
+      break;
+    case CU_GRAPH_NODE_TYPE_GRAPH: {
+      CUgraph child = params->graph.graph;
+      if (!g_graphs.count(child) || child == graph) return CUDA_ERROR_INVALID_VALUE;
+      if (has_memory_nodes(child) && params->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
+        return CUDA_ERROR_INVALID_VALUE;
+      graph->nodes.insert(graph->nodes.end(), child->nodes.begin(), child->nodes.end());
+      break;
+    }
+    default:
+      break;
+  }
+  if (r == CUDA_SUCCESS) *node = &g_node;
+  return r;
+}
+
+// Clones the child, which therefore may hold no memory nodes (CUDA's rule).
+FAKECUDA_API CUresult cuGraphAddChildGraphNode(CUgraphNode* node, CUgraph graph, const CUgraphNode*,
+                                               size_t, CUgraph child) {
+  if (CUresult r = require_init()) return r;
+  if (!node) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(state().mu);
+  if (!g_graphs.count(graph) || !g_graphs.count(child) || has_memory_nodes(child))
+    return CUDA_ERROR_INVALID_VALUE;
+  *node = &g_node;
+  return CUDA_SUCCESS;
+}
+
+// CUDA does not clone graphs with memory nodes.
+FAKECUDA_API CUresult cuGraphClone(CUgraph* copy, CUgraph original) {
+  if (CUresult r = require_init()) return r;
+  if (!copy) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(state().mu);
+  if (!g_graphs.count(original) || has_memory_nodes(original)) return CUDA_ERROR_INVALID_VALUE;
+  *copy = new CUgraph_st;
+  g_graphs.insert(*copy);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuStreamBeginCaptureToGraph(CUstream stream, CUgraph graph,
+                                                  const CUgraphNode*, const CUgraphEdgeData*,
+                                                  size_t, CUstreamCaptureMode) {
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  return begin_capture(stream, graph);
+}
+FAKECUDA_API CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream stream, CUgraph graph,
+                                                       const CUgraphNode* deps,
+                                                       const CUgraphEdgeData* edges, size_t n,
+                                                       CUstreamCaptureMode mode) {
+  return cuStreamBeginCaptureToGraph(stream, graph, deps, edges, n, mode);
 }

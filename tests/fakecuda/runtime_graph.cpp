@@ -136,6 +136,69 @@ FAKECUDA_API cudaError_t cudaDeviceGraphMemTrim(int device) {
   return record(to_runtime_error(driver().cuDeviceGraphMemTrim(device)));
 }
 
+// The runtime's node parameters, for the node types that are about memory, in the driver's
+// spelling (real cudart converts the same way); other types carry only their type here.
+CUgraphNodeParams to_driver(const cudaGraphNodeParams& p) {
+  CUgraphNodeParams d{};
+  d.type = static_cast<CUgraphNodeType>(p.type);
+  if (p.type == cudaGraphNodeTypeMemAlloc) {
+    d.alloc.poolProps.allocType = static_cast<CUmemAllocationType>(p.alloc.poolProps.allocType);
+    d.alloc.poolProps.location.type =
+        static_cast<CUmemLocationType>(p.alloc.poolProps.location.type);
+    d.alloc.poolProps.location.id = p.alloc.poolProps.location.id;
+    d.alloc.bytesize = p.alloc.bytesize;
+  } else if (p.type == cudaGraphNodeTypeMemFree) {
+    d.free.dptr = reinterpret_cast<CUdeviceptr>(p.free.dptr);
+  } else if (p.type == cudaGraphNodeTypeGraph) {
+    d.graph.graph = p.graph.graph;
+    d.graph.ownership = static_cast<CUgraphChildGraphNodeOwnership>(p.graph.ownership);
+  }
+  return d;
+}
+
+FAKECUDA_API cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                          const cudaGraphNode_t* deps, const cudaGraphEdgeData*,
+                                          size_t n, cudaGraphNodeParams* params) {
+  if (!params) return record(cudaErrorInvalidValue);
+  if (cudaError_t e = ensure_context()) return record(e);
+  CUgraphNodeParams d = to_driver(*params);
+  CUresult r = driver().cuGraphAddNode_v2(node, graph, deps, nullptr, n, &d);
+  if (r == CUDA_SUCCESS && params->type == cudaGraphNodeTypeMemAlloc)
+    params->alloc.dptr = reinterpret_cast<void*>(d.alloc.dptr);
+  return record(to_runtime_error(r));
+}
+
+FAKECUDA_API cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                                                    const cudaGraphNode_t* deps, size_t n,
+                                                    cudaGraph_t child) {
+  if (cudaError_t e = ensure_context()) return record(e);
+  return record(to_runtime_error(driver().cuGraphAddChildGraphNode(node, graph, deps, n, child)));
+}
+
+FAKECUDA_API cudaError_t cudaGraphClone(cudaGraph_t* copy, cudaGraph_t original) {
+  if (cudaError_t e = ensure_context()) return record(e);
+  return record(to_runtime_error(driver().cuGraphClone(copy, original)));
+}
+
+FAKECUDA_API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                                       const cudaGraphNode_t* deps,
+                                                       const cudaGraphEdgeData*, size_t n,
+                                                       cudaStreamCaptureMode mode) {
+  if (cudaError_t e = ensure_context()) return record(e);
+  return record(to_runtime_error(
+      driver().cuStreamBeginCaptureToGraph(reinterpret_cast<CUstream>(stream), graph, deps, nullptr,
+                                           n, static_cast<CUstreamCaptureMode>(mode))));
+}
+FAKECUDA_API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                                            const cudaGraphNode_t* deps,
+                                                            const cudaGraphEdgeData*, size_t n,
+                                                            cudaStreamCaptureMode mode) {
+  if (cudaError_t e = ensure_context()) return record(e);
+  return record(to_runtime_error(driver().cuStreamBeginCaptureToGraph_ptsz(
+      reinterpret_cast<CUstream>(stream), graph, deps, nullptr, n,
+      static_cast<CUstreamCaptureMode>(mode))));
+}
+
 // The runtime's attribute ids and values are the driver's.
 FAKECUDA_API cudaError_t cudaDeviceGetGraphMemAttribute(int device, cudaGraphMemAttributeType attr,
                                                         void* value) {

@@ -360,20 +360,22 @@ TEST(SelfContained, OnlyGlibcDependenciesAndOnlyHookedSymbolsExported) {
 
 // Graph launches and trims carry the driver's graph-pool figures (issue 12): the pool reserves
 // physical memory inside cuGraphLaunch, where no hook sees a call of its own. The simulated
-// pool keeps 32 MiB chunks; the scenario launches a 1 MiB node twice (auto-free relaunch), then
-// a graph that allocates and frees 2 MiB, then a captured 4 KiB allocation (twice through the
-// driver), frees everything and trims. The runtime path first launches two graphs without
-// memory nodes (scenario.cpp).
+// pool keeps 32 MiB chunks; scenario_memory_kinds.cpp launches a 1 MiB node twice (auto-free
+// relaunch), then a graph that allocates and frees 2 MiB, then a captured 4 KiB allocation
+// (twice through the driver), frees everything and trims. The runtime path first launches two
+// graphs without memory nodes (scenario.cpp).
 TEST(GraphPool, LaunchesAndTrimsCarryUsedAndReservedBytes) {
   constexpr uint64_t kMiB = 1 << 20, kChunk = 32 * kMiB;
   using Figures = std::vector<std::pair<uint64_t, uint64_t>>;
-  const Figures nodes = {{kMiB, kChunk}, {kMiB, kChunk}, {0, kChunk}, {4096, kChunk}};
-  Figures runtime = {{0, 0}, {0, 0}};
-  runtime.insert(runtime.end(), nodes.begin(), nodes.end());
-  runtime.emplace_back(0, 0);
-  Figures driver = nodes;
-  driver.emplace_back(4096, kChunk);
-  driver.emplace_back(0, 0);
+  // scenario_memory_kinds.cpp, then scenario_graph_nodes.cpp: a moved child's 1 MiB node,
+  // (runtime only: a 2 MiB node freed in its graph), two captures into existing graphs, each
+  // 4 KiB freed after its launch, a trim.
+  const Figures runtime = {{0, 0},      {0, 0},         {kMiB, kChunk}, {kMiB, kChunk},
+                           {0, kChunk}, {4096, kChunk}, {0, 0},         {kMiB, kChunk},
+                           {0, kChunk}, {4096, kChunk}, {4096, kChunk}, {0, 0}};
+  const Figures driver = {{kMiB, kChunk}, {kMiB, kChunk}, {0, kChunk},    {4096, kChunk},
+                          {4096, kChunk}, {0, 0},         {kMiB, kChunk}, {4096, kChunk},
+                          {4096, kChunk}, {0, 0}};
   for (const auto& [path, expected] :
        {std::pair{"runtime-symbol", runtime}, std::pair{"driver-symbol", driver}}) {
     SCOPED_TRACE(path);

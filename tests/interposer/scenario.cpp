@@ -275,6 +275,7 @@ int entry_points(const std::string& path) {
                                              : dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
     exercise_runtime(resolve_runtime(runtime));
     exercise_runtime_memory_kinds(runtime);
+    exercise_runtime_graph_nodes(runtime);
   } else {
     Resolve r = path == "driver-symbol"         ? by_symbol
                 : path == "driver-dlsym"        ? by_dlsym
@@ -287,6 +288,7 @@ int entry_points(const std::string& path) {
     driver_context();
     exercise_driver(resolve_driver(r));
     exercise_driver_memory_kinds(r);
+    exercise_driver_graph_nodes(r);
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <dlfcn.h>
 #include <cuda_runtime_api.h>
 
 #include <cinttypes>
@@ -31,6 +32,16 @@ inline void say(const char* api, uint64_t value, int result) {
     if (rc_ != CUDA_SUCCESS) die(#call, static_cast<int>(rc_)); \
   } while (0)
 
+// A pointer as the value say() reports.
+inline uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// A runtime function looked up with dlsym on `runtime` (the hook substitutes its wrapper).
+template <typename T>
+void rt(T& slot, void* runtime, const char* name) {
+  slot = reinterpret_cast<T>(dlsym(runtime, name));
+  if (!slot) die(name, -1);
+}
+
 // How a driver function is found: (exported name, base name for cuGetProcAddress, ptsz?).
 using Resolve = void* (*)(const char* exported, const char* base, bool ptsz);
 
@@ -44,3 +55,6 @@ void get(T& slot, Resolve r, const char* exported, const char* base, bool ptsz =
 // `r` finds (scenario_memory_kinds.cpp); the runtime's through dlsym on `runtime`.
 void exercise_driver_memory_kinds(Resolve r);
 void exercise_runtime_memory_kinds(void* runtime);
+// Graphs of graphs, the generic node API, capture into a graph (scenario_graph_nodes.cpp).
+void exercise_driver_graph_nodes(Resolve r);
+void exercise_runtime_graph_nodes(void* runtime);

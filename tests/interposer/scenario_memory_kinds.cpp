@@ -9,18 +9,6 @@
 
 #include "scenario.h"
 
-namespace {
-
-uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
-template <typename T>
-void rt(T& slot, void* runtime, const char* name) {
-  slot = reinterpret_cast<T>(dlsym(runtime, name));
-  if (!slot) die(name, -1);
-}
-
-}  // namespace
-
 void exercise_runtime_memory_kinds(void* runtime) {
   struct {
     decltype(&cudaGraphAddMemAllocNode) add_alloc;

@@ -25,9 +25,10 @@ const Series& device0(const Replay& r) {
   return none;
 }
 
-void alloc_node(Scenario& s, uint64_t address, uint64_t size, uint32_t stack = 0) {
-  format::Event& ev = s.event(11, ApiId::cudaGraphAddMemAllocNode, stack);
-  ev.f.set_graph(kGraph);
+void alloc_node(Scenario& s, uint64_t address, uint64_t size, uint32_t stack = 0,
+                ApiId api = ApiId::cudaGraphAddMemAllocNode, uint64_t graph = kGraph) {
+  format::Event& ev = s.event(11, api, stack);
+  ev.f.set_graph(graph);
   ev.f.set_address(address);
   ev.f.set_size(size);
   ev.f.set_device(0);
@@ -165,6 +166,82 @@ TEST(GraphMemory, CapturedStreamOrderedCallsAreNodesOfTheCapturedGraph) {
   EXPECT_EQ(d.peak_bytes, 4096u + 512);
   EXPECT_EQ(d.live_bytes, 0u);
   EXPECT_EQ(run->replay.anomalies().unknown_frees, 0u);
+}
+
+// The generic node API (cudaGraphAddNode): an allocation node, a free node (IsFree) and a child
+// graph (its handle) in one entry point. A child moved into its parent runs with the parent.
+TEST(GraphMemory, GenericNodesAndAMovedChildGraphRunWithTheParent) {
+  constexpr uint64_t kChild = 0x910, kParent = kGraph;
+  Scenario s(10);
+  alloc_node(s, 0x10000000, 2 * kMiB, 0, ApiId::cudaGraphAddNode, kChild);
+  format::Event& f = s.event(11, ApiId::cudaGraphAddNode);
+  f.f.set_graph(kChild);
+  f.f.set_address(0x10000000);
+  f.f.set_free();
+  alloc_node(s, 0x20000000, kMiB, 0, ApiId::cudaGraphAddNode, kChild);
+  format::Event& child = s.event(11, ApiId::cudaGraphAddNode);
+  child.f.set_graph(kParent);
+  child.f.set_handle(kChild);
+  instantiate(s);  // the parent
+  launch(s);
+  const auto run = replay(s);
+  const Series& d = device0(run->replay);
+  EXPECT_EQ(d.allocations, 2u);
+  EXPECT_EQ(d.frees_by_api[uint8_t(ApiId::cudaGraphAddNode)], 1u) << "the free node";
+  EXPECT_EQ(d.live_bytes, kMiB);
+  EXPECT_EQ(d.peak_bytes, 2 * kMiB) << "the nodes run in the order they were added";
+  EXPECT_EQ(run->replay.anomalies().failed_other, 0u);
+}
+
+// cudaGraphAddChildGraphNode and cudaGraphClone: the parent and the clone run the nodes of the
+// graph they were made from; a refused clone (CUDA 13 refuses memory nodes) makes nothing.
+TEST(GraphMemory, ChildNodesAndClonesRunTheirGraphsNodes) {
+  constexpr uint64_t kChild = 0x910, kClone = 0x920, kCloneExec = 0x921;
+  Scenario s(10);
+  alloc_node(s, 0x10000000, kMiB, 0, ApiId::cuGraphAddMemAllocNode, kChild);
+  format::Event& refused = s.event(11, ApiId::cudaGraphClone);
+  refused.f.set_graph(kChild);
+  refused.result = 1;  // cudaErrorInvalidValue
+  format::Event& c = s.event(11, ApiId::cuGraphClone);
+  c.f.set_graph(kChild);
+  c.f.set_handle(kClone);
+  format::Event& e = s.event(11, ApiId::cuGraphAddChildGraphNode);
+  e.f.set_graph(kGraph);
+  e.f.set_handle(kChild);
+  instantiate(s);
+  launch(s);
+  s.free(11, ApiId::cudaFree, 0x10000000);
+  format::Event& i = s.event(11, ApiId::cudaGraphInstantiateWithFlags);
+  i.f.set_handle(kCloneExec);
+  i.f.set_graph(kClone);
+  s.event(11, ApiId::cudaGraphLaunch).f.set_handle(kCloneExec);
+  const auto run = replay(s);
+  const Series& d = device0(run->replay);
+  EXPECT_EQ(d.allocations, 2u) << "the parent's launch, then the clone's";
+  EXPECT_EQ(d.live_bytes, kMiB);
+  EXPECT_EQ(run->replay.anomalies().unknown_frees, 0u);
+}
+
+// cudaStreamBeginCaptureToGraph: what is captured joins the graph's own nodes.
+TEST(GraphMemory, CaptureIntoAnExistingGraphAddsToItsNodes) {
+  Scenario s(10);
+  alloc_node(s, 0x10000000, kMiB);
+  format::Event& begin = s.event(11, ApiId::cudaStreamBeginCaptureToGraph);
+  begin.f.set_stream(kStream);
+  begin.f.set_graph(kGraph);
+  format::Event& m = s.event(11, ApiId::cudaMallocAsync);
+  m.f.set_stream(kStream);
+  m.f.set_address(0x20000000);
+  m.f.set_size(4096);
+  m.f.set_device(0);
+  format::Event& end = s.event(11, ApiId::cudaStreamEndCapture);
+  end.f.set_stream(kStream);
+  end.f.set_graph(kGraph);
+  instantiate(s);
+  launch(s);
+  const auto run = replay(s);
+  EXPECT_EQ(device0(run->replay).live_bytes, kMiB + 4096);
+  EXPECT_EQ(device0(run->replay).allocations, 2u);
 }
 
 // A free of a node's address whose launch the log never saw is said as such, not as unknown.
