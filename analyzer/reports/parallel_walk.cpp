@@ -22,7 +22,8 @@ namespace {
 
 struct Slot {
   bool done = false;
-  bool skipped = false;  // not the --pid asked for
+  bool skipped = false;  // not the --pid asked for, or an old directory of no CUDA call
+  bool no_cuda = false;  // the latter (made_no_cuda_call)
   std::unique_ptr<ProcessResult> result;
   std::string read_error;        // a ReadError's message: the log is unreadable
   std::exception_ptr exception;  // anything else, rethrown on the calling thread
@@ -44,6 +45,7 @@ int walk_processes_parallel(
     fmt::print(err, "gmemhook: {}\n", e.what());
     return kExitUnreadable;
   }
+  const bool whole_run = names_whole_run(run);  // as walk_processes: old no-CUDA dirs skipped
   std::vector<Slot> slots(dirs.size());
   std::mutex mutex;
   std::condition_variable ready;
@@ -57,6 +59,8 @@ int walk_processes_parallel(
         auto reader = std::make_unique<ProcessReader>(ProcessReader::open(dirs[i]));
         if (only_pid && reader->info().pid != *only_pid)
           s.skipped = true;
+        else if (whole_run && !only_pid && made_no_cuda_call(*reader))
+          s.skipped = s.no_cuda = true;
         else
           s.result = analyze(std::move(reader));
       } catch (const ReadError& e) {
@@ -76,7 +80,7 @@ int walk_processes_parallel(
   std::vector<std::jthread> workers;
   for (size_t t = 0; t < std::min<size_t>(jobs, dirs.size()); ++t) workers.emplace_back(work);
 
-  size_t visited = 0;
+  size_t visited = 0, no_cuda = 0;
   int status = kExitOk;
   std::exception_ptr failure;
   for (size_t i = 0; i < slots.size(); ++i) {
@@ -96,6 +100,7 @@ int walk_processes_parallel(
       }
       break;
     }
+    no_cuda += s.no_cuda;
     if (s.skipped) continue;
     ++visited;
     deliver(*s.result);
@@ -103,6 +108,7 @@ int walk_processes_parallel(
   workers.clear();  // joins: a worker still busy with a later process finishes it unseen
   if (failure) std::rethrow_exception(failure);
   if (status != kExitOk) return status;
+  say_skipped_no_cuda(err, no_cuda);
   if (only_pid && visited == 0) {
     fmt::print(err, "gmemhook: no process with pid {} in {}\n", *only_pid, run.string());
     return kExitReportFailure;

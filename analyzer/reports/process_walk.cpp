@@ -20,14 +20,25 @@ bool made_no_cuda_call(const ProcessReader& reader) {
          !(reader.end() && reader.end()->cuda_used);
 }
 
+bool names_whole_run(const std::filesystem::path& run) {
+  return !std::filesystem::exists(run / "process.gmh") && !std::filesystem::is_regular_file(run);
+}
+
+void say_skipped_no_cuda(std::FILE* err, size_t skipped) {
+  if (!skipped) return;
+  fmt::print(err,
+             "gmemhook: {} process director{} of processes that made no CUDA call skipped "
+             "(left by a hook older than log format {})\n",
+             skipped, skipped == 1 ? "y" : "ies", kDirectoryAtFirstCudaCall);
+}
+
 int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> only_pid,
                    std::FILE* out, std::FILE* err, const std::function<void(ProcessReader&)>& visit,
                    bool say_skipped) {
   size_t visited = 0, skipped = 0;
   try {
     // One named process directory is shown whatever it holds: the user asked for it.
-    const bool whole_run =
-        !std::filesystem::exists(run / "process.gmh") && !std::filesystem::is_regular_file(run);
+    const bool whole_run = names_whole_run(run);
     for (const std::filesystem::path& dir : find_process_dirs(run)) {
       ProcessReader reader = ProcessReader::open(dir);
       if (only_pid && reader.info().pid != *only_pid) continue;
@@ -43,11 +54,7 @@ int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> onl
     fmt::print(err, "gmemhook: {}\n", e.what());
     return kExitUnreadable;
   }
-  if (skipped && say_skipped)
-    fmt::print(err,
-               "gmemhook: {} process director{} of processes that made no CUDA call skipped "
-               "(left by a hook older than log format {})\n",
-               skipped, skipped == 1 ? "y" : "ies", kDirectoryAtFirstCudaCall);
+  if (say_skipped) say_skipped_no_cuda(err, skipped);
   if (only_pid && visited == 0) {
     fmt::print(err, "gmemhook: no process with pid {} in {}\n", *only_pid, run.string());
     return kExitReportFailure;

@@ -34,4 +34,10 @@ int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> onl
 // record saying CUDA was used. From format 3 on a directory is made at the first CUDA call.
 bool made_no_cuda_call(const ProcessReader& reader);
 
+// Whether `run` names a whole run (not one process directory or file): only then are old
+// no-CUDA directories skipped, since a directory named on its own is shown whatever it holds.
+bool names_whole_run(const std::filesystem::path& run);
+// The one line that says how many such directories were skipped (nothing when none).
+void say_skipped_no_cuda(std::FILE* err, size_t skipped);
+
 }  // namespace gmemhook::analysis
