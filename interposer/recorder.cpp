@@ -255,6 +255,7 @@ bool is_graph_kind(EventKind k) {
     case EventKind::CaptureBegin:
     case EventKind::CaptureEnd:
     case EventKind::GraphLaunch:
+    case EventKind::GraphUpload:
     case EventKind::GraphFreeNode:
     case EventKind::GraphInstantiate:
     case EventKind::GraphExecDestroy:

@@ -76,9 +76,10 @@ void* substitute_driver(const char* symbol, void* p, int cuda_version, uint64_t 
     name.append("_v2");
   }
   if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) &&
-      in_list(symbol, {"cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocFromPoolAsync",
-                       "cuStreamBeginCapture", "cuStreamEndCapture", "cuGraphLaunch",
-                       "cuGraphInstantiateWithParams", "cuStreamBeginCaptureToGraph"}))
+      in_list(symbol,
+              {"cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocFromPoolAsync",
+               "cuStreamBeginCapture", "cuStreamEndCapture", "cuGraphLaunch", "cuGraphUpload",
+               "cuGraphInstantiateWithParams", "cuStreamBeginCaptureToGraph"}))
     name.append("_ptsz");
   HookSlot* s = find_hook(name.c_str());
   return s ? substitute(*s, p) : p;

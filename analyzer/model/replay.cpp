@@ -110,6 +110,7 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
     case EventKind::GraphClone:
       return graph_call(ev, *api, stack);
     case EventKind::GraphMemTrim:
+    case EventKind::GraphUpload:  // the pool reserves (GraphPoolFigures): nothing is allocated yet
     case EventKind::Export:
       return;  // no memory comes or goes
     case EventKind::Import:

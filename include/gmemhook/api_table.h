@@ -85,6 +85,13 @@
   X(82, cudaGraphLaunch_ptsz, Runtime, GraphLaunch, None, (cudaGraphExec_t exec, cudaStream_t s),  \
     (exec, s), e.set_handle((uintptr_t)exec);                                                      \
     e.set_stream((uintptr_t)s); if (ok) e.set_graph_pool(-1);)                                     \
+  /* an upload maps a graph's memory ahead of its first launch: the pool's figures after it */     \
+  X(131, cudaGraphUpload, Runtime, GraphUpload, None, (cudaGraphExec_t exec, cudaStream_t s),      \
+    (exec, s), e.set_handle((uintptr_t)exec);                                                      \
+    e.set_stream((uintptr_t)s); if (ok) e.set_graph_pool(-1);)                                     \
+  X(132, cudaGraphUpload_ptsz, Runtime, GraphUpload, None, (cudaGraphExec_t exec, cudaStream_t s), \
+    (exec, s), e.set_handle((uintptr_t)exec);                                                      \
+    e.set_stream((uintptr_t)s); if (ok) e.set_graph_pool(-1);)                                     \
   /* graph memory nodes: the address is fixed at the node, the memory comes with a launch */       \
   X(                                                                                               \
       18, cudaGraphAddMemAllocNode, Runtime, GraphAllocNode, Device,                               \
@@ -111,11 +118,15 @@
   X(22, cudaGraphInstantiateWithParams, Runtime, GraphInstantiate, None,                           \
     (cudaGraphExec_t * exec, cudaGraph_t g, cudaGraphInstantiateParams * params),                  \
     (exec, g, params), if (ok && exec) e.set_handle((uintptr_t)*exec);                             \
-    e.set_graph((uintptr_t)g); if (params) e.set_flags(params->flags);)                            \
+    e.set_graph((uintptr_t)g); if (params) e.set_flags(params->flags);                             \
+    if (ok && params && (params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))                      \
+        e.set_graph_pool(-1);)                                                                     \
   X(83, cudaGraphInstantiateWithParams_ptsz, Runtime, GraphInstantiate, None,                      \
     (cudaGraphExec_t * exec, cudaGraph_t g, cudaGraphInstantiateParams * params),                  \
     (exec, g, params), if (ok && exec) e.set_handle((uintptr_t)*exec);                             \
-    e.set_graph((uintptr_t)g); if (params) e.set_flags(params->flags);)                            \
+    e.set_graph((uintptr_t)g); if (params) e.set_flags(params->flags);                             \
+    if (ok && params && (params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))                      \
+        e.set_graph_pool(-1);)                                                                     \
   X(23, cudaGraphExecDestroy, Runtime, GraphExecDestroy, None, (cudaGraphExec_t exec), (exec),     \
     e.set_handle((uintptr_t)exec);)                                                                \
   X(24, cudaGraphDestroy, Runtime, GraphDestroy, None, (cudaGraph_t g), (g),                       \
@@ -278,15 +289,25 @@
   X(103, cuGraphInstantiateWithParams, Driver, GraphInstantiate, None,                             \
     (CUgraphExec * exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS * params), (exec, g, params),    \
     if (ok && exec) e.set_handle((uintptr_t)*exec);                                                \
-    e.set_graph((uintptr_t)g); if (params) e.set_flags(params->flags);)                            \
+    e.set_graph((uintptr_t)g); if (params) e.set_flags(params->flags);                             \
+    if (ok && params && (params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))                      \
+        e.set_graph_pool(-1);)                                                                     \
   X(104, cuGraphInstantiateWithParams_ptsz, Driver, GraphInstantiate, None,                        \
     (CUgraphExec * exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS * params), (exec, g, params),    \
     if (ok && exec) e.set_handle((uintptr_t)*exec);                                                \
-    e.set_graph((uintptr_t)g); if (params) e.set_flags(params->flags);)                            \
+    e.set_graph((uintptr_t)g); if (params) e.set_flags(params->flags);                             \
+    if (ok && params && (params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))                      \
+        e.set_graph_pool(-1);)                                                                     \
   X(105, cuGraphLaunch, Driver, GraphLaunch, None, (CUgraphExec exec, CUstream s), (exec, s),      \
     e.set_handle((uintptr_t)exec);                                                                 \
     e.set_stream((uintptr_t)s); if (ok) e.set_graph_pool(-1);)                                     \
   X(106, cuGraphLaunch_ptsz, Driver, GraphLaunch, None, (CUgraphExec exec, CUstream s), (exec, s), \
+    e.set_handle((uintptr_t)exec);                                                                 \
+    e.set_stream((uintptr_t)s); if (ok) e.set_graph_pool(-1);)                                     \
+  X(133, cuGraphUpload, Driver, GraphUpload, None, (CUgraphExec exec, CUstream s), (exec, s),      \
+    e.set_handle((uintptr_t)exec);                                                                 \
+    e.set_stream((uintptr_t)s); if (ok) e.set_graph_pool(-1);)                                     \
+  X(134, cuGraphUpload_ptsz, Driver, GraphUpload, None, (CUgraphExec exec, CUstream s), (exec, s), \
     e.set_handle((uintptr_t)exec);                                                                 \
     e.set_stream((uintptr_t)s); if (ok) e.set_graph_pool(-1);)                                     \
   X(107, cuGraphExecDestroy, Driver, GraphExecDestroy, None, (CUgraphExec exec), (exec),           \

@@ -242,12 +242,13 @@ inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
 // then carry actual minus expected (mod 2^64). A typical block event stores no total at all; a
 // block for which the allocator reserved a new segment, or one of another device or thread in
 // between, adds a few bytes.
-// Graph pool totals (HasTotals on a graph-launch or graph-mem-trim event, issue 12): the same
-// two fields, stored the same way, carry the driver's figures for the device's graph memory
-// pool after the call (cuDeviceGetGraphMemAttribute): allocated = bytes the allocation nodes
-// hold (USED_MEM_CURRENT), reserved = physical memory the pool keeps (RESERVED_MEM_CURRENT).
-// The pool reserves and releases that memory inside cuGraphLaunch and the trim, where no hook
-// sees a call of its own. Absent when the driver could not say.
+// Graph pool totals (HasTotals on a graph-launch, graph-upload or graph-mem-trim event, or an
+// instantiation that uploads, issue 12): the same two fields, stored the same way, carry the
+// driver's figures for the device's graph memory pool after the call
+// (cuDeviceGetGraphMemAttribute): allocated = bytes the allocation nodes hold
+// (USED_MEM_CURRENT), reserved = physical memory the pool keeps (RESERVED_MEM_CURRENT).
+// The pool reserves and releases that memory inside cuGraphLaunch, cuGraphUpload and the trim,
+// where no hook sees a call of its own. Absent when the driver could not say.
 // IsFree carries no value: the call gave the memory back (an allocator that reports both
 // directions through one entry point, like c10's, with a negative size). See event_kind_of().
 //
@@ -405,6 +406,9 @@ enum class EventKind : uint8_t {
   // api id), so new kinds need no new format version.
   GraphChild = 24,  // graph = the parent, handle = the child graph whose nodes it now runs
   GraphClone = 25,  // handle = the clone, graph = the original: same memory nodes
+  // cudaGraphUpload: handle = the exec. Maps its memory ahead of the first launch (the pool
+  // reserves); nothing is allocated until a launch runs the nodes.
+  GraphUpload = 26,
 };
 
 // Runtime and Driver are CUDA's two APIs; Allocator is a framework's allocator reporting its
@@ -453,6 +457,8 @@ inline const char* to_string(EventKind k) {
       return "graph-child";
     case EventKind::GraphClone:
       return "graph-clone";
+    case EventKind::GraphUpload:
+      return "graph-upload";
   }
   return "?";
 }

@@ -4,9 +4,12 @@
 // an allocation node's address is fixed when the node is made and its memory is allocated by
 // each launch that finds it free; it stays allocated until a free node, cuMemFree or an
 // auto-free-on-launch relaunch gives it back. The device's graph memory pool keeps physical
-// memory in 32 MiB chunks (as CUPTI shows on an H200): a launch reserves what its nodes need
-// beyond what the pool already holds, frees leave it reserved, and only a trim gives back the
-// chunks no live allocation needs (cuDeviceGetGraphMemAttribute reports both figures).
+// memory in 32 MiB chunks (as CUPTI shows on an H200): a launch, or an upload before it
+// (cuGraphUpload maps the exec's memory ahead of its first launch, the programming guide's
+// "First Launch / cudaGraphUpload"), reserves what its nodes need beyond what the pool already
+// holds, frees leave it reserved, and only a trim gives back the chunks no live allocation needs.
+// cuDeviceGetGraphMemAttribute reports both figures; its used figure counts each live allocation
+// in whole chunks, as the H200 does (160 MiB used for 64 + 64 + 4 MiB).
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -53,19 +56,23 @@ struct GraphPool {
 };
 std::map<int, GraphPool> g_pools;  // by device
 
-// Bytes that launches of allocation nodes hold now on `device`.
+// What an allocation node holds of the pool while its memory is live: whole chunks.
+size_t pool_bytes(size_t size) { return round_up(size, kGraphPoolChunk); }
+
+// Bytes that launches of allocation nodes hold now on `device`, in the pool's chunks.
 size_t graph_memory_used(int device) {
   size_t used = 0;
   for (const auto& [base, a] : state().allocations)
-    if (a.kind == AllocKind::Graph && a.device == device) used += a.charged;
+    if (a.kind == AllocKind::Graph && a.device == device) used += pool_bytes(a.size);
   return used;
 }
 
-// After a launch (grow = true) or a trim: the pool holds whole chunks covering what is used.
-void settle_graph_pool(int device, bool grow) {
+// After a launch (grow = true) or a trim: the pool holds whole chunks covering what is used,
+// and `ahead` bytes more an upload mapped for allocations its exec has not made yet.
+void settle_graph_pool(int device, bool grow, size_t ahead = 0) {
   GraphPool& p = g_pools[device];
   const size_t used = graph_memory_used(device);
-  const size_t needed = round_up(used, kGraphPoolChunk);
+  const size_t needed = used + ahead;
   p.reserved = grow ? std::max(p.reserved, needed) : needed;
   p.used_high = std::max(p.used_high, used);
   p.reserved_high = std::max(p.reserved_high, p.reserved);
@@ -192,6 +199,20 @@ CUresult launch(CUgraphExec exec) {
   return CUDA_SUCCESS;
 }
 
+// An upload maps the memory of the exec's allocation nodes that are not allocated now, so its
+// first launch finds the pool ready; nothing is allocated until that launch.
+CUresult upload(CUgraphExec exec) {
+  if (CUresult r = require_init()) return r;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (!g_execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
+  std::map<int, size_t> ahead;  // by device
+  for (const MemNode& n : exec->nodes)
+    if (n.alloc && !s.allocations.count(n.address)) ahead[n.device] += pool_bytes(n.size);
+  for (const auto& [device, bytes] : ahead) settle_graph_pool(device, true, bytes);
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 namespace fakecuda {
@@ -260,7 +281,10 @@ FAKECUDA_API CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph gr
                                                    CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
   if (!params) return CUDA_ERROR_INVALID_VALUE;
   params->result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
-  return instantiate(exec, graph, params->flags);
+  CUresult r = instantiate(exec, graph, params->flags);
+  // Instantiation may upload at once (into params->hUploadStream), as cuGraphUpload would.
+  if (r == CUDA_SUCCESS && (params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)) r = upload(*exec);
+  return r;
 }
 FAKECUDA_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph graph,
                                                         CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
@@ -269,6 +293,8 @@ FAKECUDA_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgra
 
 FAKECUDA_API CUresult cuGraphLaunch(CUgraphExec exec, CUstream) { return launch(exec); }
 FAKECUDA_API CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream) { return launch(exec); }
+FAKECUDA_API CUresult cuGraphUpload(CUgraphExec exec, CUstream) { return upload(exec); }
+FAKECUDA_API CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream) { return upload(exec); }
 
 // Destroying an exec or a graph frees nothing a launch allocated: that memory stays until it is
 // freed (CUDA's rule too).

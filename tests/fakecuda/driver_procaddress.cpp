@@ -97,6 +97,7 @@ const ProcEntry kProcs[] = {
     {"cuGraphInstantiateWithParams", 12000, fn(cuGraphInstantiateWithParams),
      fn(cuGraphInstantiateWithParams_ptsz)},
     {"cuGraphLaunch", 10000, fn(cuGraphLaunch), fn(cuGraphLaunch_ptsz)},
+    {"cuGraphUpload", 11010, fn(cuGraphUpload), fn(cuGraphUpload_ptsz)},
     {"cuGraphExecDestroy", 10000, fn(cuGraphExecDestroy), nullptr},
     {"cuGraphDestroy", 10000, fn(cuGraphDestroy), nullptr},
     {"cuDeviceGraphMemTrim", 11040, fn(cuDeviceGraphMemTrim), nullptr},

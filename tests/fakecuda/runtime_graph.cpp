@@ -51,6 +51,13 @@ cudaError_t launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thread) {
   return record(to_runtime_error(fn(exec, as_stream(stream))));
 }
 
+cudaError_t upload(cudaGraphExec_t exec, cudaStream_t stream, bool per_thread) {
+  if (cudaError_t e = ensure_context()) return record(e);
+  const auto& d = driver();
+  auto fn = per_thread ? d.cuGraphUpload_ptsz : d.cuGraphUpload;
+  return record(to_runtime_error(fn(exec, as_stream(stream))));
+}
+
 }  // namespace
 
 extern "C" {
@@ -119,6 +126,12 @@ FAKECUDA_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t
 }
 FAKECUDA_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
   return launch(graphExec, stream, true);
+}
+FAKECUDA_API cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  return upload(graphExec, stream, false);
+}
+FAKECUDA_API cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  return upload(graphExec, stream, true);
 }
 
 FAKECUDA_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {

@@ -63,6 +63,8 @@
     CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)                                                \
   X(cuGraphLaunch, "cuGraphLaunch", CU_GET_PROC_ADDRESS_DEFAULT)                                  \
   X(cuGraphLaunch_ptsz, "cuGraphLaunch", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)           \
+  X(cuGraphUpload, "cuGraphUpload", CU_GET_PROC_ADDRESS_DEFAULT)                                  \
+  X(cuGraphUpload_ptsz, "cuGraphUpload", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)           \
   X(cuGraphExecDestroy, "cuGraphExecDestroy", CU_GET_PROC_ADDRESS_DEFAULT)                        \
   X(cuGraphDestroy, "cuGraphDestroy", CU_GET_PROC_ADDRESS_DEFAULT)                                \
   X(cuDeviceGraphMemTrim, "cuDeviceGraphMemTrim", CU_GET_PROC_ADDRESS_DEFAULT)                    \

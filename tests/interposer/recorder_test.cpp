@@ -358,34 +358,50 @@ TEST(SelfContained, OnlyGlibcDependenciesAndOnlyHookedSymbolsExported) {
   EXPECT_GE(exported, static_cast<int>(std::size(format::kApis)));
 }
 
-// Graph launches and trims carry the driver's graph-pool figures (issue 12): the pool reserves
-// physical memory inside cuGraphLaunch, where no hook sees a call of its own. The simulated
-// pool keeps 32 MiB chunks; scenario_memory_kinds.cpp launches a 1 MiB node twice (auto-free
-// relaunch), then a graph that allocates and frees 2 MiB, then a captured 4 KiB allocation
-// (twice through the driver), frees everything and trims. The runtime path first launches two
-// graphs without memory nodes (scenario.cpp).
-TEST(GraphPool, LaunchesAndTrimsCarryUsedAndReservedBytes) {
-  constexpr uint64_t kMiB = 1 << 20, kChunk = 32 * kMiB;
+// Graph launches, uploads and trims carry the driver's graph-pool figures (issue 12): the pool
+// reserves physical memory inside cuGraphLaunch and cuGraphUpload, where no hook sees a call of
+// its own. The simulated pool keeps 32 MiB chunks and, like the H200's driver, counts each live
+// allocation in whole chunks as used. scenario_memory_kinds.cpp launches a 1 MiB node twice
+// (auto-free relaunch), then a graph that allocates and frees 2 MiB, then a captured 4 KiB
+// allocation (twice through the driver), frees everything and trims. The runtime path first
+// launches two graphs without memory nodes (scenario.cpp).
+TEST(GraphPool, LaunchesUploadsAndTrimsCarryUsedAndReservedBytes) {
+  constexpr uint64_t kChunk = 32 << 20;
+  constexpr uint64_t kUploadFlag = 2;  // CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD
   using Figures = std::vector<std::pair<uint64_t, uint64_t>>;
-  // scenario_memory_kinds.cpp, then scenario_graph_nodes.cpp: a moved child's 1 MiB node,
-  // (runtime only: a 2 MiB node freed in its graph), two captures into existing graphs, each
-  // 4 KiB freed after its launch, a trim.
-  const Figures runtime = {{0, 0},      {0, 0},         {kMiB, kChunk}, {kMiB, kChunk},
-                           {0, kChunk}, {4096, kChunk}, {0, 0},         {kMiB, kChunk},
-                           {0, kChunk}, {4096, kChunk}, {4096, kChunk}, {0, 0}};
-  const Figures driver = {{kMiB, kChunk}, {kMiB, kChunk}, {0, kChunk},    {4096, kChunk},
-                          {4096, kChunk}, {0, 0},         {kMiB, kChunk}, {4096, kChunk},
-                          {4096, kChunk}, {0, 0}};
-  for (const auto& [path, expected] :
+  // scenario_graph_nodes.cpp: a moved child's 1 MiB node, (runtime only: a 2 MiB node freed in
+  // its graph), two captures into existing graphs, each 4 KiB freed after its launch, a trim.
+  const Figures runtime = {{0, 0},      {0, 0},           {kChunk, kChunk}, {kChunk, kChunk},
+                           {0, kChunk}, {kChunk, kChunk}, {0, 0},           {kChunk, kChunk},
+                           {0, kChunk}, {kChunk, kChunk}, {kChunk, kChunk}, {0, 0}};
+  const Figures driver = {
+      {kChunk, kChunk}, {kChunk, kChunk}, {0, kChunk},      {kChunk, kChunk}, {kChunk, kChunk},
+      {0, 0},           {kChunk, kChunk}, {kChunk, kChunk}, {kChunk, kChunk}, {0, 0}};
+  // scenario_graph_upload.cpp: an 8 MiB node uploaded (reserved, nothing used), launched, freed
+  // and trimmed, uploaded again; a 40 MiB node instantiated with the upload flag (two chunks);
+  // a trim.
+  const Figures uploads = {{0, kChunk}, {kChunk, kChunk}, {0, 0},
+                           {0, kChunk}, {0, 2 * kChunk},  {0, 0}};
+  for (auto [path, expected] :
        {std::pair{"runtime-symbol", runtime}, std::pair{"driver-symbol", driver}}) {
     SCOPED_TRACE(path);
+    expected.insert(expected.end(), uploads.begin(), uploads.end());
     fs::path out = temp_dir("graph-pool");
     RunResult r = run({scenario_path(), "entry-points", path}, traced_env(out));
     ASSERT_TRUE(r.exited(0)) << r.err;
     Figures seen;
     for (const auto& e : only_process(out).events) {
-      if (e.kind != EventKind::GraphLaunch && e.kind != EventKind::GraphMemTrim) continue;
+      const bool pool_call = e.kind == EventKind::GraphLaunch || e.kind == EventKind::GraphUpload ||
+                             e.kind == EventKind::GraphMemTrim;
       if (e.ev.result != 0) continue;
+      if (e.kind == EventKind::GraphInstantiate) {
+        // Only an instantiation that uploads asks the pool.
+        const bool uploads_too = e.ev.f.flags & kUploadFlag;
+        EXPECT_EQ(e.ev.f.has(format::kHasTotals), uploads_too) << e.api;
+        if (!uploads_too) continue;
+      } else if (!pool_call) {
+        continue;
+      }
       ASSERT_TRUE(e.ev.f.has(format::kHasTotals)) << e.api;
       EXPECT_EQ(e.ev.f.device, 0) << e.api;
       seen.emplace_back(e.ev.f.allocated, e.ev.f.reserved);

@@ -276,6 +276,7 @@ int entry_points(const std::string& path) {
     exercise_runtime(resolve_runtime(runtime));
     exercise_runtime_memory_kinds(runtime);
     exercise_runtime_graph_nodes(runtime);
+    exercise_runtime_graph_upload(runtime);
   } else {
     Resolve r = path == "driver-symbol"         ? by_symbol
                 : path == "driver-dlsym"        ? by_dlsym
@@ -289,6 +290,7 @@ int entry_points(const std::string& path) {
     exercise_driver(resolve_driver(r));
     exercise_driver_memory_kinds(r);
     exercise_driver_graph_nodes(r);
+    exercise_driver_graph_upload(r);
   }
   return 0;
 }

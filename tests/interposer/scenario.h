@@ -58,3 +58,6 @@ void exercise_runtime_memory_kinds(void* runtime);
 // Graphs of graphs, the generic node API, capture into a graph (scenario_graph_nodes.cpp).
 void exercise_driver_graph_nodes(Resolve r);
 void exercise_runtime_graph_nodes(void* runtime);
+// Graph uploads (scenario_graph_upload.cpp).
+void exercise_driver_graph_upload(Resolve r);
+void exercise_runtime_graph_upload(void* runtime);
