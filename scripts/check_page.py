@@ -219,6 +219,13 @@ class PageCheck:
             self.check(got("end") == [layer["live_bytes_at_end"]], f"{where}: live at end")
             if d.get("allocated"):
                 self.check(got("reserved-peak") == [d["peak_bytes"]], f"{where}: reserved peak")
+            pool = d.get("graph_pool")
+            if pool:
+                self.check([got("graph-pool-reserved"), got("graph-pool-high"), got("graph-pool-used")] ==
+                           [[pool["last"]["reserved_bytes"]], [pool["reserved_high_bytes"]], [pool["last"]["used_bytes"]]],
+                           f"{where}: CUDA graph memory pool")
+            else:
+                self.check(not got("graph-pool-reserved"), f"{where}: no graph pool without graph calls")
             self.check(got("moment-total") == [layer["peak_bytes"]],
                        f"{where}: the live set it opens on is the peak's")
             s = smi.get(device) if key[1] == "device" else None

@@ -23,6 +23,12 @@ void GraphTracker::call(const Replay&, const format::Event& ev, const format::Ap
     case EventKind::GraphLaunch:
       ++activity_.launches;
       return;
+    case EventKind::GraphUpload:
+      ++activity_.uploads;
+      return;
+    case EventKind::GraphInstantiate:
+      if (ev.f.flags & 2) ++activity_.uploads;  // cudaGraphInstantiateFlagUpload: uploads at once
+      return;
     case EventKind::Alloc:
       if (activity_.launches) ++activity_.allocations_between_launches;
       if (!ev.f.has(format::kHasStream) || it() == capturing_streams_.end()) return;

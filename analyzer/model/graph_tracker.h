@@ -15,8 +15,9 @@ struct GraphActivity {
   uint64_t capture_allocations = 0;  // successful allocations on a capturing stream
   uint64_t capture_bytes = 0;
   uint64_t launches = 0;                      // cudaGraphLaunch calls that succeeded
+  uint64_t uploads = 0;  // cudaGraphUpload calls (or uploading instantiations) that succeeded
   uint64_t allocations_between_launches = 0;  // allocations after the first launch, any stream
-  bool any() const { return captures || launches; }
+  bool any() const { return captures || launches || uploads; }
 };
 
 class GraphTracker final : public ReplayObserver {

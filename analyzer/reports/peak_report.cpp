@@ -6,11 +6,13 @@
 #include "analyzer/log/cuda_errors.h"
 #include "analyzer/log/event_info.h"
 #include "analyzer/model/block_layer.h"
+#include "analyzer/model/graph_pool.h"
 #include "analyzer/model/nvml_samples.h"
 #include "analyzer/model/peak_sites.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/framework_pool.h"
+#include "analyzer/reports/graph_pool_lines.h"
 #include "analyzer/reports/nvidia_smi.h"
 #include "analyzer/reports/process_context.h"
 #include "analyzer/reports/report.h"
@@ -35,6 +37,7 @@ struct SeriesPeak {
   std::optional<Failure> first_failure;
   Held at_peak, at_failure;
   std::optional<std::string> pool_note;  // framework_pool_note()
+  std::optional<GraphPoolView> graph_pool;  // the device's CUDA graph pool (issue 12)
   // PyTorch's blocks on this device (issue 9): the allocated peak and who held it; none if none.
   std::optional<BlockDevice> blocks;
   Held allocated;
@@ -144,6 +147,7 @@ class PeakModel final : public ReportModel {
               human_size(p.blocks->allocated_at_reserved_peak),
               size_and_bytes(p.peak_bytes -
                              std::min(p.peak_bytes, p.blocks->allocated_at_reserved_peak)));
+        if (p.graph_pool) append_graph_pool_at_peak(text, *p.graph_pool);
         text += "PEAK MEMORY CONSUMERS\n";
         append_sites(text, p.at_peak, p.peak_bytes);
       }
@@ -212,6 +216,7 @@ class PeakModel final : public ReportModel {
       json.field("live_count", p.at_peak.count);
       write_sites(json, p.at_peak, p.peak_bytes);
       write_allocated(json, p);
+      write_graph_pool(json, p.graph_pool);
       json.key("first_failure");
       if (!p.first_failure) {
         json.null();
@@ -254,8 +259,9 @@ class PeakReport : public Report {
     // One pass: the replay keeps what each site held at each series' peak and first failure.
     PeakSites captured;
     BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    GraphPoolFigures graph_pool;
     NvmlSamples nvml(process.reader().nvml_samples());
-    const Replay replay = process.pass({&captured, &blocks, &nvml});
+    const Replay replay = process.pass({&captured, &blocks, &graph_pool, &nvml});
     std::vector<SeriesPeak> peaks;
     for (const Series* series : ordered_series(replay)) {
       const Series& s = *series;
@@ -267,6 +273,7 @@ class PeakReport : public Report {
       p.peak_time_ns = s.peak_time_ns;
       p.at_peak = held(s.peak_seq, captured.at_peak(s.key));
       p.pool_note = framework_pool_note(process.reader(), s);
+      p.graph_pool = graph_pool_view(graph_pool, s.key, s.peak_seq);
       if (!s.failures.empty()) {
         p.first_failure = s.failures.front();
         p.at_failure = held(s.failures.front().seq, captured.at_first_failure(s.key));

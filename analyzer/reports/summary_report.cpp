@@ -8,12 +8,14 @@
 #include "analyzer/log/cuda_errors.h"
 #include "analyzer/log/event_info.h"
 #include "analyzer/model/block_layer.h"
+#include "analyzer/model/graph_pool.h"
 #include "analyzer/model/graph_tracker.h"
 #include "analyzer/model/nvml_samples.h"
 #include "analyzer/model/pool_tracker.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/framework_pool.h"
+#include "analyzer/reports/graph_pool_lines.h"
 #include "analyzer/reports/nvidia_smi.h"
 #include "analyzer/reports/process_context.h"
 #include "analyzer/reports/report.h"
@@ -60,11 +62,13 @@ struct SummaryModel final : public ReportModel {
   ProcessHeader h_;
   std::vector<Series> series_;                          // in report order (ordered_series)
   std::vector<std::optional<std::string>> pool_notes_;  // framework_pool_note(), per series_
+  std::vector<std::optional<GraphPoolView>> graph_pools_;  // the device's graph pool, per series_
   uint64_t events_ = 0;
   Anomalies anomalies_;
   // The observers of the pass, kept for what they found.
   PoolTracker pools_;
   GraphTracker graphs_;
+  GraphPoolFigures graph_pool_figures_;
   BlockLayer blocks_;  // PyTorch's blocks (issue 9)
   std::vector<NvidiaSmiPeak> smi_;  // what nvidia-smi showed (issue 13)
 
@@ -121,6 +125,7 @@ struct SummaryModel final : public ReportModel {
             human_size(s.physical_bytes), human_size(s.mapped_bytes), human_size(s.reserved_bytes),
             human_size(s.max_physical_bytes), human_size(s.max_mapped_bytes),
             human_size(s.max_reserved_bytes));
+      if (const auto& pool = graph_pools_[i]) append_graph_pool_summary(text, *pool);
       if (s.failed == 0) {
         text += "    failed        none\n";
       } else {
@@ -166,10 +171,12 @@ struct SummaryModel final : public ReportModel {
     if (!g.any()) return;
     text += fmt::format(
         "  cuda graphs   {} captured: {} of {} made while capturing (graph memory nodes, live "
-        "from the launch that runs them); {} replayed, {} after the first launch\n",
+        "from the launch that runs them); {} replayed{}, {} after the first launch\n",
         plural(g.captures, "stream", "streams"),
         plural(g.capture_allocations, "allocation", "allocations"), size_and_bytes(g.capture_bytes),
         plural(g.launches, "launch", "launches"),
+        g.uploads ? fmt::format(" ({} before launching)", plural(g.uploads, "upload", "uploads"))
+                  : std::string(),
         plural(g.allocations_between_launches, "allocation", "allocations"));
   }
 
@@ -228,6 +235,7 @@ struct SummaryModel final : public ReportModel {
     json.field("capture_allocations", g.capture_allocations);
     json.field("capture_bytes", g.capture_bytes);
     json.field("launches", g.launches);
+    json.field("uploads", g.uploads);
     json.field("allocations_after_first_launch", g.allocations_between_launches);
     json.end_object();
     json.key("devices");
@@ -272,6 +280,7 @@ struct SummaryModel final : public ReportModel {
       json.field("max_mapped_bytes", s.max_mapped_bytes);
       json.field("max_reserved_bytes", s.max_reserved_bytes);
       json.end_object();
+      write_graph_pool(json, graph_pools_[i]);
       json.key("timeline");
       json.begin_array();
       for (const TimelinePoint& p : s.timeline.points())
@@ -327,7 +336,8 @@ class SummaryReport : public Report {
     auto m = std::make_unique<SummaryModel>(options_, process.frames());
     const BlockLayer& blocks = m->blocks_;
     NvmlSamples nvml(process.reader().nvml_samples());
-    const Replay replay = process.pass({&m->pools_, &m->graphs_, &m->blocks_, &nvml});
+    const Replay replay =
+        process.pass({&m->pools_, &m->graphs_, &m->graph_pool_figures_, &m->blocks_, &nvml});
     m->smi_ = nvml.peaks();
     m->h_ = process.header();
     m->events_ = replay.events();
@@ -335,6 +345,7 @@ class SummaryReport : public Report {
     for (const Series* s : ordered_series(replay)) {
       m->series_.push_back(*s);
       m->pool_notes_.push_back(framework_pool_note(process.reader(), *s));
+      m->graph_pools_.push_back(graph_pool_view(m->graph_pool_figures_, s->key, s->peak_seq));
     }
     const auto want = [&](const SeriesKey& k) { return wanted_series(options_, k); };
     for (const Series& s : replay.series()) {

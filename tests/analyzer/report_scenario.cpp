@@ -98,6 +98,15 @@ void Scenario::unmap(uint64_t tid, uint64_t address, uint64_t size) {
   ev.f.set_size(size);
 }
 
+uint64_t Scenario::graph_pool_call(uint64_t tid, ApiId api, uint64_t exec, uint64_t used,
+                                   uint64_t reserved, int32_t device) {
+  format::Event& ev = event(tid, api);
+  ev.f.set_handle(exec);
+  ev.f.set_device(device);
+  ev.f.set_totals(used, reserved);
+  return ev.seq;
+}
+
 ProcessLogs Scenario::build(bool with_end, int64_t status) const {
   ProcessLogs logs;
   logs.pid = pid_;
@@ -167,6 +176,7 @@ std::unique_ptr<Replayed> replay(const Scenario& s, bool with_end) {
   auto r = std::make_unique<Replayed>();
   r->replay.observe(r->pools);
   r->replay.observe(r->graphs);
+  r->replay.observe(r->graph_pool);
   r->replay.observe(r->peaks);
   reader.read_events(r->replay);
   r->replay.finish();

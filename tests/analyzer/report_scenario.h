@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/graph_pool.h"
 #include "analyzer/model/graph_tracker.h"
 #include "analyzer/model/peak_sites.h"
 #include "analyzer/model/pool_tracker.h"
@@ -52,6 +53,10 @@ class Scenario {
   void address_free(uint64_t tid, uint64_t address, uint64_t size);
   void map(uint64_t tid, uint64_t address, uint64_t size, uint64_t handle);
   void unmap(uint64_t tid, uint64_t address, uint64_t size);
+  // A graph call on exec `exec` (launch, upload, trim) that recorded the graph pool's figures
+  // (format.h, "Graph pool totals"); returns its sequence number.
+  uint64_t graph_pool_call(uint64_t tid, format::ApiId api, uint64_t exec, uint64_t used,
+                           uint64_t reserved, int32_t device = 0);
 
   // What NVML said (an NvmlSample record in process.gmh), written in the order given.
   void nvml(const format::NvmlSamplePayload& sample) { nvml_.push_back(sample); }
@@ -87,6 +92,7 @@ struct Replayed {
   analysis::Replay replay{stacks};
   analysis::PoolTracker pools;
   analysis::GraphTracker graphs;
+  analysis::GraphPoolFigures graph_pool;
   analysis::PeakSites peaks;
 };
 std::unique_ptr<Replayed> replay(const Scenario& s, bool with_end = true);

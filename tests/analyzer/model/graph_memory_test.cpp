@@ -254,6 +254,57 @@ TEST(GraphMemory, FreeOfGraphMemoryNeverLaunchedIsNotUnknown) {
   EXPECT_EQ(run->replay.anomalies().unlaunched_graph_frees, 1u);
 }
 
+// An upload maps a graph's memory before its first launch (issue 12): the pool reserves, nothing
+// is allocated until the launch runs the node. The driver's figures after each graph call are
+// kept per device, only when they change, and found again for any moment; they are the pool's,
+// never added to the series.
+TEST(GraphPool, UploadReservesAndTheLaunchAllocatesFiguresKeptPerMoment) {
+  constexpr uint64_t kChunk = 32 * kMiB;
+  Scenario s(10);
+  alloc_node(s, 0x10000000, 40 * kMiB);
+  instantiate(s);
+  const auto pool_call = [&](ApiId api, uint64_t used, uint64_t reserved) {
+    return s.graph_pool_call(11, api, kExec, used, reserved);
+  };
+  const uint64_t uploaded = pool_call(ApiId::cudaGraphUpload, 0, 2 * kChunk);
+  {
+    const auto run = replay(s);
+    EXPECT_EQ(device0(run->replay).live_bytes, 0u) << "an upload allocates nothing";
+    EXPECT_EQ(run->graphs.activity().uploads, 1u);
+  }
+  const uint64_t launched = pool_call(ApiId::cudaGraphLaunch, 2 * kChunk, 2 * kChunk);
+  pool_call(ApiId::cudaGraphLaunch, 2 * kChunk, 2 * kChunk);  // the same figures: no change kept
+  s.free(11, ApiId::cudaFree, 0x10000000);
+  const uint64_t trimmed = pool_call(ApiId::cudaDeviceGraphMemTrim, 0, 0);
+  // PyTorch's totals ride on the same fields of block events: never the pool's.
+  format::Event& block = s.event(11, ApiId::_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE);
+  block.f.set_address(0x20000000);
+  block.f.set_size(kMiB);
+  block.f.set_device(0);
+  block.f.set_totals(kMiB, 8 * kChunk);
+  const auto run = replay(s);
+  const Series& d = device0(run->replay);
+  EXPECT_EQ(d.peak_bytes, 40 * kMiB) << "the pool's figures are not added to the series";
+  const analysis::GraphPoolFigures& pool = run->graph_pool;
+  const analysis::GraphPoolDevice* d0 = pool.device(0);
+  ASSERT_NE(d0, nullptr);
+  EXPECT_EQ(pool.device(1), nullptr);
+  EXPECT_EQ(d0->records, 4u);
+  EXPECT_EQ(d0->changes.size(), 3u);
+  EXPECT_EQ(d0->reserved_high, 2 * kChunk);
+  EXPECT_EQ(d0->reserved_high_seq, uploaded);
+  EXPECT_EQ(d0->used_high, 2 * kChunk);
+  EXPECT_EQ(d0->last.seq, trimmed);
+  EXPECT_EQ(d0->last.reserved, 0u);
+  EXPECT_FALSE(pool.at(0, uploaded - 1)) << "nothing recorded before the upload";
+  ASSERT_TRUE(pool.at(0, uploaded));
+  EXPECT_EQ(pool.at(0, uploaded)->used, 0u);
+  EXPECT_EQ(pool.at(0, launched - 1)->reserved, 2 * kChunk);
+  EXPECT_EQ(pool.at(0, d.peak_seq)->used, 2 * kChunk);
+  EXPECT_EQ(pool.at(0, d.peak_seq)->seq, launched);
+  EXPECT_EQ(pool.at(0, trimmed)->reserved, 0u);
+}
+
 // NCCL's pattern: a peer's handle imported, mapped, released, unmapped; our own handle retained
 // through its address and released once more. Imported memory is mapped, not ours.
 TEST(ImportedMemory, ImportedHandlesAreMappedNeverOursAndNeverUnknown) {

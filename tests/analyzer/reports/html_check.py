@@ -87,6 +87,13 @@ def check_page(tmp):
     check(bytes_of(dom.having(cls="reserved-peak"))[0] == d0["peak_bytes"], "reserved peak")
     check("devices 0, 1" in dom.texts.get("run-facts", ""), "the header names devices 0, 1")
 
+    # CUDA graphs with an upload, launches and trims (issue 12): the device's facts line shows
+    # the graph memory pool (check_run compares its figures with summary --json's).
+    graphs = os.path.join(tmp, "graphs")
+    record(graphs, SCENARIO, "entry-points", "runtime-symbol")
+    _, _, _, dom, _ = PAGES.check_run(graphs, name="html_graph_pool")
+    check(len(dom.having(cls="graph-pool-reserved")) == 1, "the graph pool on device 0's line")
+
     # Three ranks, the third using more: the overview first, rank 2 flagged.
     ranks = os.path.join(tmp, "ranks")
     script = " & ".join(f"RANK={r} WORLD_SIZE=3 {SCENARIO} training {4 if r == 2 else 1}"
