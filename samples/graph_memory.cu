@@ -21,7 +21,7 @@
 // the allocation nodes hold now (the independent figure the leak must equal: compute-sanitizer
 // counts differently, see scripts/gpu_memory_kinds.py), "reserved" the physical memory the pool
 // keeps, which only a trim gives back.
-#include "sample_check.h"
+#include "graph_sample.h"
 
 namespace {
 
@@ -31,41 +31,13 @@ constexpr int kFreed = 6;
 constexpr std::size_t kCapturedBytes = 16 * kMiB;
 constexpr std::size_t kRelaunchedBytes = 4 * kMiB;
 constexpr std::size_t kGenericBytes = 32 * kMiB;
-
-cudaMemAllocNodeParams node_params(std::size_t bytes, int device) {
-  cudaMemAllocNodeParams p{};
-  p.poolProps.allocType = cudaMemAllocationTypePinned;
-  p.poolProps.location.type = cudaMemLocationTypeDevice;
-  p.poolProps.location.id = device;
-  p.bytesize = bytes;
-  return p;
-}
-
-// One line of the driver's graph-pool figures for `device`, e.g. "graph pool before trim: used
-// 138412032 reserved 536870912 used_high 536870912 reserved_high 536870912".
-void print_graph_pool(int device, const char* when) {
-  const cudaGraphMemAttributeType attrs[] = {cudaGraphMemAttrUsedMemCurrent,
-                                             cudaGraphMemAttrReservedMemCurrent,
-                                             cudaGraphMemAttrUsedMemHigh,
-                                             cudaGraphMemAttrReservedMemHigh};
-  unsigned long long v[4] = {};
-  for (int i = 0; i < 4; ++i) CHECK_CUDA(cudaDeviceGetGraphMemAttribute(device, attrs[i], &v[i]));
-  std::printf("graph pool %s: used %llu reserved %llu used_high %llu reserved_high %llu\n", when,
-              v[0], v[1], v[2], v[3]);
-}
-
 }  // namespace
 
 SAMPLE_FRAME void explicit_nodes(int device, cudaStream_t s) {
   cudaGraph_t graph;
   CHECK_CUDA(cudaGraphCreate(&graph, 0));
   void* addresses[kNodes];
-  for (int i = 0; i < kNodes; ++i) {
-    cudaMemAllocNodeParams p = node_params(kNodeBytes, device);
-    cudaGraphNode_t node;
-    CHECK_CUDA(cudaGraphAddMemAllocNode(&node, graph, nullptr, 0, &p));
-    addresses[i] = p.dptr;
-  }
+  add_alloc_nodes(graph, device, kNodeBytes, kNodes, addresses);
   cudaGraphExec_t exec;
   CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   CHECK_CUDA(cudaGraphLaunch(exec, s));

@@ -206,7 +206,8 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
                     default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,"
-                            "pybench,top,topbench,html,nvml,graphmem,ipc,arrays,static,launchbench,cupti,"
+                            "pybench,top,topbench,html,nvml,graphmem,graphupload,ipc,arrays,static,launchbench,"
+                            "cupti,"
                             "torchbench")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -231,6 +232,7 @@ def main():
                      ("html", lambda: check_html(c, a.python)),
                      ("nvml", lambda: gpu_check_nvml.check_nvml(c, a.python)),
                      ("graphmem", lambda: gpu_memory_kinds.check_graph_memory(c)),
+                     ("graphupload", lambda: gpu_memory_kinds.check_graph_upload(c)),
                      ("ipc", lambda: gpu_memory_kinds.check_ipc(c)),
                      ("arrays", lambda: gpu_memory_kinds.check_arrays(c)),
                      ("static", lambda: gpu_memory_kinds.check_static(c)),

@@ -1,5 +1,5 @@
-"""GPU checks of issue 12, called by scripts/gpu_check.py (rows `graphmem`, `ipc`, `arrays`,
-`static`, `cupti`): every way CUDA memory comes into being — graph memory nodes, memory shared
+"""GPU checks of issue 12, called by scripts/gpu_check.py (rows `graphmem`, `graphupload`, `ipc`,
+`arrays`, `static`, `cupti`): every way CUDA memory comes into being — graph memory nodes, memory shared
 between processes, CUDA arrays, a program built with the static CUDA runtime — against
 compute-sanitizer's leak totals and the samples' own arithmetic, and the CUPTI oracle
 (tests/oracle/cupti_memory.cpp): every allocation the driver performed, by address and size, must
@@ -64,14 +64,23 @@ def arithmetic_row(c, name, exe, note):
     return out, run, got
 
 
-GRAPH_POOL = re.compile(r"graph pool (before|after) trim: used (\d+) reserved (\d+) "
+GRAPH_POOL = re.compile(r"graph pool ([\w -]+): used (\d+) reserved (\d+) "
                         r"used_high (\d+) reserved_high (\d+)")
 
 
 def graph_pool_printed(stdout):
-    """{'before'|'after': (used, reserved, used_high, reserved_high)} as graph_memory.cu prints
-    them from cudaDeviceGetGraphMemAttribute."""
-    return {m.group(1): tuple(int(g) for g in m.groups()[1:]) for m in GRAPH_POOL.finditer(stdout)}
+    """{'before'|'after'|...: (used, reserved, used_high, reserved_high)} as the graph samples
+    print them from cudaDeviceGetGraphMemAttribute (samples/graph_sample.h): graph_memory.cu's
+    "before trim" / "after trim" are keyed "before" / "after", graph_upload.cu's by their whole
+    moment ("after upload", ...)."""
+    out = {}
+    for m in GRAPH_POOL.finditer(stdout):
+        when = m.group(1)
+        figures = tuple(int(g) for g in m.groups()[1:])
+        out[when] = figures
+        if when.endswith(" trim"):
+            out[when.split(" ")[0]] = figures
+    return out
 
 
 # The graph pool's physical granule: CUPTI shows its reservations as 32 MiB records on the H200,
@@ -92,15 +101,19 @@ def leaked_in_granules(c, run):
     return total
 
 
+GRAPH_POOL_KINDS = ("graph-launch", "graph-upload", "graph-mem-trim", "graph-instantiate")
+
+
 def graph_pool_recorded(c, run):
-    """gmemhook's graph-pool figures, from the totals of graph-launch and graph-mem-trim events
-    (format.h, "Graph pool totals"): {pid: {device: [(api, used, reserved)]}} in log order."""
+    """gmemhook's graph-pool figures, from the totals of graph-launch, graph-upload and
+    graph-mem-trim events and of instantiations that upload (format.h, "Graph pool totals"):
+    {pid: {device: [(api, used, reserved)]}} in log order."""
     out = {}
     for d in process_dirs(run):
         pid = int(d.rsplit(".", 1)[-1])
         per = out.setdefault(pid, collections.defaultdict(list))
         for api, kind, f in c.events(d):
-            if kind in ("graph-launch", "graph-mem-trim") and "reserved" in f and "device" in f:
+            if kind in GRAPH_POOL_KINDS and "reserved" in f and "device" in f:
                 per[int(f["device"])].append((api, int(f["allocated"]), int(f["reserved"])))
     return out
 
@@ -163,6 +176,56 @@ def check_graph_memory(c):
     exp_high = pool.get("before", (None,) * 4)[3]
     c.row("graph_memory: graph pool's largest reservation recorded", exp_high, high,
           high == exp_high, "cudaGraphMemAttrReservedMemHigh; the pool reserves inside cuGraphLaunch")
+
+
+def check_graph_upload(c):
+    """cudaGraphUpload and an instantiation with the upload flag (samples/graph_upload.cu): the
+    driver's own figures, printed by the sample after each step, are the oracle for what the hook
+    recorded at the upload and the uploading instantiation and for what the reports show; the
+    driver's used figure after the upload says whether anything was allocated there (gmemhook's
+    model: nothing until a launch runs the nodes)."""
+    exe = sample(c, "graph_upload")
+    out, run, _ = arithmetic_row(c, "graph_upload", exe,
+                                 "3 x 4 MiB allocation nodes left by the launch; 40 MiB freed")
+    printed = graph_pool_printed(out)
+    recorded = [f for per in graph_pool_recorded(c, run).values() for f in per.get(0, [])]
+    events = [(api, f) for d in process_dirs(run) for api, _, f in c.events(d)]
+    upload_seq = next((int(f["seq"]) for api, f in events if api == "cudaGraphUpload"), None)
+    live = None
+    if upload_seq is not None:
+        at = c.report("leaks", run, "--at-seq", str(upload_seq))
+        live = sum(p["total_bytes"] for p in at["processes"])
+    driver_used = printed.get("after upload", (None,))[0]
+    c.row("graph_upload: bytes allocated right after cudaGraphUpload (driver's used figure)",
+          driver_used, live, driver_used is not None and live == driver_used,
+          "gmemhook: live bytes at the upload (leaks --at-seq %s); its model: the pool reserves at "
+          "the upload, a launch allocates" % upload_seq)
+    for api, moment in (("cudaGraphUpload", "after upload"),
+                        ("cudaGraphInstantiateWithParams", "after instantiate-upload"),
+                        ("cudaDeviceGraphMemTrim", "after trim")):
+        exp = printed.get(moment, (None, None))[:2]
+        got = next(((u, r) for a, u, r in recorded if a == api), None)
+        c.row("graph_upload: graph pool (used, reserved) recorded by %s" % api, exp, got,
+              got == exp, "driver's figures printed %s" % moment)
+    summary = c.report("summary", run)
+    d0 = next((d for p in summary["processes"] for d in p["devices"]
+               if d["device"] == 0 and d["memory"] == "device"), {})
+    m = re.search(r"expected peak (\d+) bytes", out)
+    exp_peak = int(m.group(1)) if m else None
+    c.row("graph_upload: peak counts graph allocations by requested size, not the pool",
+          exp_peak, d0.get("peak_bytes"), exp_peak is not None and d0.get("peak_bytes") == exp_peak,
+          "the pool reserved %s bytes then" % ((d0.get("graph_pool") or {}).get("at_peak") or {})
+          .get("reserved_bytes"))
+    pool = d0.get("graph_pool") or {}
+    after = printed.get("after trim", (None,) * 4)
+    exp = (after[0], after[1], after[3])
+    last = pool.get("last") or {}
+    got = (last.get("used_bytes"), last.get("reserved_bytes"), pool.get("reserved_high_bytes"))
+    c.row("graph_upload: summary's graph pool (used, reserved, reserved high-water) at the end",
+          exp, got, None not in exp and got == exp,
+          "cudaGraphMemAttrUsedMemCurrent, ReservedMemCurrent after the trim, ReservedMemHigh")
+    if os.path.exists(oracle_path(c)):
+        cupti_compare(c, "graph_upload", [exe], apis=True)
 
 
 def check_ipc(c):
@@ -378,7 +441,7 @@ def cupti_compare(c, name, cmd, env=None, apis=False):
 def check_cupti(c, py):
     here = os.path.dirname(__file__)
     for s in ("leak", "peak", "pool_async", "vmm", "graph_memory", "arrays", "ipc_share",
-              "graph_memory_static"):
+              "graph_memory_static", "graph_upload"):
         cupti_compare(c, s, [sample(c, s)], apis=True)
     torch_script = os.path.join(here, "..", "samples", "torch_workload.py")
     for name, env in (("torch-default", {}),

@@ -1,0 +1,82 @@
+// graph_upload.cu — cudaGraphUpload (issue 12): uploading an instantiated graph maps its memory
+// before the first launch (the CUDA programming guide's graph memory nodes, "First Launch /
+// cudaGraphUpload"), so the graph pool reserves at the upload; the allocations themselves only
+// begin when a launch reaches their nodes.
+//
+// uploaded_then_launched() makes a graph of three 4 MiB allocation nodes and one of 40 MiB,
+// instantiates it, uploads it, launches it once, and frees the 40 MiB with cudaFree: the three
+// 4 MiB stay allocated (the leak, 12 MiB; the peak, 52 MiB, is all four at the launch).
+// uploaded_at_instantiation() instantiates a graph of one 16 MiB node with
+// cudaGraphInstantiateFlagUpload and never launches it: the pool reserves, nothing is allocated.
+// Finally cudaDeviceGraphMemTrim.
+//
+// The program prints the driver's graph-pool figures (cudaDeviceGetGraphMemAttribute) after each
+// step ("graph pool after upload: used ... reserved ..."), the bytes it leaks ("expected leaked N
+// bytes") and its peak ("expected peak N bytes"). What gmemhook should show: `summary` counts the
+// peak as 52 MiB, nothing allocated at the upload, and beside device 0 the CUDA graph memory
+// pool with the driver's figures recorded after the upload, the launch and the trim (gpu-check
+// row graphupload compares them with the printed ones).
+#include "graph_sample.h"
+
+namespace {
+
+constexpr std::size_t kSmallBytes = 4 * kMiB;
+constexpr int kSmallNodes = 3;
+constexpr std::size_t kLargeBytes = 40 * kMiB;
+constexpr std::size_t kUploadedOnlyBytes = 16 * kMiB;
+}  // namespace
+
+SAMPLE_FRAME void uploaded_then_launched(int device, cudaStream_t s) {
+  cudaGraph_t graph;
+  CHECK_CUDA(cudaGraphCreate(&graph, 0));
+  void* small[kSmallNodes];
+  void* large = nullptr;
+  add_alloc_nodes(graph, device, kSmallBytes, kSmallNodes, small);
+  add_alloc_nodes(graph, device, kLargeBytes, 1, &large);
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  print_graph_pool(device, "after instantiate");
+  CHECK_CUDA(cudaGraphUpload(exec, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  print_graph_pool(device, "after upload");
+  CHECK_CUDA(cudaGraphLaunch(exec, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  print_graph_pool(device, "after launch");
+  for (int i = 0; i < kSmallNodes; ++i) fill(small[i], kSmallBytes, i, s);
+  fill(large, kLargeBytes, 7, s);
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaFree(large));
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+}
+
+SAMPLE_FRAME void uploaded_at_instantiation(int device, cudaStream_t s) {
+  cudaGraph_t graph;
+  CHECK_CUDA(cudaGraphCreate(&graph, 0));
+  void* never_allocated = nullptr;
+  add_alloc_nodes(graph, device, kUploadedOnlyBytes, 1, &never_allocated);
+  cudaGraphInstantiateParams params{};
+  params.flags = cudaGraphInstantiateFlagUpload;
+  params.uploadStream = s;
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaGraphInstantiateWithParams(&exec, graph, &params));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  print_graph_pool(device, "after instantiate-upload");
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+}
+
+int main() {
+  int device = 0;
+  CHECK_CUDA(cudaSetDevice(device));
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  uploaded_then_launched(device, s);
+  uploaded_at_instantiation(device, s);
+  CHECK_CUDA(cudaDeviceGraphMemTrim(device));
+  print_graph_pool(device, "after trim");
+  CHECK_CUDA(cudaStreamDestroy(s));
+  std::printf("expected leaked %zu bytes\n", kSmallNodes * kSmallBytes);
+  std::printf("expected peak %zu bytes\n", kSmallNodes * kSmallBytes + kLargeBytes);
+  return 0;
+}
