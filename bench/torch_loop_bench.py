@@ -20,6 +20,15 @@ with NVML sampling off so that only the named part changes:
   gmemhook-stats      gmemhook-no-nvml timing its own stack captures (GMEMHOOK_STACK_STATS=1):
                       the table quotes the line it prints at exit (ns per capture, native and
                       Python frames, how many captures took over 10 us)
+And the controls, which say how much of a difference is the machine's noise:
+  preload-empty       LD_PRELOAD of a library that defines nothing (libgmemhook_empty_preload.so
+                      beside libgmemhook.so): what any preload costs
+  plain-again         plain once more, in its own place in the interleaving: the spread between
+                      the two plain medians is the noise floor of the table
+
+Every child is pinned to one CPU (--cpu, default the last one this process may use): the loop is
+CPU-bound and a process moved between cores or sharing one with another job is slower by more
+than the few per cent being measured.
 
 --compare runs every mode (or those of --modes) REPS times, interleaved (plain, gmemhook, history-python, history-all,
 plain, ...) so that a noisy machine slows all modes alike, and prints a markdown table of the
@@ -49,13 +58,16 @@ PARTS = {
     "gmemhook-disabled": {"GMEMHOOK_DISABLE": "1"},
     "gmemhook-stats": {"GMEMHOOK_STACK_STATS": "1"},
 }
-ALL_MODES = MODES + list(PARTS)
+CONTROLS = ["preload-empty", "plain-again"]
+ALL_MODES = MODES + list(PARTS) + CONTROLS
 
 
 def measure(mode, warmup, steps, batch):
     """ms per training step in this process, after `warmup` steps; block allocations per step."""
     import torch
 
+    if mode == "preload-empty" and not any("empty_preload" in l for l in open("/proc/self/maps")):
+        sys.exit("torch_loop_bench: preload-empty without its library loaded")
     if mode == "history-python":
         torch.cuda.memory._record_memory_history(stacks="python")
     elif mode == "history-all":
@@ -95,9 +107,12 @@ def run_child(mode, args, log_root):
         env.update(LD_PRELOAD=args.hook, GMEMHOOK_OUT=log_dir, GMEMHOOK_QUIET="1")
         env["GMEMHOOK_NVML"] = "1" if mode == "gmemhook" else "0"
         env.update(PARTS.get(mode, {}))
+    elif mode == "preload-empty":
+        env["LD_PRELOAD"] = os.path.join(os.path.dirname(args.hook), "libgmemhook_empty_preload.so")
     cmd = [sys.executable, os.path.abspath(__file__), "--mode", mode, "--warmup",
            str(args.warmup), "--steps", str(args.steps), "--batch", str(args.batch)]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600,
+                       preexec_fn=lambda: os.sched_setaffinity(0, {args.cpu}))
     if p.returncode != 0:
         sys.exit("torch_loop_bench: %s failed (%d):\n%s" % (mode, p.returncode, p.stderr))
     result = json.loads(p.stdout.strip().splitlines()[-1])
@@ -115,6 +130,8 @@ def run_child(mode, args, log_root):
 def compare(args):
     if not args.hook or not os.path.exists(args.hook):
         sys.exit("torch_loop_bench: --hook must name libgmemhook.so")
+    if args.cpu is None:
+        args.cpu = max(os.sched_getaffinity(0))
     modes = args.modes.split(",") if args.modes else MODES
     unknown = [m for m in modes if m not in ALL_MODES]
     if unknown or "plain" not in modes:
@@ -133,9 +150,9 @@ def compare(args):
     plain = statistics.median(r["ms_per_step"] for r in runs["plain"])
     first = runs["plain"][0]
     print("torch %s, %d steps after %d warm-up, batch %d, ~%.0f block allocations per step, "
-          "median of %d interleaved runs\n"
+          "median of %d interleaved runs, each pinned to CPU %d\n"
           % (first["torch"], args.steps, args.warmup, args.batch, first["blocks_per_step"],
-             args.reps))
+             args.reps, args.cpu))
     print("| mode | ms/step (median) | min – max | overhead |")
     print("|---|---|---|---|")
     for mode in modes:
@@ -167,6 +184,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--cpu", type=int, help="the CPU every child runs on (default: the last one)")
     args = ap.parse_args()
     if args.compare:
         if args.reps < 5:
