@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -233,6 +234,32 @@ TEST(SampleReports, VmmKeepsPhysicalMappedAndReservedApart) {
   EXPECT_EQ(d["virtual_memory"]["physical_bytes"], 16777216);
   EXPECT_EQ(d["virtual_memory"]["mapped_bytes"], 16777216);
   EXPECT_EQ(d["virtual_memory"]["reserved_bytes"], 16777216);
+  std::filesystem::remove_all(s.run);
+}
+
+// samples/graph_upload.cu (issue 12): nothing is allocated at the upload, the launch allocates
+// the four nodes (the peak), three stay; beside device 0 the graph pool with the figures the
+// sample printed from the driver after the trim.
+TEST(SampleReports, GraphUploadShowsThePoolBesideTheDeviceNotInIt) {
+  RUN_SAMPLE_OR_SKIP(s, "graph_upload");
+  unsigned long long used = 0, reserved = 0, used_high = 0, reserved_high = 0;
+  const size_t at = s.out.find("graph pool after trim:");
+  ASSERT_NE(at, std::string::npos) << s.out;
+  ASSERT_EQ(std::sscanf(s.out.c_str() + at,
+                        "graph pool after trim: used %llu reserved %llu used_high %llu "
+                        "reserved_high %llu",
+                        &used, &reserved, &used_high, &reserved_high),
+            4)
+      << s.out;
+  const json p = report("leaks", s);
+  EXPECT_EQ(p["total_bytes"], 3 * 4 * kMiB);
+  const json sum = report("summary", s);
+  const json& d = sum["devices"][0];
+  EXPECT_EQ(d["peak_bytes"], 52 * kMiB);
+  EXPECT_EQ(d["graph_pool"]["last"]["used_bytes"], used);
+  EXPECT_EQ(d["graph_pool"]["last"]["reserved_bytes"], reserved);
+  EXPECT_EQ(d["graph_pool"]["reserved_high_bytes"], reserved_high);
+  EXPECT_EQ(sum["cuda_graphs"]["uploads"], 2);
   std::filesystem::remove_all(s.run);
 }
 
