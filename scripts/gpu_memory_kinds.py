@@ -55,12 +55,13 @@ def leaked_bytes(c, run):
     return sum(proc["total_bytes"] for proc in c.report("leaks", run)["processes"])
 
 
-def arithmetic_row(c, name, exe, note):
-    """Runs a sample under the hook; one row: leaked bytes against the sample's own arithmetic."""
+def arithmetic_row(c, name, exe, note, check=None):
+    """Runs a sample under the hook; one row (`check`, by default "NAME: leaked bytes (sample's
+    arithmetic)"): leaked bytes against the sample's own arithmetic. Returns (stdout, run, bytes)."""
     out, run = c.traced(name, [exe])
     got = leaked_bytes(c, run)
     own = expected_leak(out)
-    c.row("%s: leaked bytes (sample's arithmetic)" % name, own, got, own == got, note)
+    c.row(check or "%s: leaked bytes (sample's arithmetic)" % name, own, got, own == got, note)
     return out, run, got
 
 
@@ -258,11 +259,8 @@ def check_ipc(c):
 
 def check_arrays(c):
     exe = sample(c, "arrays")
-    out, run = c.traced("arrays", [exe])
-    got = leaked_bytes(c, run)
-    own = expected_leak(out)
-    c.row("arrays: leaked bytes (descriptor arithmetic)", own, got, own == got,
-          "the 3D array; sizes are lower bounds")
+    _, run, got = arithmetic_row(c, "arrays", exe, "the 3D array; sizes are lower bounds",
+                                 "arrays: leaked bytes (descriptor arithmetic)")
     exp = sanitizer_leaks(c, "arrays", exe)
     c.row("arrays: compute-sanitizer leak total (info)", "-", exp, True,
           "arrays are padded by the driver: gmemhook's %s is a lower bound" % got)
@@ -274,12 +272,10 @@ def check_arrays(c):
 
 def check_static(c):
     """The graph sample built with the static CUDA runtime: captured at the driver level."""
-    exe = sample(c, "graph_memory_static")
-    out, run = c.traced("graph_memory_static", [exe])
-    got = leaked_bytes(c, run)
-    own = expected_leak(out)
-    c.row("static-cudart graph_memory: captured (leaked bytes)", own, got, own == got,
-          "static cudart reaches the driver: cuGraph* and cuMem* entry points")
+    out, run, _ = arithmetic_row(
+        c, "graph_memory_static", sample(c, "graph_memory_static"),
+        "static cudart reaches the driver: cuGraph* and cuMem* entry points",
+        "static-cudart graph_memory: captured (leaked bytes)")
     used = graph_pool_printed(out).get("after", (None,))[0]
     granules = leaked_in_granules(c, run)
     c.row("static-cudart graph_memory: leaked bytes in pool granules (driver's used bytes)",

@@ -240,15 +240,8 @@ class FragmentationModel final : public ReportModel {
         json.begin_array();
         for (const PoolView& p : f.pools) {
           json.begin_object();
-          json.key("pool");
-          if (p.handle)
-            json.value(p.handle);
-          else
-            json.null();
-          json.field("live_bytes", p.live_bytes);
-          json.field("live_count", p.live_count);
-          json.field("high_water_bytes", p.high_water_bytes);
-          json.field("high_water_seq", p.high_water_seq);
+          write_pool_handle(json, p.handle);
+          write_pool_occupancy(json, p);
           json.end_object();
         }
         json.end_array();

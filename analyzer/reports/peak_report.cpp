@@ -223,12 +223,7 @@ class PeakModel final : public ReportModel {
       } else {
         const Failure& f = *p.first_failure;
         json.begin_object();
-        json.field("api", api_name(f.api));
-        json.field("bytes", f.bytes);
-        json.field("result", f.result);
-        json.field("seq", f.seq);
-        json.field("time_ns", since_start(h_, f.time_ns));
-        write_frames(json, frames_(f.stack), depth_limit(options_, kTextDepth));
+        write_failure_fields(json, h_, f, frames_(f.stack), depth_limit(options_, kTextDepth));
         json.field("live_bytes", p.at_failure.bytes);
         json.field("live_count", p.at_failure.count);
         write_sites(json, p.at_failure, p.at_failure.bytes);

@@ -247,6 +247,24 @@ uint64_t at_time_ns(const ProcessReader& reader, double seconds) {
   return reader.start_ns() + static_cast<uint64_t>(ns);
 }
 
+void write_failure_fields(JsonWriter& json, const ProcessHeader& process, const Failure& f,
+                          const std::vector<Frame>& stack, size_t depth) {
+  json.field("api", api_name(f.api));
+  json.field("bytes", f.bytes);
+  json.field("result", f.result);
+  json.field("seq", f.seq);
+  json.field("time_ns", since_start(process, f.time_ns));
+  write_frames(json, stack, depth);
+}
+
+void write_pool_handle(JsonWriter& json, uint64_t handle) {
+  json.key("pool");
+  if (handle)
+    json.value(handle);
+  else
+    json.null();
+}
+
 std::string hint_line(const std::string& command, const std::string& why) {
   const std::string self = "gmemhook ";
   if (command.starts_with(self))

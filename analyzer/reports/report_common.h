@@ -100,6 +100,22 @@ void append_frames(std::string& text, const std::vector<Frame>& frames, const St
 // framework, interpreter, runtime), then "user_frame": the index of the user frame or null.
 void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth);
 
+// A failed allocation's "api", "bytes", "result", "seq", "time_ns" and "stack" (`summary`'s
+// failures, `peak`'s first failure), into the object the caller has begun.
+void write_failure_fields(JsonWriter& json, const ProcessHeader& process, const Failure& f,
+                          const std::vector<Frame>& stack, size_t depth);
+// A stream-ordered pool's "pool" (the cudaMemPool_t, or null for a device's default pool) and,
+// apart because `summary` puts the device and allocation count between them, what it holds:
+// "live_bytes", "live_count", "high_water_bytes", "high_water_seq" (Pool and PoolView alike).
+void write_pool_handle(JsonWriter& json, uint64_t handle);
+template <typename PoolFigures>
+void write_pool_occupancy(JsonWriter& json, const PoolFigures& p) {
+  json.field("live_bytes", p.live_bytes);
+  json.field("live_count", p.live_count);
+  json.field("high_water_bytes", p.high_water_bytes);
+  json.field("high_water_seq", p.high_water_seq);
+}
+
 // Times in reports are ns since the process file was created (the process's start).
 inline uint64_t since_start(const ProcessReader& reader, uint64_t time_ns) {
   return time_ns > reader.start_ns() ? time_ns - reader.start_ns() : 0;

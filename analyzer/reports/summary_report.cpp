@@ -256,12 +256,7 @@ struct SummaryModel final : public ReportModel {
       json.begin_array();
       for (const Failure& f : s.failures) {
         json.begin_object();
-        json.field("api", api_name(f.api));
-        json.field("bytes", f.bytes);
-        json.field("result", f.result);
-        json.field("seq", f.seq);
-        json.field("time_ns", since_start(h_, f.time_ns));
-        write_frames(json, frames_(f.stack), depth_limit(options_, 0));
+        write_failure_fields(json, h_, f, frames_(f.stack), depth_limit(options_, 0));
         json.end_object();
       }
       json.end_array();
@@ -294,17 +289,10 @@ struct SummaryModel final : public ReportModel {
     for (const Pool& p : pools_.pools()) {
       if (options_.device && p.device != *options_.device) continue;
       json.begin_object();
-      json.key("pool");
-      if (p.handle)
-        json.value(p.handle);
-      else
-        json.null();
+      write_pool_handle(json, p.handle);
       json.field("device", p.device);
       json.field("allocations", p.allocations);
-      json.field("live_bytes", p.live_bytes);
-      json.field("live_count", p.live_count);
-      json.field("high_water_bytes", p.high_water_bytes);
-      json.field("high_water_seq", p.high_water_seq);
+      write_pool_occupancy(json, p);
       json.end_object();
     }
     json.end_array();
