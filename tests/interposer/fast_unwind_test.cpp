@@ -107,6 +107,44 @@ TEST(FastUnwind, MatchesLibunwindOnMixedStacks) {
   EXPECT_TRUE(kinds.count(FrameRule::kFromRbp));
 }
 
+// Two callers alike in every frame below them (same sizes, same return addresses), so the second
+// walk meets the first one's frames in the same state: the shadow stack must notice that the
+// frame above differs.
+__attribute__((noinline)) Seen walk_from_a(const std::vector<int>& shape, int depth) {
+  volatile int marker = 1;
+  Seen s = walk(shape, depth);
+  s.max += marker - 1;
+  return s;
+}
+__attribute__((noinline)) Seen walk_from_b(const std::vector<int>& shape, int depth) {
+  volatile int marker = 2;
+  Seen s = walk(shape, depth);
+  s.max += marker - 2;
+  return s;
+}
+
+TEST(FastUnwind, ShadowStackNoticesChangedCallers) {
+  const std::vector<int> shape{1, 2, 3, 0};
+  const uint64_t before = t_cache.reused_walks();
+  Seen a[2];
+  for (Seen& s : a) s = walk_from_a(shape, 20);  // one call site: equal stacks
+  expect_same_as_libunwind(a[1], "second walk from a");
+  EXPECT_EQ(a[0].fast, a[1].fast);
+  const Seen& a2 = a[1];
+  EXPECT_GT(t_cache.reused_walks(), before) << "the repeated walk did not reuse the last one";
+  Seen b = walk_from_b(shape, 20);
+  expect_same_as_libunwind(b, "walk from b");
+  EXPECT_NE(a2.fast, b.fast);
+  // A shallower and a deeper stack after it: reuse from a walk that is too short or too long.
+  expect_same_as_libunwind(walk_from_a(shape, 3), "shallow");
+  expect_same_as_libunwind(walk_from_a(shape, 40), "deep");
+  Seen cut_short = walk(shape, 40, 7);
+  EXPECT_EQ(cut_short.fast_count, 7);
+  expect_same_as_libunwind(cut_short, "max 7 after a full walk");
+  Seen full_again = walk(shape, 40);
+  expect_same_as_libunwind(full_again, "full walk after a cut one");
+}
+
 TEST(FastUnwind, DeepRecursionStopsAtMax) {
   Seen full = walk({0, 1, 2, 3}, 280);
   EXPECT_EQ(full.fast_count, kMax);
