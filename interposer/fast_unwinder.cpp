@@ -110,42 +110,42 @@ bool FrameRuleCache::stack_bounds(uint64_t sp, uint64_t* lo, uint64_t* hi) {
   return true;
 }
 
-int FrameRuleCache::reuse_last(int j, Step* cur, uint64_t* out, int n, int max, End* end) {
-  Step* last = tables_->walks[which_ ^ 1];
+int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, int n, int max,
+                               End* end) {
+  const Walk& last = tables_->walks[which_ ^ 1];
   const int available = last_count_ - j;
   const int take = available < max - n ? available : max - n;
   // Cut short by its own max, the last walk does not know the frames this one needs.
   if (take < max - n && last_end_ == End::kMax) return -1;
-  // From equal registers, the walk repeats the last one's steps as long as what it loads is
-  // equal: those loads are all at addresses known now, inside the same stack mapping as then.
-  const int steps = take == available && last_end_ == End::kZero ? take : take - 1;
-  bool same = true;
-  for (int m = j; m < j + steps; ++m) {
-    const Step& s = last[m];
-    const uint64_t next_pc = m + 1 < last_count_ ? last[m + 1].pc : 0;
-    same &= *reinterpret_cast<const uint64_t*>(s.ra_at) == next_pc;
-    if (s.rbp_at && m + 1 < last_count_)
-      same &= *reinterpret_cast<const uint64_t*>(s.rbp_at) == last[m + 1].rbp;
-  }
-  if (!same) return -1;
+  // From equal registers the walk repeats the last one's steps as long as what it loads is
+  // equal: the loads of the steps between the frames taken, and when the last walk's end is
+  // reached, those that ended it. All at addresses known now, inside the same stack mapping.
+  const uint32_t from = last.first_load[j];
+  const uint32_t to = last.first_load[take == available ? last_count_ : j + take - 1];
+  uint64_t differ = 0;
+  for (uint32_t i = from; i < to; ++i)
+    differ |= *reinterpret_cast<const uint64_t*>(last.loads[i].at) ^ last.loads[i].value;
+  if (differ) return -1;
   *end = take == available ? last_end_ : End::kMax;
-  if (n == j) {
-    // The usual case, the same depth below the frame met: the last walk becomes this one by
-    // taking this walk's first frames, and nothing else is copied.
-    for (int m = 0; m < n; ++m) last[m] = cur[m];
-    for (int m = j; m < j + take; ++m) out[m] = last[m].pc;
-    which_ ^= 1;  // fast_backtrace flips it back: the walk stays where it is
-    return n + take;
+  if (n == 0 && j == 0 && take == available) {
+    // The same stack as last time: the last walk stays the last walk.
+    std::memcpy(out, last.pc, static_cast<size_t>(take) * sizeof(uint64_t));
+    which_ ^= 1;  // fast_backtrace flips it back
+    return take;
   }
-  for (int m = j; m < j + take; ++m, ++n) {
-    cur[n] = last[m];
-    out[n] = last[m].pc;
+  for (int m = 0; m < take; ++m) {
+    cur.rsp[n + m] = last.rsp[j + m];
+    cur.rbp[n + m] = last.rbp[j + m];
+    cur.pc[n + m] = out[n + m] = last.pc[j + m];
+    cur.first_load[n + m] = loads + (last.first_load[j + m] - from);
   }
-  return n;
+  std::memcpy(cur.loads + loads, last.loads + from, (to - from) * sizeof(Load));
+  cur.first_load[n + take] = loads + (to - from);
+  return n + take;
 }
 
 __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max) {
-  using Step = FrameRuleCache::Step;
+  using Walk = FrameRuleCache::Walk;
   using End = FrameRuleCache::End;
   // __builtin_frame_address gives this function a frame pointer whatever the flags: rbp points
   // at the caller's saved rbp, the return address sits above it, the caller's rsp above that.
@@ -157,33 +157,39 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
     max = static_cast<int>(FrameRuleCache::kMaxSteps);
   // A load at `a` is safe when a - lo < span: inside the mapping, all 8 bytes (one compare).
   const uint64_t span = hi - lo - 7;
-  Step* cur = cache.tables_->walks[cache.which_];
-  const Step* last = cache.tables_->walks[cache.which_ ^ 1];
+  Walk& cur = cache.tables_->walks[cache.which_];
+  const Walk& last = cache.tables_->walks[cache.which_ ^ 1];
   int last_count = cache.last_count_;
   int j = 0;  // the first frame of the last walk not below the current one
+  uint32_t loads = 0;
   uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
   uint64_t pc = fp[1];
   uint64_t rbp = fp[0];
   End end = End::kZero;
   int n = 0;
+  bool reused = false;
   while (pc != 0) {
     if (n == max) {
       end = End::kMax;
       break;
     }
-    while (j < last_count && last[j].rsp < rsp) ++j;
-    if (j < last_count && last[j].rsp == rsp && last[j].pc == pc && last[j].rbp == rbp) {
-      int reused = cache.reuse_last(j, cur, out, n, max, &end);
-      if (reused >= 0) {
-        n = reused;
+    while (j < last_count && last.rsp[j] < rsp) ++j;
+    if (j < last_count && last.rsp[j] == rsp && last.pc[j] == pc && last.rbp[j] == rbp) {
+      int got = cache.reuse_last(j, cur, loads, out, n, max, &end);
+      if (got >= 0) {
+        n = got;
+        reused = true;
         ++cache.reused_walks_;
         break;
       }
       last_count = 0;  // changed further up: walk on frame by frame
     }
     out[n] = pc;
-    Step& step = cur[n++];
-    step = Step{rsp, rbp, pc, 0, 0};
+    cur.rsp[n] = rsp;
+    cur.rbp[n] = rbp;
+    cur.pc[n] = pc;
+    cur.first_load[n] = loads;
+    ++n;
     if (n == max) {
       end = End::kMax;
       break;
@@ -200,16 +206,17 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
     // anything else is a rule that does not fit (or a corrupt stack), and libunwind decides.
     const uint64_t ra_at = cfa + static_cast<uint64_t>(static_cast<int64_t>(rule.ra_offset));
     if (cfa <= rsp || ra_at - lo >= span) return -1;
-    step.ra_at = ra_at;
     if (rule.rbp_offset) {
       const uint64_t rbp_at = cfa + static_cast<uint64_t>(static_cast<int64_t>(rule.rbp_offset));
       if (rbp_at - lo >= span) return -1;
-      step.rbp_at = rbp_at;
       rbp = *reinterpret_cast<const uint64_t*>(rbp_at);
+      cur.loads[loads++] = {rbp_at, rbp};
     }
     pc = *reinterpret_cast<const uint64_t*>(ra_at);
+    cur.loads[loads++] = {ra_at, pc};
     rsp = cfa;
   }
+  if (!reused) cur.first_load[n] = loads;
   cache.which_ ^= 1;
   cache.last_count_ = n;
   cache.last_end_ = end;

@@ -31,18 +31,23 @@ class FrameRuleCache {
     uint64_t pc;
     FrameRule rule;
   };
-  // One frame of a walk: its registers, and where the step to its caller read the caller's
-  // return address and rbp (0: not read).
-  struct Step {
-    uint64_t rsp, rbp, pc, ra_at, rbp_at;
-  };
   // How a walk ended: at the thread's first frame, at a return address of 0, or at `max`.
   enum class End : uint8_t { kOutermost, kZero, kMax };
   static constexpr unsigned kIndexBits = 12;
   static constexpr size_t kMaxSteps = 512;
+  // A load from the stack a walk made: where, and what it found.
+  struct Load {
+    uint64_t at, value;
+  };
+  // One walk: the registers on entering each frame, and the loads of each step to a caller.
+  struct Walk {
+    uint64_t rsp[kMaxSteps], rbp[kMaxSteps], pc[kMaxSteps];
+    uint32_t first_load[kMaxSteps + 1];  // frame m's loads: [first_load[m], first_load[m + 1])
+    Load loads[2 * kMaxSteps];
+  };
   struct Tables {
     Entry entries[size_t{1} << kIndexBits];  // direct-mapped, 64 KiB, pages touched as used
-    Step walks[2][kMaxSteps];                // the last walk and the one being made
+    Walk walks[2];                           // the last walk and the one being made
   };
 
   // The rule of the frame whose return address is `pc`, looked up at the first meeting.
@@ -58,7 +63,8 @@ class FrameRuleCache {
   // The rest of a walk that has reached frame `j` of the last walk in the same state: that walk's
   // frames, if every value it loaded from the stack is still there. Returns the new count, or
   // -1 (then the walk goes on frame by frame).
-  int reuse_last(int j, Step* cur, uint64_t* out, int n, int max, End* end);
+  // `loads`: the loads `cur` holds so far.
+  int reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, int n, int max, End* end);
 
   Tables* tables_ = nullptr;
   bool failed_ = false;  // mmap failed once: do not retry on every event

@@ -8,6 +8,8 @@
 #include <link.h>
 #include <libunwind.h>
 
+#include <cstring>
+
 #include "config.h"
 
 namespace gmemhook {
@@ -81,8 +83,8 @@ size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max) {
   if (n <= 0) return 0;
   size_t first = 0;
   while (first < static_cast<size_t>(n) && is_own_address(raw[first])) ++first;
-  size_t count = 0;
-  for (size_t i = first; i < static_cast<size_t>(n) && count < max; ++i) out[count++] = raw[i];
+  size_t count = static_cast<size_t>(n) - first < max ? static_cast<size_t>(n) - first : max;
+  std::memcpy(out, raw + first, count * sizeof(uint64_t));
   return count;
 }
 
