@@ -152,7 +152,7 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   const auto* fp = static_cast<const uint64_t*>(__builtin_frame_address(0));
   uint64_t lo = 0, hi = 0;
   if (!cache.ensure_tables() || !cache.stack_bounds(reinterpret_cast<uint64_t>(fp), &lo, &hi))
-    return -1;
+    return cache.give_up(0, "no memory or stack bounds");
   if (max > static_cast<int>(FrameRuleCache::kMaxSteps))
     max = static_cast<int>(FrameRuleCache::kMaxSteps);
   // A load at `a` is safe when a - lo < span: inside the mapping, all 8 bytes (one compare).
@@ -199,16 +199,17 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
       end = End::kOutermost;
       break;
     }
-    if (rule.kind != FrameRule::kFromRsp && rule.kind != FrameRule::kFromRbp) return -1;
+    if (rule.kind != FrameRule::kFromRsp && rule.kind != FrameRule::kFromRbp)
+      return cache.give_up(pc, "no simple rule");
     const uint64_t cfa = (rule.kind == FrameRule::kFromRsp ? rsp : rbp) +
                          static_cast<uint64_t>(static_cast<int64_t>(rule.cfa_offset));
     // The caller's frame lies above this one, and what is read of it inside the stack mapping:
     // anything else is a rule that does not fit (or a corrupt stack), and libunwind decides.
     const uint64_t ra_at = cfa + static_cast<uint64_t>(static_cast<int64_t>(rule.ra_offset));
-    if (cfa <= rsp || ra_at - lo >= span) return -1;
+    if (cfa <= rsp || ra_at - lo >= span) return cache.give_up(pc, "step would leave the stack");
     if (rule.rbp_offset) {
       const uint64_t rbp_at = cfa + static_cast<uint64_t>(static_cast<int64_t>(rule.rbp_offset));
-      if (rbp_at - lo >= span) return -1;
+      if (rbp_at - lo >= span) return cache.give_up(pc, "step would leave the stack");
       rbp = *reinterpret_cast<const uint64_t*>(rbp_at);
       cur.loads[loads++] = {rbp_at, rbp};
     }

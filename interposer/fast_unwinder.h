@@ -23,6 +23,11 @@ class FrameRuleCache {
   void release();
   // Walks that ended by reusing the last walk's frames (for tests and stack statistics).
   uint64_t reused_walks() const { return reused_walks_; }
+  // Why the last walk that returned -1 gave up, and at which return address (0: no frame).
+  const char* gave_up(uint64_t* pc) const {
+    *pc = gave_up_pc_;
+    return gave_up_why_;
+  }
 
  private:
   friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max);
@@ -57,6 +62,11 @@ class FrameRuleCache {
     return learn(pc);
   }
   FrameRule learn(uint64_t pc);
+  int give_up(uint64_t pc, const char* why) {
+    gave_up_pc_ = pc;
+    gave_up_why_ = why;
+    return -1;
+  }
   bool ensure_tables();
   // Sets [*lo, *hi) to the stack mapping that holds `sp`; false when that is unknown.
   bool stack_bounds(uint64_t sp, uint64_t* lo, uint64_t* hi);
@@ -73,6 +83,8 @@ class FrameRuleCache {
   int last_count_ = 0;  // its frames; 0: none to reuse
   End last_end_ = End::kMax;
   uint64_t reused_walks_ = 0;
+  uint64_t gave_up_pc_ = 0;
+  const char* gave_up_why_ = nullptr;
 };
 
 // Writes up to `max` return addresses of the calling thread, innermost first (the first is the

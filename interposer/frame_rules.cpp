@@ -299,8 +299,9 @@ bool parse_cie(const uint8_t* at, Cie& cie) {
 }
 
 // The rule for `pc` from the FDE at `fde` (a pointer into .eh_frame).
-FrameRule rule_from_fde(const uint8_t* fde, uint64_t pc) {
+FrameRule rule_from_fde(const uint8_t* fde, uint64_t pc, const char** why) {
   FrameRule unsupported{FrameRule::kUnsupported};
+  *why = "unreadable FDE or CIE";
   Reader r{fde, fde + 8};
   uint32_t length = r.fixed<uint32_t>();
   if (!r.ok || length == 0 || length == 0xffffffffu) return unsupported;
@@ -312,21 +313,30 @@ FrameRule rule_from_fde(const uint8_t* fde, uint64_t pc) {
   if (!parse_cie(id_field - cie_offset, cie)) return unsupported;
   uint64_t begin = r.encoded(cie.fde_encoding, 0);
   uint64_t range = r.encoded(cie.fde_encoding & 0x0f, 0);
-  if (!r.ok || pc < begin || pc - begin >= range) return unsupported;
+  if (!r.ok || pc < begin || pc - begin >= range) {
+    *why = "no FDE covers it";
+    return unsupported;
+  }
   if (cie.has_augmentation_data) {
     uint64_t len = r.uleb();
     if (!r.has(len)) return unsupported;
     r.p += len;
   }
+  *why = "CFA instruction not modelled";
   Row initial;
   if (!run_cfa_program(Reader{cie.instructions, cie.end}, cie, 0, UINT64_MAX, initial, initial))
     return unsupported;
   Row row = initial;
   if (!run_cfa_program(Reader{r.p, r.end}, cie, begin, pc, initial, row)) return unsupported;
 
+  *why = row.bad               ? "rsp, rbp or return address kept elsewhere"
+         : row.cfa_expression  ? "CFA is a DWARF expression"
+         : row.cfa_register != kRegRsp && row.cfa_register != kRegRbp ? "CFA in another register"
+                                                                      : "CFA offset";
   if (row.bad || row.cfa_expression) return unsupported;
   if (row.cfa_register != kRegRsp && row.cfa_register != kRegRbp) return unsupported;
   if (row.cfa_offset <= 0 || row.cfa_offset > INT32_MAX) return unsupported;
+  *why = "return address or rbp rule";
   FrameRule rule;
   rule.kind = row.cfa_register == kRegRsp ? FrameRule::kFromRsp : FrameRule::kFromRbp;
   rule.cfa_offset = static_cast<int32_t>(row.cfa_offset);
@@ -398,12 +408,17 @@ int find_object(dl_phdr_info* info, size_t, void* data) {
 
 }  // namespace
 
-FrameRule find_frame_rule(uint64_t pc) {
+FrameRule find_frame_rule(uint64_t pc, const char** why) {
+  const char* ignored = nullptr;
+  if (!why) why = &ignored;
   Lookup q{pc};
   dl_iterate_phdr(find_object, &q);
+  *why = q.hdr ? "not in .eh_frame_hdr's table" : "no .eh_frame_hdr";
   const uint8_t* fde = q.hdr ? find_fde(q.hdr, q.hdr_size, pc) : nullptr;
   if (!fde) return {FrameRule::kUnsupported};
-  return rule_from_fde(fde, pc);
+  const FrameRule rule = rule_from_fde(fde, pc, why);
+  if (rule.kind != FrameRule::kUnsupported) *why = nullptr;
+  return rule;
 }
 
 }  // namespace gmemhook

@@ -28,7 +28,8 @@ struct FrameRule {
 // The rule at code address `pc`: for a caller's frame, its return address minus one (the call
 // may be the last instruction of a function). Looks the object up with dl_iterate_phdr and
 // parses its .eh_frame_hdr, CIE and FDE: never allocates, reads only the object's own mapped
-// unwind tables. Slow (microseconds): the unwinder caches what it returns.
-FrameRule find_frame_rule(uint64_t pc);
+// unwind tables. Slow (microseconds): the unwinder caches what it returns. For a kUnsupported
+// rule, *why (when given) says in a few words what did not fit (GMEMHOOK_STACK_STATS prints it).
+FrameRule find_frame_rule(uint64_t pc, const char** why = nullptr);
 
 }  // namespace gmemhook

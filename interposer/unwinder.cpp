@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "capture_stats.h"
 #include "config.h"
 
 namespace gmemhook {
@@ -71,15 +72,26 @@ size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max) {
   void** as_pointers = reinterpret_cast<void**>(raw);
   const int want = static_cast<int>(max + 16 < kMaxDepth + 16 ? max + 16 : kMaxDepth + 16);
   int n = -1;
+  Walk how = Walk::kStepped;
   if (t_captures < kStepCaptures) {
     ++t_captures;
     n = step_backtrace(as_pointers, want);
   } else {
     // The fast walk reads /proc/self/maps once per thread for its stack's bounds: one more
     // reason to leave a thread's first captures to libunwind's stepping.
+    const uint64_t shadow = rules ? rules->reused_walks() : 0;
     if (rules && g_config.fast_unwind) n = fast_backtrace(*rules, raw, want);
-    if (n < 0) n = unw_backtrace(as_pointers, want);
+    how = n < 0 ? Walk::kLibunwind : rules->reused_walks() != shadow ? Walk::kShadow : Walk::kFast;
+    if (n < 0) {
+      if (rules && g_config.fast_unwind && g_config.stack_stats) {
+        uint64_t pc = 0;
+        const char* why = rules->gave_up(&pc);
+        note_gave_up(pc, why);
+      }
+      n = unw_backtrace(as_pointers, want);
+    }
   }
+  if (g_config.stack_stats) note_walk(how);
   if (n <= 0) return 0;
   size_t first = 0;
   while (first < static_cast<size_t>(n) && is_own_address(raw[first])) ++first;
