@@ -199,15 +199,30 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
       end = End::kOutermost;
       break;
     }
-    if (rule.kind != FrameRule::kFromRsp && rule.kind != FrameRule::kFromRbp)
+    const uint64_t cfa_offset = static_cast<uint64_t>(static_cast<int64_t>(rule.cfa_offset));
+    const uint64_t rbp_offset = static_cast<uint64_t>(static_cast<int64_t>(rule.rbp_offset));
+    uint64_t cfa = 0;
+    if (rule.kind == FrameRule::kFromRsp) {
+      cfa = rsp + cfa_offset;
+    } else if (rule.kind == FrameRule::kFromRbp) {
+      cfa = rbp + cfa_offset;
+    } else if (rule.kind == FrameRule::kDerefRbp) {
+      // A realigned frame (DRAP): the CFA was saved below rbp, the caller's rbp at rbp itself.
+      const uint64_t cfa_at = rbp + cfa_offset, rbp_at = rbp + rbp_offset;
+      if (cfa_at - lo >= span || rbp_at - lo >= span)
+        return cache.give_up(pc, "step would leave the stack");
+      cfa = *reinterpret_cast<const uint64_t*>(cfa_at);
+      cur.loads[loads++] = {cfa_at, cfa};
+      rbp = *reinterpret_cast<const uint64_t*>(rbp_at);
+      cur.loads[loads++] = {rbp_at, rbp};
+    } else {
       return cache.give_up(pc, "no simple rule");
-    const uint64_t cfa = (rule.kind == FrameRule::kFromRsp ? rsp : rbp) +
-                         static_cast<uint64_t>(static_cast<int64_t>(rule.cfa_offset));
+    }
     // The caller's frame lies above this one, and what is read of it inside the stack mapping:
     // anything else is a rule that does not fit (or a corrupt stack), and libunwind decides.
     const uint64_t ra_at = cfa + static_cast<uint64_t>(static_cast<int64_t>(rule.ra_offset));
     if (cfa <= rsp || ra_at - lo >= span) return cache.give_up(pc, "step would leave the stack");
-    if (rule.rbp_offset) {
+    if (rule.rbp_offset && rule.kind != FrameRule::kDerefRbp) {
       const uint64_t rbp_at = cfa + static_cast<uint64_t>(static_cast<int64_t>(rule.rbp_offset));
       if (rbp_at - lo >= span) return cache.give_up(pc, "step would leave the stack");
       rbp = *reinterpret_cast<const uint64_t*>(rbp_at);

@@ -48,7 +48,7 @@ class FrameRuleCache {
   struct Walk {
     uint64_t rsp[kMaxSteps], rbp[kMaxSteps], pc[kMaxSteps];
     uint32_t first_load[kMaxSteps + 1];  // frame m's loads: [first_load[m], first_load[m + 1])
-    Load loads[2 * kMaxSteps];
+    Load loads[3 * kMaxSteps];  // a DRAP frame's step loads its CFA, rbp and return address
   };
   struct Tables {
     Entry entries[size_t{1} << kIndexBits];  // direct-mapped, 64 KiB, pages touched as used

@@ -94,14 +94,16 @@ struct Reader {
 
 // One register's rule in a CFI row, for the two registers the fast unwinder restores.
 struct RegisterRule {
-  enum Kind : uint8_t { kSame, kOffset, kUndefined, kOther } kind = kSame;
+  // kAtRbp: saved at the frame's own rbp + offset (DW_CFA_expression DW_OP_breg6 offset).
+  enum Kind : uint8_t { kSame, kOffset, kUndefined, kOther, kAtRbp } kind = kSame;
   int64_t offset = 0;
 };
 
 struct Row {
   uint64_t cfa_register = kRegRsp;
   int64_t cfa_offset = 8;
-  bool cfa_expression = false;
+  bool cfa_expression = false;  // an expression other than the one below
+  bool cfa_deref_rbp = false;   // CFA = *(rbp + cfa_offset), GCC's DRAP
   RegisterRule rbp, ra;
   bool bad = false;  // an instruction we do not model touched rsp, rbp or the return address
 };
@@ -114,6 +116,17 @@ struct Cie {
   const uint8_t* instructions = nullptr;
   const uint8_t* end = nullptr;
 };
+
+// Whether the expression block [p, end) is exactly DW_OP_breg6 (rbp) N, followed by DW_OP_deref
+// when `deref`; sets *offset to N.
+bool is_rbp_plus(const uint8_t* p, const uint8_t* end, bool deref, int64_t* offset) {
+  constexpr uint8_t kOpBregRbp = 0x76, kOpDeref = 0x06;
+  Reader e{p, end};
+  if (e.fixed<uint8_t>() != kOpBregRbp) return false;
+  *offset = e.sleb();
+  if (deref && e.fixed<uint8_t>() != kOpDeref) return false;
+  return e.ok && e.p == end;
+}
 
 RegisterRule* rule_of(Row& row, uint64_t reg) {
   if (reg == kRegRbp) return &row.rbp;
@@ -199,23 +212,37 @@ bool run_cfa_program(Reader r, const Cie& cie, uint64_t loc, uint64_t pc, const 
         case 0x0c:  // DW_CFA_def_cfa
           row.cfa_register = r.uleb();
           row.cfa_offset = static_cast<int64_t>(r.uleb());
-          row.cfa_expression = false;
+          row.cfa_expression = row.cfa_deref_rbp = false;
           continue;
-        case 0x0d: row.cfa_register = r.uleb(); continue;  // DW_CFA_def_cfa_register
-        case 0x0e: row.cfa_offset = static_cast<int64_t>(r.uleb()); continue;
-        case 0x0f:  // DW_CFA_def_cfa_expression
-        {
-          row.cfa_expression = true;
+        case 0x0d:  // DW_CFA_def_cfa_register (meaningless after an expression)
+          row.cfa_register = r.uleb();
+          row.cfa_expression |= row.cfa_deref_rbp;
+          continue;
+        case 0x0e:  // DW_CFA_def_cfa_offset (likewise)
+          row.cfa_offset = static_cast<int64_t>(r.uleb());
+          row.cfa_expression |= row.cfa_deref_rbp;
+          continue;
+        case 0x0f: {  // DW_CFA_def_cfa_expression
           uint64_t len = r.uleb();
           if (!r.has(len)) return false;
+          int64_t offset = 0;
+          row.cfa_deref_rbp = is_rbp_plus(r.p, r.p + len, true, &offset);
+          row.cfa_expression = !row.cfa_deref_rbp;
+          row.cfa_register = kRegRbp;
+          row.cfa_offset = offset;
           r.p += len;
           continue;
         }
         case 0x10:    // DW_CFA_expression
         case 0x16: {  // DW_CFA_val_expression
-          set_kind(row, r.uleb(), RegisterRule::kOther);
+          uint64_t reg = r.uleb();
           uint64_t len = r.uleb();
           if (!r.has(len)) return false;
+          int64_t offset = 0;
+          if (op == 0x10 && reg == kRegRbp && is_rbp_plus(r.p, r.p + len, false, &offset))
+            row.rbp = {RegisterRule::kAtRbp, offset};
+          else
+            set_kind(row, reg, RegisterRule::kOther);
           r.p += len;
           continue;
         }
@@ -227,9 +254,12 @@ bool run_cfa_program(Reader r, const Cie& cie, uint64_t loc, uint64_t pc, const 
         case 0x12:  // DW_CFA_def_cfa_sf
           row.cfa_register = r.uleb();
           row.cfa_offset = r.sleb() * cie.data_align;
-          row.cfa_expression = false;
+          row.cfa_expression = row.cfa_deref_rbp = false;
           continue;
-        case 0x13: row.cfa_offset = r.sleb() * cie.data_align; continue;  // def_cfa_offset_sf
+        case 0x13:  // DW_CFA_def_cfa_offset_sf
+          row.cfa_offset = r.sleb() * cie.data_align;
+          row.cfa_expression |= row.cfa_deref_rbp;
+          continue;
         case 0x14:                                                         // DW_CFA_val_offset
           set_kind(row, r.uleb(), RegisterRule::kOther);
           r.uleb();
@@ -335,16 +365,27 @@ FrameRule rule_from_fde(const uint8_t* fde, uint64_t pc, const char** why) {
                                                                       : "CFA offset";
   if (row.bad || row.cfa_expression) return unsupported;
   if (row.cfa_register != kRegRsp && row.cfa_register != kRegRbp) return unsupported;
-  if (row.cfa_offset <= 0 || row.cfa_offset > INT32_MAX) return unsupported;
+  // A DRAP frame's CFA slot sits below rbp (a negative offset); any other CFA lies above.
+  if (row.cfa_deref_rbp ? row.cfa_offset < INT32_MIN || row.cfa_offset > INT32_MAX
+                        : row.cfa_offset <= 0 || row.cfa_offset > INT32_MAX)
+    return unsupported;
   *why = "return address or rbp rule";
   FrameRule rule;
-  rule.kind = row.cfa_register == kRegRsp ? FrameRule::kFromRsp : FrameRule::kFromRbp;
+  rule.kind = row.cfa_deref_rbp            ? FrameRule::kDerefRbp
+              : row.cfa_register == kRegRsp ? FrameRule::kFromRsp
+                                            : FrameRule::kFromRbp;
   rule.cfa_offset = static_cast<int32_t>(row.cfa_offset);
   if (row.ra.kind == RegisterRule::kUndefined) return {FrameRule::kOutermost};
   if (row.ra.kind != RegisterRule::kOffset || row.ra.offset >= 0 || row.ra.offset < INT8_MIN)
     return unsupported;
   rule.ra_offset = static_cast<int8_t>(row.ra.offset);
-  if (row.rbp.kind == RegisterRule::kOffset) {
+  if (rule.kind == FrameRule::kDerefRbp) {
+    // Only with rbp saved relative to itself: the walk reads it from the frame's own rbp.
+    if (row.rbp.kind != RegisterRule::kAtRbp || row.rbp.offset < INT16_MIN ||
+        row.rbp.offset > INT16_MAX)
+      return unsupported;
+    rule.rbp_offset = static_cast<int16_t>(row.rbp.offset);
+  } else if (row.rbp.kind == RegisterRule::kOffset) {
     if (row.rbp.offset >= 0 || row.rbp.offset < INT16_MIN) return unsupported;
     rule.rbp_offset = static_cast<int16_t>(row.rbp.offset);
   } else if (row.rbp.kind != RegisterRule::kSame) {

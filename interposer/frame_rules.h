@@ -10,7 +10,9 @@ namespace gmemhook {
 // caller's rsp) is rsp or rbp plus a constant, the return address is saved at CFA + ra_offset,
 // and rbp is either untouched or saved at CFA + rbp_offset. Anything else — DWARF expressions,
 // a CFA in another register (stack realignment through r10), signal frames, code without CFI —
-// is kUnsupported and left to libunwind.
+// is kUnsupported and left to libunwind. One DWARF expression is understood, the one GCC writes
+// for a frame that realigns its stack and also has a variable size (DRAP): CFA = *(rbp + N),
+// rbp saved at rbp + M (kDerefRbp, rbp_offset = M relative to the frame's own rbp).
 struct FrameRule {
   enum Kind : uint8_t {
     kUnknown = 0,  // not looked up yet (a zeroed cache entry)
@@ -18,6 +20,7 @@ struct FrameRule {
     kFromRbp,      // CFA = rbp + cfa_offset
     kOutermost,    // the return address is undefined: the first frame of the thread
     kUnsupported,
+    kDerefRbp,     // CFA = *(rbp + cfa_offset); the caller's rbp is at rbp + rbp_offset
   };
   Kind kind = kUnknown;
   int8_t ra_offset = 0;    // the return address is at CFA + ra_offset

@@ -80,7 +80,7 @@ void expect_same_as_libunwind(const Seen& s, const std::string& what) {
 }
 
 TEST(FastUnwind, MatchesLibunwindOnEachShape) {
-  for (int shape : {0, 1, 2, 3}) {
+  for (int shape : {0, 1, 2, 3, 4}) {
     for (int depth : {1, 2, 8, 33}) {
       Seen s = walk({shape}, depth);
       expect_same_as_libunwind(s, describe({shape}, depth));
@@ -93,7 +93,7 @@ TEST(FastUnwind, MatchesLibunwindOnMixedStacks) {
   std::set<int> kinds;
   for (int round = 0; round < 60; ++round) {
     std::vector<int> shape(1 + rng() % 7);
-    for (int& k : shape) k = static_cast<int>(rng() % 4);
+    for (int& k : shape) k = static_cast<int>(rng() % 5);
     int depth = static_cast<int>(rng() % 120);
     // Twice: the first walk learns the rules, the second reads them from the cache.
     for (int pass = 0; pass < 2; ++pass) {
@@ -105,6 +105,7 @@ TEST(FastUnwind, MatchesLibunwindOnMixedStacks) {
   // The stacks really mixed both kinds of rule (else this test would prove less than it says).
   EXPECT_TRUE(kinds.count(FrameRule::kFromRsp));
   EXPECT_TRUE(kinds.count(FrameRule::kFromRbp));
+  EXPECT_TRUE(kinds.count(FrameRule::kDerefRbp));
 }
 
 // Two callers alike in every frame below them (same sizes, same return addresses), so the second
@@ -220,6 +221,12 @@ TEST(FrameRules, KnownShapes) {
   EXPECT_EQ(r.kind, FrameRule::kFromRbp);
   EXPECT_EQ(r.cfa_offset, 16);
   EXPECT_EQ(r.rbp_offset, -16);
+  Seen drap = walk({4}, 4);
+  ASSERT_GT(drap.fast_count, 3);
+  r = gmemhook::find_frame_rule(drap.fast[1] - 1);
+  EXPECT_EQ(r.kind, FrameRule::kDerefRbp);
+  EXPECT_EQ(r.cfa_offset, -8);
+  EXPECT_EQ(r.rbp_offset, 0);
   // Addresses without unwind tables: nothing mapped, and a data object.
   EXPECT_EQ(gmemhook::find_frame_rule(16).kind, FrameRule::kUnsupported);
   static const char data[64] = {};

@@ -10,7 +10,8 @@ using Probe = void (*)();
 
 // shape[depth % count] picks the function of each frame: 0 -O0, 1 -O2 no frame pointer (CFA from
 // rsp), 2 -O2 with a variable-length array (CFA from rbp though frame pointers are omitted),
-// 3 -O2 with frame pointers.
+// 3 -O2 with frame pointers, 4 -O2 realigned with a variable size (GCC's DRAP: the CFA is a
+// DWARF expression on rbp).
 struct Walk {
   const int* shape;
   int count;
@@ -22,5 +23,6 @@ int frame_o0(int depth, const Walk& w);
 int frame_o2(int depth, const Walk& w);
 int frame_vla(int depth, const Walk& w);
 int frame_fp(int depth, const Walk& w);
+int frame_drap(int depth, const Walk& w);
 
 }  // namespace unwind_shapes

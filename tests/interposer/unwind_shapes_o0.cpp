@@ -12,6 +12,7 @@ int step(int depth, const Walk& w) {
     case 0: return frame_o0(depth, w);
     case 1: return frame_o2(depth, w);
     case 2: return frame_vla(depth, w);
+    case 4: return frame_drap(depth, w);
     default: return frame_fp(depth, w);
   }
 }
