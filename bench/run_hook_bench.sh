@@ -7,7 +7,10 @@
 # heaptrack's: target ≤ 0.25 at 32 frames), and in CPU time (user + system) of every process the
 # recorder runs — heaptrack hands its stacks to heaptrack_interpret — at the margin: each mode
 # also runs PAIRS/10 pairs and the difference leaves start-up and exit out (10 ms resolution, so
-# a rough figure for heaptrack, whose exit work varies). And what NVML sampling adds (issue 13:
+# a rough figure for heaptrack, whose exit work varies). And a third way, the steadiest on a
+# loaded machine: the CPU time of the loop's own thread (hook_bench measures it), which leaves
+# out time spent waiting for a core and heaptrack_interpret's process; that is the cost the
+# traced thread itself pays. And what NVML sampling adds (issue 13:
 # the fake libnvidia-ml.so.1, the hook's side of it; run_torch_loop_bench.sh measures the real one).
 # Without heaptrack on PATH its columns read "-".
 # Usage: [REPS=N] [PAIRS=N] bench/run_hook_bench.sh [BUILD_DIR]
@@ -26,11 +29,11 @@ HEAPTRACK=$(command -v heaptrack || true)
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # CPU seconds (user + system, children included) of: env... command; and the in-process wall
-# ns per pair hook_bench printed, as "cpu wall".
+# ns and loop-thread CPU ns per pair hook_bench printed, as "cpu wall thread".
 run() {
   local w
   w=$(cd "$OUT" && /usr/bin/time -o "$TIMES" -f '%U %S' env "$@" 2>/dev/null | grep ns_per_pair |
-      awk '{ print $6 }')
+      awk '{ print $6, $9 }')
   rm -rf "${OUT:?}"/*
   echo "$(awk '{ print $1 + $2 }' "$TIMES") $w"
 }
@@ -46,10 +49,10 @@ declare -A cmd=(
 modes=(plain hooked nvml mplain)
 [ -z "$HEAPTRACK" ] || modes+=(heaptrack)
 
-printf "%-5s %13s %13s %7s %15s %15s %10s\n" depth "gmemhook ns/ev" "heaptrack ns/ev" ratio \
-  "gmemhook cpu/ev" "heaptrack cpu/ev" "NVML cost"
+printf "%-5s %13s %13s %7s %15s %15s %10s %10s %10s %7s\n" depth "gmemhook ns/ev" "heaptrack ns/ev" \
+  ratio "gmemhook cpu/ev" "heaptrack cpu/ev" "NVML cost" "gmh thr/ev" "ht thr/ev" ratio
 for d in 8 32 64; do
-  declare -A marginal=() wall=()
+  declare -A marginal=() wall=() thread=()
   for _ in $(seq "${REPS:-5}"); do
     for mode in "${modes[@]}"; do
       kind=sync
@@ -58,10 +61,12 @@ for d in 8 32 64; do
       long=$(run ${cmd[$mode]} "$d" "$PAIRS" "$kind")
       # shellcheck disable=SC2086
       short=$(run ${cmd[$mode]} "$d" "$SHORT" "$kind")
+      read -r lcpu lwall lthread <<<"$long"
       # CPU ns per pair at the margin: the long run's extra pairs (each run adds a tenth as warm-up).
-      marginal[$mode]+="$(awk -v l="${long% *}" -v s="${short% *}" -v n="$(( (PAIRS - SHORT) * 11 / 10 ))" \
+      marginal[$mode]+="$(awk -v l="$lcpu" -v s="${short%% *}" -v n="$(( (PAIRS - SHORT) * 11 / 10 ))" \
         'BEGIN { printf "%.1f", (l - s) * 1e9 / n }') "
-      wall[$mode]+="${long#* } "
+      wall[$mode]+="$lwall "
+      thread[$mode]+="$lthread "
     done
   done
   p=$(median <<<"${marginal[plain]}") h=$(median <<<"${marginal[hooked]}")
@@ -69,25 +74,31 @@ for d in 8 32 64; do
   ht=$(median <<<"${marginal[heaptrack]:-}")
   pw=$(median <<<"${wall[plain]}") hw=$(median <<<"${wall[hooked]}") nw=$(median <<<"${wall[nvml]}")
   mw=$(median <<<"${wall[mplain]}") htw=$(median <<<"${wall[heaptrack]:-}")
+  pt=$(median <<<"${thread[plain]}") ht_=$(median <<<"${thread[hooked]}")
+  mt=$(median <<<"${thread[mplain]}") htt=$(median <<<"${thread[heaptrack]:-}")
   awk -v d="$d" -v p="$p" -v h="$h" -v mp="$mp" -v ht="$ht" -v pw="$pw" -v hw="$hw" -v nw="$nw" \
-      -v mw="$mw" -v htw="$htw" 'BEGIN{
+      -v mw="$mw" -v htw="$htw" -v pt="$pt" -v gt="$ht_" -v mt="$mt" -v htt="$htt" 'BEGIN{
     gw = (hw - pw) / 2
     hwall = htw == "" ? "-" : sprintf("%.1f", (htw - mw) / 2)
     ratio = htw == "" ? "-" : sprintf("%.2f", gw / ((htw - mw) / 2))
     hcpu = ht == "" ? "-" : sprintf("%.1f", (ht - mp) / 2)
-    printf "%-5d %13.1f %13s %7s %15.1f %15s %+9.1f%%\n", d, gw, hwall, ratio, (h - p) / 2, hcpu,
-           (nw / hw - 1) * 100 }'
-  unset marginal wall
+    gthr = (gt - pt) / 2
+    hthr = htt == "" ? "-" : sprintf("%.1f", (htt - mt) / 2)
+    tratio = htt == "" ? "-" : sprintf("%.2f", gthr / ((htt - mt) / 2))
+    printf "%-5d %13.1f %13s %7s %15.1f %15s %+9.1f%% %10.1f %10s %7s\n", d, gw, hwall, ratio,
+           (h - p) / 2, hcpu, (nw / hw - 1) * 100, gthr, hthr, tratio }'
+  unset marginal wall thread
 done
 echo "(ns added per event: by the loop's own clock (ratio = gmemhook / heaptrack), and in CPU time of" \
-  "all processes at the margin (heaptrack_interpret's share included; 10 ms resolution);" \
+  "all processes at the margin (heaptrack_interpret's share included; 10 ms resolution), and in" \
+  "CPU time of the loop's thread (thr/ev, ratio = gmemhook / heaptrack);" \
   "medians of ${REPS:-5} interleaved rounds of $PAIRS and $SHORT pairs)"
 # Graph launches (issue 12): each one is recorded with its stack and the graph pool's figures
 # (two cuDeviceGetGraphMemAttribute calls). One event per launch; the loop's own clock, median.
 lp="" lh=""
 for _ in $(seq "${REPS:-5}"); do
-  r=$(run LD_LIBRARY_PATH="$FAKE" "$BENCH" 32 50000 launch); lp+="${r#* } "
-  r=$(run "${hooked[@]}" GMEMHOOK_NVML=0 "$BENCH" 32 50000 launch); lh+="${r#* } "
+  read -r _ w _ <<<"$(run LD_LIBRARY_PATH="$FAKE" "$BENCH" 32 50000 launch)"; lp+="$w "
+  read -r _ w _ <<<"$(run "${hooked[@]}" GMEMHOOK_NVML=0 "$BENCH" 32 50000 launch)"; lh+="$w "
 done
 awk -v p="$(median <<<"$lp")" -v h="$(median <<<"$lh")" 'BEGIN{
   printf "graph launch, depth 32: plain %.1f ns, hooked %.1f ns, added %.1f ns per launch\n", p, h, h-p }'

@@ -1,7 +1,12 @@
 // Process-wide counters of stack captures (see capture_stats.h).
 #include "capture_stats.h"
 
+#include <dlfcn.h>
+
 #include <atomic>
+#include <cstring>
+
+#include "frame_rules.h"
 
 #include "text.h"
 
@@ -15,6 +20,9 @@ constexpr uint64_t kSlowNs = 10000;
 
 std::atomic<uint64_t> g_captures{0}, g_native_ns{0}, g_native_frames{0}, g_python_ns{0},
     g_python_frames{0}, g_slow{0}, g_slow_ns{0};
+std::atomic<uint64_t> g_walks[4];
+std::atomic<uint64_t> g_gave_up_pc{0};
+std::atomic<const char*> g_gave_up_why{nullptr};
 
 void add(std::atomic<uint64_t>& counter, uint64_t v) {
   counter.fetch_add(v, std::memory_order_relaxed);
@@ -39,6 +47,40 @@ void note_capture(uint64_t native_ns, size_t native_frames, uint64_t python_ns,
   }
 }
 
+void note_walk(Walk how) { add(g_walks[static_cast<int>(how)], 1); }
+
+void note_gave_up(uint64_t pc, const char* why) {
+  const char* none = nullptr;
+  if (g_gave_up_why.load(std::memory_order_relaxed) ||
+      !g_gave_up_why.compare_exchange_strong(none, why))
+    return;
+  g_gave_up_pc.store(pc, std::memory_order_relaxed);
+}
+
+// ", walks: fast F (shadow S), libunwind L (stepped T); first given up at libx.so+0x12 (why)".
+void append_walks(FixedString<512>& m) {
+  m.append("walks: fast ").append_uint(get(g_walks[1]) + get(g_walks[2]));
+  m.append(" (shadow ").append_uint(get(g_walks[2])).append("), libunwind ");
+  m.append_uint(get(g_walks[3])).append(" (stepped ").append_uint(get(g_walks[0])).append(")");
+  const char* why = g_gave_up_why.load(std::memory_order_relaxed);
+  if (!why) return;
+  const uint64_t pc = get(g_gave_up_pc);
+  const char* detail = nullptr;
+  // The rule's own reason, looked up again once here rather than kept for every frame.
+  if (pc && gmemhook::find_frame_rule(pc - 1, &detail).kind == FrameRule::kUnsupported && detail)
+    why = detail;
+  m.append("; first given up at ");
+  Dl_info info{};
+  if (pc && dladdr(reinterpret_cast<void*>(pc), &info) && info.dli_fname) {
+    const char* base = std::strrchr(info.dli_fname, '/');
+    m.append(base ? base + 1 : info.dli_fname).append("+0x");
+    m.append_hex(pc - reinterpret_cast<uint64_t>(info.dli_fbase));
+  } else {
+    m.append("0x").append_hex(pc);
+  }
+  m.append(" (").append(why).append(")");
+}
+
 void print_capture_stats() {
   const uint64_t n = get(g_captures);
   if (n == 0) return;
@@ -49,7 +91,9 @@ void print_capture_stats() {
   m.append_uint(kSlowNs / 1000).append(" us, ").append_uint(get(g_slow_ns) / 1000);
   m.append(" us in them); python ").append_uint(get(g_python_ns) / n).append(" ns and ");
   m.append_uint(get(g_python_frames) / n).append(" frames each; ");
-  m.append_uint((get(g_native_ns) + get(g_python_ns)) / 1000).append(" us in all\n");
+  m.append_uint((get(g_native_ns) + get(g_python_ns)) / 1000).append(" us in all; ");
+  append_walks(m);
+  m.append("\n");
   write_stderr(m.c_str(), m.size());
 }
 

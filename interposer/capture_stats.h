@@ -12,6 +12,12 @@ namespace gmemhook {
 void note_capture(uint64_t native_ns, size_t native_frames, uint64_t python_ns,
                   size_t python_frames);
 
+// How one native stack was walked (unwinder.cpp), and for a walk the fast unwinder gave up on,
+// where and why (the first such frame of the process is kept for the line below).
+enum class Walk { kStepped, kFast, kShadow, kLibunwind };
+void note_walk(Walk how);
+void note_gave_up(uint64_t pc, const char* why);
+
 // One line on stderr with the process's totals (at exit, when the setting is on). Malloc-free.
 void print_capture_stats();
 

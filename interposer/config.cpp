@@ -90,6 +90,7 @@ void load_config() {
   g_config.nvml_interval_ms = static_cast<int>(env_number(
       "GMEMHOOK_NVML_INTERVAL_MS", 10, 60000, 100, "milliseconds from 10 to 60000"));
   g_config.stack_stats = env_flag("GMEMHOOK_STACK_STATS");
+  g_config.fast_unwind = env_flag("GMEMHOOK_FAST_UNWIND", true);
   g_config.test_disk_full_after =
       env_number("GMEMHOOK_TEST_DISK_FULL_AFTER", -1, 1L << 30, -1, "a number of chunks");
   g_config.test_delay_record_us =

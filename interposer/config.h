@@ -37,6 +37,9 @@ struct Config {
   // GMEMHOOK_STACK_STATS=1: one line on stderr at exit with the time stack capture took, native
   // and Python apart (capture_stats.h).
   bool stack_stats = false;
+  // GMEMHOOK_FAST_UNWIND=0: every stack through libunwind, as before the fast unwinder (an escape
+  // hatch, and the "before" of bench/run_hook_bench.sh's comparison).
+  bool fast_unwind = true;
 };
 
 inline constexpr int kMaxDepth = 256;

@@ -36,6 +36,7 @@ struct ThreadLog {
   LogFile file;
   StackTable stacks;
   PyCodeTable py_codes;
+  FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
   fmt::EventDeltas deltas;
   // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
   uint64_t py_frames[kMaxPyDepth];
@@ -77,6 +78,7 @@ struct RegistryLock {
 void drop_tables(ThreadLog* log) {
   log->stacks.release();
   log->py_codes.release();
+  log->frame_rules.release();
 }
 
 // A few logs of exited threads, kept for the next threads: every munmap in a multi-threaded
@@ -100,6 +102,7 @@ ThreadLog* new_thread_log() {
 void retire_thread_log(ThreadLog* log) {
   log->stacks.reset();
   log->py_codes.reset();
+  log->frame_rules.forget_stack();
   log->file = LogFile{};
   log->deltas = {};
   for (auto* c : {&log->allocations, &log->frees, &log->failed, &log->blocks})
@@ -284,7 +287,7 @@ void bump(std::atomic<uint64_t>& counter) {
 uint32_t capture_and_intern(ThreadLog* log) {
   uint64_t frames[kMaxDepth];
   const uint64_t start = g_config.stack_stats ? monotonic_ns() : 0;
-  size_t n = capture_stack(frames, static_cast<size_t>(g_config.depth));
+  size_t n = capture_stack(&log->frame_rules, frames, static_cast<size_t>(g_config.depth));
   const uint64_t native_done = g_config.stack_stats ? monotonic_ns() : 0;
   // PyCode records of code objects new to this file are written here, before the Stack record.
   size_t npy = capture_python_frames(log->py_codes, log->file, log->py_frames, kMaxPyDepth);

@@ -44,7 +44,26 @@ bool StackTable::grow() {
 uint32_t StackTable::intern(const uint64_t* frames, size_t n, const uint64_t* py, size_t npy,
                             bool* is_new) {
   *is_new = false;
+  if (last_id_ && n == last_frames_ && npy == last_py_frames_ &&
+      std::memcmp(last_, frames, n * sizeof(uint64_t)) == 0 &&
+      std::memcmp(last_ + n, py, npy * sizeof(uint64_t)) == 0)
+    return last_id_;
   if ((used_ + 1) * 2 > capacity_ && !grow()) return 0;
+  const uint32_t id = find_or_add(frames, n, py, npy, is_new);
+  if (id && n + npy <= kLastFrames) {
+    last_id_ = id;
+    last_frames_ = static_cast<uint16_t>(n);
+    last_py_frames_ = static_cast<uint16_t>(npy);
+    std::memcpy(last_, frames, n * sizeof(uint64_t));
+    std::memcpy(last_ + n, py, npy * sizeof(uint64_t));
+  } else {
+    last_id_ = 0;
+  }
+  return id;
+}
+
+uint32_t StackTable::find_or_add(const uint64_t* frames, size_t n, const uint64_t* py, size_t npy,
+                                 bool* is_new) {
   uint64_t h = hash_frames(frames, n, py, npy);
   size_t i = h & (capacity_ - 1);
   while (slots_[i].hash) {
@@ -63,6 +82,7 @@ void StackTable::reset() {
   if (slots_) std::memset(slots_, 0, capacity_ * sizeof(Slot));
   used_ = 0;
   next_id_ = 1;
+  last_id_ = 0;
 }
 
 void StackTable::release() {
@@ -70,6 +90,7 @@ void StackTable::release() {
   slots_ = nullptr;
   capacity_ = used_ = 0;
   next_id_ = 1;
+  last_id_ = 0;
 }
 
 }  // namespace gmemhook

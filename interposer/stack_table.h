@@ -14,6 +14,8 @@ class StackTable {
   // Returns 0 if the table can't grow (out of memory): the event is then recorded without stack.
   uint32_t intern(const uint64_t* frames, size_t n, const uint64_t* py, size_t npy, bool* is_new);
   void release();
+  // The largest stack `intern` remembers as the last one: native and Python frames together.
+  static constexpr size_t kLastFrames = 512;
   // Forgets every stack; keeps the memory when the table never grew past its first size, so a
   // log handed to the next thread needs no new mapping.
   void reset();
@@ -27,6 +29,8 @@ class StackTable {
     uint16_t py_frames;
   };
   bool grow();
+  uint32_t find_or_add(const uint64_t* frames, size_t n, const uint64_t* py, size_t npy,
+                       bool* is_new);
 
   // Stacks are compared by a 64-bit hash of their frames and their depths, not frame by frame:
   // keeping every frame would cost 0.5 KiB per stack per thread, and a false match needs two
@@ -35,6 +39,14 @@ class StackTable {
   size_t capacity_ = 0;
   size_t used_ = 0;
   uint32_t next_id_ = 1;
+
+  // The last stack interned, frame by frame: a loop allocates from one place over and over, and
+  // comparing with it is a few cycles where hashing every frame was a tenth of an event's cost
+  // (issue 14). last_id_ 0: none.
+  uint32_t last_id_ = 0;
+  uint16_t last_frames_ = 0;
+  uint16_t last_py_frames_ = 0;
+  uint64_t last_[kLastFrames];
 };
 
 }  // namespace gmemhook

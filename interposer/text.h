@@ -31,6 +31,15 @@ class FixedString {
     } while (v);
     return append(tmp + i, sizeof(tmp) - i);
   }
+  FixedString& append_hex(uint64_t v) {
+    char tmp[16];
+    size_t i = sizeof(tmp);
+    do {
+      tmp[--i] = "0123456789abcdef"[v & 15];
+      v >>= 4;
+    } while (v);
+    return append(tmp + i, sizeof(tmp) - i);
+  }
   FixedString& append_int(int64_t v) {
     if (v < 0) {
       append("-");

@@ -1,8 +1,11 @@
-// Native call stacks of the calling thread, captured with libunwind (linked in statically).
+// Native call stacks of the calling thread: the fast unwinder where it can follow every frame,
+// libunwind (linked in statically) where it cannot.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "fast_unwinder.h"
 
 namespace gmemhook {
 
@@ -11,7 +14,8 @@ void init_unwinder();
 
 // Fills `out` with up to `max` return addresses, innermost first, starting at the first frame
 // outside libgmemhook.so (the recorder's own frames are never recorded). Returns the count.
-size_t capture_stack(uint64_t* out, size_t max);
+// `rules` is the calling thread's cache for the fast unwinder (null: libunwind only).
+size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max);
 
 // True when `address` lies inside libgmemhook.so.
 bool is_own_address(uint64_t address);

@@ -629,7 +629,7 @@ def check_torch_loop_bench(c, py):
     stats = [l for l in p.stdout.splitlines() if "stack stats:" in l]
     if stats:  # the first run's: where the time of stack capture went, inside the loop's process
         c.row("torch loop: stack capture inside the process (info)", "-", "see note", True,
-              stats[0].split("stack stats:", 1)[1].strip()[:300])
+              stats[0].split("stack stats:", 1)[1].strip()[:520])
 
 
 def check_top(c, py):

@@ -269,6 +269,41 @@ TEST(Untouched, ExitStatusRecordedAndSummaryLinePrinted) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+// Issue 14: the fast unwinder (and its shadow stack) records exactly the stacks libunwind does.
+// The training scenario makes 66 captures on one thread: the first 32 step through libunwind
+// either way, the rest are the fast walk's, so both halves are compared.
+TEST(Stacks, FastUnwinderRecordsWhatLibunwindRecords) {
+  auto stacks_with = [](const std::string& fast) {
+    fs::path out = temp_dir("fast-unwind-" + fast);
+    auto env = traced_env(out);
+    env["GMEMHOOK_FAST_UNWIND"] = fast;
+    RunResult r = run({scenario_path(), "training", "1"}, env);
+    EXPECT_TRUE(r.exited(0)) << r.err;
+    LoggedProcess p = only_process(out);
+    // Module and offset: the two runs load their objects at different addresses.
+    std::vector<std::vector<std::string>> stacks;
+    for (const LoggedEvent& e : p.events) {
+      std::vector<std::string> frames;
+      for (uint64_t a : e.stack) {
+        const analysis::Module* m = module_of(p, a);
+        frames.push_back(m ? m->path + "+" + std::to_string(a - m->load_bias) : "?");
+      }
+      stacks.push_back(frames);
+    }
+    return stacks;
+  };
+  auto libunwind = stacks_with("0");
+  auto fast = stacks_with("1");
+  ASSERT_GT(libunwind.size(), 60u);
+  ASSERT_EQ(fast.size(), libunwind.size());
+  size_t with_stack = 0;
+  for (size_t i = 0; i < fast.size(); ++i) {
+    EXPECT_EQ(fast[i], libunwind[i]) << "event " << i;
+    with_stack += !fast[i].empty();
+  }
+  EXPECT_GT(with_stack, 60u);
+}
+
 // GMEMHOOK_STACK_STATS=1 (issue 14): one line at exit, even when quiet, counting every stack the
 // process captured (here the one allocation's: frees take none); nothing without it.
 TEST(Untouched, StackStatsLineCountsEveryCapture) {

@@ -1,0 +1,242 @@
+// The fast stack walk and its per-thread rule cache (see fast_unwinder.h).
+#include "fast_unwinder.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace gmemhook {
+
+namespace {
+
+// Parses "lo-hi perms ..." of one /proc/self/maps line; true when it is a readable mapping that
+// holds `sp`.
+bool line_holds(const char* s, const char* end, uint64_t sp, uint64_t* lo, uint64_t* hi) {
+  uint64_t v[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    for (; s < end; ++s) {
+      char c = *s;
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) break;
+      v[k] = v[k] << 4 | static_cast<uint64_t>(d);
+    }
+    if (s == end || *s != (k == 0 ? '-' : ' ')) return false;
+    ++s;
+  }
+  if (s == end || *s != 'r' || sp < v[0] || sp >= v[1]) return false;
+  *lo = v[0];
+  *hi = v[1];
+  return true;
+}
+
+// The readable mapping that holds `sp`, from /proc/self/maps with plain system calls: no
+// malloc, no stdio lock (pthread_getattr_np mallocs, and reads this same file for the main thread).
+bool read_stack_mapping(uint64_t sp, uint64_t* lo, uint64_t* hi) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  size_t have = 0;
+  bool skipping = false;  // inside a line longer than the buffer (its start was already seen)
+  bool found = false;
+  while (!found) {
+    ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    have += static_cast<size_t>(n);
+    size_t start = 0;
+    for (size_t i = 0; i < have && !found; ++i) {
+      if (buf[i] != '\n') continue;
+      if (!skipping) found = line_holds(buf + start, buf + i, sp, lo, hi);
+      skipping = false;
+      start = i + 1;
+    }
+    if (start == 0 && have == sizeof(buf)) {
+      if (!skipping) found = line_holds(buf, buf + have, sp, lo, hi);
+      skipping = true;
+      have = 0;
+      continue;
+    }
+    std::memmove(buf, buf + start, have - start);
+    have -= start;
+  }
+  close(fd);
+  return found;
+}
+
+}  // namespace
+
+void FrameRuleCache::release() {
+  if (tables_) munmap(tables_, sizeof(Tables));
+  tables_ = nullptr;
+  failed_ = false;
+  forget_stack();
+}
+
+bool FrameRuleCache::ensure_tables() {
+  if (tables_) return true;
+  if (failed_) return false;
+  void* m =
+      mmap(nullptr, sizeof(Tables), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) {
+    failed_ = true;
+    return false;
+  }
+  tables_ = static_cast<Tables*>(m);
+  return true;
+}
+
+FrameRule FrameRuleCache::learn(uint64_t pc) {
+  Entry& e = tables_->entries[(pc * 0x9e3779b97f4a7c15ull) >> (64 - kIndexBits)];
+  // pc - 1: a return address may be the first byte after the function that made the call.
+  e = Entry{pc, find_frame_rule(pc - 1)};
+  return e.rule;
+}
+
+bool FrameRuleCache::stack_bounds(uint64_t sp, uint64_t* lo, uint64_t* hi) {
+  if (sp < stack_lo_ || sp >= stack_hi_) {
+    // A new thread, a main stack that grew, or a signal handler on an alternate stack. The last
+    // walk's loads were checked against the old bounds only.
+    last_count_ = 0;
+    if (!read_stack_mapping(sp, &stack_lo_, &stack_hi_)) {
+      forget_stack();
+      return false;
+    }
+  }
+  *lo = stack_lo_;
+  *hi = stack_hi_;
+  return true;
+}
+
+int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, int n, int max,
+                               End* end) {
+  const Walk& last = tables_->walks[which_ ^ 1];
+  const int available = last_count_ - j;
+  const int take = available < max - n ? available : max - n;
+  // Cut short by its own max, the last walk does not know the frames this one needs.
+  if (take < max - n && last_end_ == End::kMax) return -1;
+  // From equal registers the walk repeats the last one's steps as long as what it loads is
+  // equal: the loads of the steps between the frames taken, and when the last walk's end is
+  // reached, those that ended it. All at addresses known now, inside the same stack mapping.
+  const uint32_t from = last.first_load[j];
+  const uint32_t to = last.first_load[take == available ? last_count_ : j + take - 1];
+  uint64_t differ = 0;
+  for (uint32_t i = from; i < to; ++i)
+    differ |= *reinterpret_cast<const uint64_t*>(last.loads[i].at) ^ last.loads[i].value;
+  if (differ) return -1;
+  *end = take == available ? last_end_ : End::kMax;
+  if (n == 0 && j == 0 && take == available) {
+    // The same stack as last time: the last walk stays the last walk.
+    std::memcpy(out, last.pc, static_cast<size_t>(take) * sizeof(uint64_t));
+    which_ ^= 1;  // fast_backtrace flips it back
+    return take;
+  }
+  for (int m = 0; m < take; ++m) {
+    cur.rsp[n + m] = last.rsp[j + m];
+    cur.rbp[n + m] = last.rbp[j + m];
+    cur.pc[n + m] = out[n + m] = last.pc[j + m];
+    cur.first_load[n + m] = loads + (last.first_load[j + m] - from);
+  }
+  std::memcpy(cur.loads + loads, last.loads + from, (to - from) * sizeof(Load));
+  cur.first_load[n + take] = loads + (to - from);
+  return n + take;
+}
+
+__attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max) {
+  using Walk = FrameRuleCache::Walk;
+  using End = FrameRuleCache::End;
+  // __builtin_frame_address gives this function a frame pointer whatever the flags: rbp points
+  // at the caller's saved rbp, the return address sits above it, the caller's rsp above that.
+  const auto* fp = static_cast<const uint64_t*>(__builtin_frame_address(0));
+  uint64_t lo = 0, hi = 0;
+  if (!cache.ensure_tables() || !cache.stack_bounds(reinterpret_cast<uint64_t>(fp), &lo, &hi))
+    return cache.give_up(0, "no memory or stack bounds");
+  if (max > static_cast<int>(FrameRuleCache::kMaxSteps))
+    max = static_cast<int>(FrameRuleCache::kMaxSteps);
+  // A load at `a` is safe when a - lo < span: inside the mapping, all 8 bytes (one compare).
+  const uint64_t span = hi - lo - 7;
+  Walk& cur = cache.tables_->walks[cache.which_];
+  const Walk& last = cache.tables_->walks[cache.which_ ^ 1];
+  int last_count = cache.last_count_;
+  int j = 0;  // the first frame of the last walk not below the current one
+  uint32_t loads = 0;
+  uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
+  uint64_t pc = fp[1];
+  uint64_t rbp = fp[0];
+  End end = End::kZero;
+  int n = 0;
+  bool reused = false;
+  while (pc != 0) {
+    if (n == max) {
+      end = End::kMax;
+      break;
+    }
+    while (j < last_count && last.rsp[j] < rsp) ++j;
+    if (j < last_count && last.rsp[j] == rsp && last.pc[j] == pc && last.rbp[j] == rbp) {
+      int got = cache.reuse_last(j, cur, loads, out, n, max, &end);
+      if (got >= 0) {
+        n = got;
+        reused = true;
+        ++cache.reused_walks_;
+        break;
+      }
+      last_count = 0;  // changed further up: walk on frame by frame
+    }
+    out[n] = pc;
+    cur.rsp[n] = rsp;
+    cur.rbp[n] = rbp;
+    cur.pc[n] = pc;
+    cur.first_load[n] = loads;
+    ++n;
+    if (n == max) {
+      end = End::kMax;
+      break;
+    }
+    const FrameRule rule = cache.rule_at(pc);
+    if (rule.kind == FrameRule::kOutermost) {
+      end = End::kOutermost;
+      break;
+    }
+    const uint64_t cfa_offset = static_cast<uint64_t>(static_cast<int64_t>(rule.cfa_offset));
+    const uint64_t rbp_offset = static_cast<uint64_t>(static_cast<int64_t>(rule.rbp_offset));
+    uint64_t cfa = 0;
+    if (rule.kind == FrameRule::kFromRsp) {
+      cfa = rsp + cfa_offset;
+    } else if (rule.kind == FrameRule::kFromRbp) {
+      cfa = rbp + cfa_offset;
+    } else if (rule.kind == FrameRule::kDerefRbp) {
+      // A realigned frame (DRAP): the CFA was saved below rbp, the caller's rbp at rbp itself.
+      const uint64_t cfa_at = rbp + cfa_offset, rbp_at = rbp + rbp_offset;
+      if (cfa_at - lo >= span || rbp_at - lo >= span)
+        return cache.give_up(pc, "step would leave the stack");
+      cfa = *reinterpret_cast<const uint64_t*>(cfa_at);
+      cur.loads[loads++] = {cfa_at, cfa};
+      rbp = *reinterpret_cast<const uint64_t*>(rbp_at);
+      cur.loads[loads++] = {rbp_at, rbp};
+    } else {
+      return cache.give_up(pc, "no simple rule");
+    }
+    // The caller's frame lies above this one, and what is read of it inside the stack mapping:
+    // anything else is a rule that does not fit (or a corrupt stack), and libunwind decides.
+    const uint64_t ra_at = cfa + static_cast<uint64_t>(static_cast<int64_t>(rule.ra_offset));
+    if (cfa <= rsp || ra_at - lo >= span) return cache.give_up(pc, "step would leave the stack");
+    if (rule.rbp_offset && rule.kind != FrameRule::kDerefRbp) {
+      const uint64_t rbp_at = cfa + static_cast<uint64_t>(static_cast<int64_t>(rule.rbp_offset));
+      if (rbp_at - lo >= span) return cache.give_up(pc, "step would leave the stack");
+      rbp = *reinterpret_cast<const uint64_t*>(rbp_at);
+      cur.loads[loads++] = {rbp_at, rbp};
+    }
+    pc = *reinterpret_cast<const uint64_t*>(ra_at);
+    cur.loads[loads++] = {ra_at, pc};
+    rsp = cfa;
+  }
+  if (!reused) cur.first_load[n] = loads;
+  cache.which_ ^= 1;
+  cache.last_count_ = n;
+  cache.last_end_ = end;
+  return n;
+}
+
+}  // namespace gmemhook

@@ -1,0 +1,101 @@
+// A walk of the calling thread's stack with cached frame rules (frame_rules.h): on the common
+// path no libunwind at all, a table lookup and two loads per frame.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "frame_rules.h"
+
+namespace gmemhook {
+
+// One thread's rules by return address, the bounds of the stack it runs on, and its last walk.
+// Its memory comes from mmap at the first walk (never malloc: hooks), zeroed = empty. Not
+// thread-safe: each thread walks with its own (the recorder keeps one in each thread's log).
+class FrameRuleCache {
+ public:
+  // The cache moves to another thread (a thread log handed on): its rules stay true for the
+  // whole process, the stack bounds and the last walk do not.
+  void forget_stack() {
+    stack_lo_ = stack_hi_ = 0;
+    last_count_ = 0;
+  }
+  void release();
+  // Walks that ended by reusing the last walk's frames (for tests and stack statistics).
+  uint64_t reused_walks() const { return reused_walks_; }
+  // Why the last walk that returned -1 gave up, and at which return address (0: no frame).
+  const char* gave_up(uint64_t* pc) const {
+    *pc = gave_up_pc_;
+    return gave_up_why_;
+  }
+
+ private:
+  friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max);
+
+  struct Entry {
+    uint64_t pc;
+    FrameRule rule;
+  };
+  // How a walk ended: at the thread's first frame, at a return address of 0, or at `max`.
+  enum class End : uint8_t { kOutermost, kZero, kMax };
+  static constexpr unsigned kIndexBits = 12;
+  static constexpr size_t kMaxSteps = 512;
+  // A load from the stack a walk made: where, and what it found.
+  struct Load {
+    uint64_t at, value;
+  };
+  // One walk: the registers on entering each frame, and the loads of each step to a caller.
+  struct Walk {
+    uint64_t rsp[kMaxSteps], rbp[kMaxSteps], pc[kMaxSteps];
+    uint32_t first_load[kMaxSteps + 1];  // frame m's loads: [first_load[m], first_load[m + 1])
+    Load loads[3 * kMaxSteps];  // a DRAP frame's step loads its CFA, rbp and return address
+  };
+  struct Tables {
+    Entry entries[size_t{1} << kIndexBits];  // direct-mapped, 64 KiB, pages touched as used
+    Walk walks[2];                           // the last walk and the one being made
+  };
+
+  // The rule of the frame whose return address is `pc`, looked up at the first meeting.
+  FrameRule rule_at(uint64_t pc) {
+    const Entry& e = tables_->entries[(pc * 0x9e3779b97f4a7c15ull) >> (64 - kIndexBits)];
+    if (e.pc == pc && e.rule.kind != FrameRule::kUnknown) return e.rule;
+    return learn(pc);
+  }
+  FrameRule learn(uint64_t pc);
+  int give_up(uint64_t pc, const char* why) {
+    gave_up_pc_ = pc;
+    gave_up_why_ = why;
+    return -1;
+  }
+  bool ensure_tables();
+  // Sets [*lo, *hi) to the stack mapping that holds `sp`; false when that is unknown.
+  bool stack_bounds(uint64_t sp, uint64_t* lo, uint64_t* hi);
+  // The rest of a walk that has reached frame `j` of the last walk in the same state: that walk's
+  // frames, if every value it loaded from the stack is still there. Returns the new count, or
+  // -1 (then the walk goes on frame by frame).
+  // `loads`: the loads `cur` holds so far.
+  int reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, int n, int max, End* end);
+
+  Tables* tables_ = nullptr;
+  bool failed_ = false;  // mmap failed once: do not retry on every event
+  uint64_t stack_lo_ = 0, stack_hi_ = 0;
+  int which_ = 0;       // walks[which_ ^ 1] is the last walk
+  int last_count_ = 0;  // its frames; 0: none to reuse
+  End last_end_ = End::kMax;
+  uint64_t reused_walks_ = 0;
+  uint64_t gave_up_pc_ = 0;
+  const char* gave_up_why_ = nullptr;
+};
+
+// Writes up to `max` return addresses of the calling thread, innermost first (the first is the
+// return address of this call), and returns their count. Where the walk reaches a frame of the
+// last walk in the same state (rsp, rbp, return address), the rest is that walk's frames once
+// every return address and rbp it read further up is checked to be unchanged: independent loads
+// instead of a chain of dependent ones (a shadow stack, issue 14). Returns -1 when a frame needs libunwind:
+// no rule of the simple shape (signal frames, DWARF expressions, code without unwind tables), a
+// step that would not move outward or would leave the thread's stack mapping. Every load stays
+// inside that mapping, between this frame and its top: a wrong rule gives a wrong frame, never a
+// fault.
+int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max);
+
+}  // namespace gmemhook

@@ -1,0 +1,237 @@
+// The fast unwinder (interposer/fast_unwinder.h) against libunwind's full walk on many stacks:
+// -O0 and -O2 frames, with and without frame pointers, frames addressed from rbp, deep
+// recursion, other threads, signal handlers (which must go to libunwind). Wherever the fast walk
+// answers, its frames must be exactly libunwind's.
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <signal.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fast_unwinder.h"
+#include "frame_rules.h"
+#include "unwind_shapes.h"
+
+namespace {
+
+using gmemhook::FrameRule;
+using gmemhook::FrameRuleCache;
+
+constexpr int kMax = 300;
+
+// What the probe saw at the bottom of a recursion.
+struct Seen {
+  int fast_count = 0;
+  std::vector<uint64_t> fast;  // from the probe's caller outward
+  std::vector<uint64_t> slow;  // libunwind's, from the same frame outward (empty: not found)
+  std::set<int> kinds;         // rule kinds of the fast walk's frames
+  int max = kMax;
+};
+
+thread_local FrameRuleCache t_cache;
+thread_local Seen* t_seen = nullptr;
+
+// Both walks from one frame. fast[0] and libunwind's first frames are inside this function (at
+// different calls), so they are compared from this function's caller on.
+__attribute__((noinline)) void probe() {
+  Seen& s = *t_seen;
+  uint64_t fast[kMax];
+  void* slow[kMax + 8];
+  s.fast_count = gmemhook::fast_backtrace(t_cache, fast, s.max);
+  int n = unw_backtrace(slow, s.max + 8);
+  if (s.fast_count <= 1) return;
+  s.fast.assign(fast + 1, fast + s.fast_count);
+  for (int i = 0; i < n; ++i) {
+    if (reinterpret_cast<uint64_t>(slow[i]) != s.fast[0]) continue;
+    // libunwind also walked a few frames of its own and of this probe: cut to the same length.
+    int take = n - i < s.max - 1 ? n - i : s.max - 1;
+    for (int j = i; j < i + take; ++j) s.slow.push_back(reinterpret_cast<uint64_t>(slow[j]));
+    break;
+  }
+  for (uint64_t pc : s.fast) s.kinds.insert(gmemhook::find_frame_rule(pc - 1).kind);
+}
+
+Seen walk(const std::vector<int>& shape, int depth, int max = kMax) {
+  Seen s;
+  s.max = max;
+  t_seen = &s;
+  unwind_shapes::Walk w{shape.data(), static_cast<int>(shape.size()), probe};
+  unwind_shapes::step(depth, w);
+  t_seen = nullptr;
+  return s;
+}
+
+std::string describe(const std::vector<int>& shape, int depth) {
+  std::string d = "depth " + std::to_string(depth) + " shape";
+  for (int k : shape) d += " " + std::to_string(k);
+  return d;
+}
+
+void expect_same_as_libunwind(const Seen& s, const std::string& what) {
+  ASSERT_GT(s.fast_count, 1) << what << ": the fast walk gave up on ordinary frames";
+  ASSERT_FALSE(s.slow.empty()) << what << ": libunwind never passed the probe's caller";
+  EXPECT_EQ(s.fast, s.slow) << what;
+}
+
+TEST(FastUnwind, MatchesLibunwindOnEachShape) {
+  for (int shape : {0, 1, 2, 3, 4}) {
+    for (int depth : {1, 2, 8, 33}) {
+      Seen s = walk({shape}, depth);
+      expect_same_as_libunwind(s, describe({shape}, depth));
+    }
+  }
+}
+
+TEST(FastUnwind, MatchesLibunwindOnMixedStacks) {
+  std::mt19937 rng(14);
+  std::set<int> kinds;
+  for (int round = 0; round < 60; ++round) {
+    std::vector<int> shape(1 + rng() % 7);
+    for (int& k : shape) k = static_cast<int>(rng() % 5);
+    int depth = static_cast<int>(rng() % 120);
+    // Twice: the first walk learns the rules, the second reads them from the cache.
+    for (int pass = 0; pass < 2; ++pass) {
+      Seen s = walk(shape, depth);
+      expect_same_as_libunwind(s, describe(shape, depth) + " pass " + std::to_string(pass));
+      kinds.insert(s.kinds.begin(), s.kinds.end());
+    }
+  }
+  // The stacks really mixed both kinds of rule (else this test would prove less than it says).
+  EXPECT_TRUE(kinds.count(FrameRule::kFromRsp));
+  EXPECT_TRUE(kinds.count(FrameRule::kFromRbp));
+  EXPECT_TRUE(kinds.count(FrameRule::kDerefRbp));
+}
+
+// Two callers alike in every frame below them (same sizes, same return addresses), so the second
+// walk meets the first one's frames in the same state: the shadow stack must notice that the
+// frame above differs.
+__attribute__((noinline)) Seen walk_from_a(const std::vector<int>& shape, int depth) {
+  volatile int marker = 1;
+  Seen s = walk(shape, depth);
+  s.max += marker - 1;
+  return s;
+}
+__attribute__((noinline)) Seen walk_from_b(const std::vector<int>& shape, int depth) {
+  volatile int marker = 2;
+  Seen s = walk(shape, depth);
+  s.max += marker - 2;
+  return s;
+}
+
+TEST(FastUnwind, ShadowStackNoticesChangedCallers) {
+  const std::vector<int> shape{1, 2, 3, 0};
+  const uint64_t before = t_cache.reused_walks();
+  Seen a[2];
+  for (Seen& s : a) s = walk_from_a(shape, 20);  // one call site: equal stacks
+  expect_same_as_libunwind(a[1], "second walk from a");
+  EXPECT_EQ(a[0].fast, a[1].fast);
+  const Seen& a2 = a[1];
+  EXPECT_GT(t_cache.reused_walks(), before) << "the repeated walk did not reuse the last one";
+  Seen b = walk_from_b(shape, 20);
+  expect_same_as_libunwind(b, "walk from b");
+  EXPECT_NE(a2.fast, b.fast);
+  // A shallower and a deeper stack after it: reuse from a walk that is too short or too long.
+  expect_same_as_libunwind(walk_from_a(shape, 3), "shallow");
+  expect_same_as_libunwind(walk_from_a(shape, 40), "deep");
+  Seen cut_short = walk(shape, 40, 7);
+  EXPECT_EQ(cut_short.fast_count, 7);
+  expect_same_as_libunwind(cut_short, "max 7 after a full walk");
+  Seen full_again = walk(shape, 40);
+  expect_same_as_libunwind(full_again, "full walk after a cut one");
+}
+
+TEST(FastUnwind, DeepRecursionStopsAtMax) {
+  Seen full = walk({0, 1, 2, 3}, 280);
+  EXPECT_EQ(full.fast_count, kMax);
+  expect_same_as_libunwind(full, "depth 280");
+  Seen cut = walk({1, 3}, 50, 6);
+  EXPECT_EQ(cut.fast_count, 6);
+  expect_same_as_libunwind(cut, "max 6");
+}
+
+TEST(FastUnwind, MatchesLibunwindOnOtherThreads) {
+  // A thread's outermost frame (clone3's) ends the walk as it does for libunwind.
+  for (int t = 0; t < 4; ++t) {
+    Seen s;
+    std::thread([&] { s = walk({t % 4, (t + 1) % 4}, 10 + 20 * t); }).join();
+    expect_same_as_libunwind(s, "thread " + std::to_string(t));
+  }
+}
+
+// In a signal handler the walk meets the kernel's signal frame: no simple rule there, so the
+// fast walk hands the stack to libunwind (-1) rather than guess. On an alternate signal stack it
+// must first find that stack's bounds, and still never read outside them.
+volatile int g_handler_fast_count = 0;
+
+void on_signal(int) {
+  static const int shape[] = {1, 2};
+  Seen s;
+  t_seen = &s;
+  unwind_shapes::step(5, unwind_shapes::Walk{shape, 2, probe});
+  t_seen = nullptr;
+  g_handler_fast_count = s.fast_count;
+}
+
+void raise_with_handler(bool alternate_stack) {
+  std::vector<char> alt(1 << 16);
+  stack_t ss{};
+  if (alternate_stack) {
+    ss.ss_sp = alt.data();
+    ss.ss_size = alt.size();
+    ASSERT_EQ(sigaltstack(&ss, nullptr), 0);
+  }
+  struct sigaction sa{}, old{};
+  sa.sa_handler = on_signal;
+  sa.sa_flags = alternate_stack ? SA_ONSTACK : 0;
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  g_handler_fast_count = 0;
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &old, nullptr);
+  if (alternate_stack) {
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, nullptr);
+  }
+  EXPECT_EQ(g_handler_fast_count, -1);
+}
+
+TEST(FastUnwind, SignalFramesGoToLibunwind) {
+  raise_with_handler(false);
+  raise_with_handler(true);
+  // The thread's own stack again afterwards: its bounds are found anew.
+  expect_same_as_libunwind(walk({1, 2}, 12), "after the handlers");
+}
+
+// The rules themselves on frames whose shape is known.
+TEST(FrameRules, KnownShapes) {
+  Seen o2 = walk({1}, 4);
+  Seen vla = walk({2}, 4);
+  ASSERT_GT(o2.fast_count, 3);
+  ASSERT_GT(vla.fast_count, 3);
+  // fast[1] is the frame inside frame_o2 / frame_vla (after its call of step).
+  FrameRule r = gmemhook::find_frame_rule(o2.fast[1] - 1);
+  EXPECT_EQ(r.kind, FrameRule::kFromRsp);
+  EXPECT_EQ(r.ra_offset, -8);
+  r = gmemhook::find_frame_rule(vla.fast[1] - 1);
+  EXPECT_EQ(r.kind, FrameRule::kFromRbp);
+  EXPECT_EQ(r.cfa_offset, 16);
+  EXPECT_EQ(r.rbp_offset, -16);
+  Seen drap = walk({4}, 4);
+  ASSERT_GT(drap.fast_count, 3);
+  r = gmemhook::find_frame_rule(drap.fast[1] - 1);
+  EXPECT_EQ(r.kind, FrameRule::kDerefRbp);
+  EXPECT_EQ(r.cfa_offset, -8);
+  EXPECT_EQ(r.rbp_offset, 0);
+  // Addresses without unwind tables: nothing mapped, and a data object.
+  EXPECT_EQ(gmemhook::find_frame_rule(16).kind, FrameRule::kUnsupported);
+  static const char data[64] = {};
+  EXPECT_EQ(gmemhook::find_frame_rule(reinterpret_cast<uint64_t>(data)).kind,
+            FrameRule::kUnsupported);
+}
+
+}  // namespace
