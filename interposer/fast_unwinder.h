@@ -10,6 +10,9 @@
 namespace gmemhook {
 
 // One thread's rules by return address, the bounds of the stack it runs on, and its last walk.
+// A rule is kept until its entry is reused: an object unloaded (dlclose) and another loaded at
+// the same addresses would be walked with the old object's rules — wrong frames, never a fault
+// (loads stay inside the stack); libunwind's own trace cache has the same blind spot.
 // Its memory comes from mmap at the first walk (never malloc: hooks), zeroed = empty. Not
 // thread-safe: each thread walks with its own (the recorder keeps one in each thread's log).
 class FrameRuleCache {
