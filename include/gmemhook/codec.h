@@ -58,6 +58,8 @@ struct EventDeltas {
 inline constexpr size_t kMaxEventPayload = 1 + 4 * 10 + 2 + 6 * 10 + 10 + 1 + 2 * 10 + 2 * 10;
 static_assert(kMaxEventPayload <= kMaxSmallPayload);
 
+enum class EventPart : uint8_t;
+
 // Sequential byte writer over a caller-provided buffer that is known to be large enough.
 class PayloadWriter {
  public:
@@ -74,6 +76,7 @@ class PayloadWriter {
     bytes(s.data(), s.size());
   }
   size_t size() const { return static_cast<size_t>(p_ - begin_); }
+  void part(EventPart) {}  // see encode_event_to
 
  private:
   uint8_t* begin_;
@@ -127,13 +130,25 @@ inline uint64_t expected_allocated_total(const EventFields& f, const EventDeltas
   return f.has(kIsFree) ? d.last_allocated - size : d.last_allocated + size;
 }
 
-// Encodes `ev` into out (room for kMaxEventPayload bytes); returns the payload size.
-inline size_t encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
-  PayloadWriter w(out);
+// The parts of an event's encoding, for measuring where a log's bytes go (bench/log_size).
+enum class EventPart : uint8_t { Api, Seq, Time, Result, Stack, Fields, Address, Size, Stream, Device, Other, Count };
+inline constexpr const char* kEventPartNames[] = {"api",     "seq",  "time",   "result",
+                                                   "stack",   "fields", "address", "size",
+                                                   "stream",  "device", "other"};
+
+// Encodes `ev` through `w` (a PayloadWriter, or anything with the same calls and part(), which
+// says which part the next bytes belong to).
+template <class Out>
+void encode_event_to(Out& w, const Event& ev, EventDeltas& d) {
+  w.part(EventPart::Api);
   w.u8(ev.api);
+  w.part(EventPart::Seq);
   w.varint(ev.seq - d.last_seq);
+  w.part(EventPart::Time);
   w.varint(ev.time_ns - d.last_time_ns);
+  w.part(EventPart::Result);
   w.varint(ev.result);
+  w.part(EventPart::Stack);
   w.varint(ev.stack_id);
   // Totals travel as corrections to their expected values: usually none at all.
   uint16_t mask = ev.f.mask & ~kMovedFields;
@@ -142,17 +157,24 @@ inline size_t encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
     if (ev.f.allocated != expected_allocated) mask |= kAllocatedMoved;
     if (ev.f.reserved != d.last_reserved) mask |= kReservedMoved;
   }
+  w.part(EventPart::Fields);
   w.varint(mask);
   if (ev.f.has(kHasAddress)) {
+    w.part(EventPart::Address);
     w.zigzag(static_cast<int64_t>(ev.f.address - d.last_address));
     d.last_address = ev.f.address;
   }
+  w.part(EventPart::Size);
   if (ev.f.has(kHasSize)) w.varint(ev.f.size);
+  w.part(EventPart::Stream);
   if (ev.f.has(kHasStream)) w.varint(ev.f.stream);
+  w.part(EventPart::Other);
   if (ev.f.has(kHasPool)) w.varint(ev.f.pool);
   if (ev.f.has(kHasHandle)) w.varint(ev.f.handle);
   if (ev.f.has(kHasOffset)) w.varint(ev.f.offset);
+  w.part(EventPart::Device);
   if (ev.f.has(kHasDevice)) w.zigzag(ev.f.device);
+  w.part(EventPart::Other);
   if (ev.f.has(kHasMemory)) w.u8(static_cast<uint8_t>(ev.f.memory));
   if (mask & kAllocatedMoved) w.zigzag(static_cast<int64_t>(ev.f.allocated - expected_allocated));
   if (mask & kReservedMoved) w.zigzag(static_cast<int64_t>(ev.f.reserved - d.last_reserved));
@@ -164,6 +186,12 @@ inline size_t encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
   }
   d.last_seq = ev.seq;
   d.last_time_ns = ev.time_ns;
+}
+
+// Encodes `ev` into out (room for kMaxEventPayload bytes); returns the payload size.
+inline size_t encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
+  PayloadWriter w(out);
+  encode_event_to(w, ev, d);
   return w.size();
 }
 
