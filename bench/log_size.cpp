@@ -54,9 +54,9 @@ void count_file(const fs::path& path, fmt::FileKind kind, Totals& t) {
     const uint64_t n = header_size + r.payload.size();
     if (kind == fmt::FileKind::Process) {
       t.process_records += n;
-    } else if (r.type == static_cast<uint8_t>(fmt::RecordType::Event)) {
+    } else if (fmt::is_event_type(r.type, header->version)) {
       fmt::Event ev;
-      if (!fmt::decode_event(r.payload.data(), r.payload.size(), &ev, deltas))
+      if (!fmt::decode_event(r.type, r.payload.data(), r.payload.size(), &ev, deltas))
         throw gmemhook::analysis::ReadError(file.name(), r.offset, "an event that decodes");
       ++t.events;
       t.event_headers += header_size;
