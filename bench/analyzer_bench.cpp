@@ -64,8 +64,14 @@ class ChunkedFile {
     std::memcpy(chunk_.data(), &h, sizeof h);
     used_ = sizeof h;
   }
+  // Finished the way the recorder finishes a file (format.h, "Chunk seals"): the last chunk is
+  // cut to its records, zeros up to a multiple of 8, and its seal. A whole zero-padded chunk
+  // here would add up to a MiB per file that no recorded log has.
   ~ChunkedFile() {
-    out_.write(reinterpret_cast<const char*>(chunk_.data()), kChunk);  // zero-padded tail
+    const size_t at = (used_ + 7) & ~size_t{7};
+    const uint64_t seal = fmt::seal_value(fmt::crc32c(chunk_.data(), at));
+    std::memcpy(chunk_.data() + at, &seal, sizeof seal);
+    out_.write(reinterpret_cast<const char*>(chunk_.data()), static_cast<std::streamsize>(at + sizeof seal));
   }
 
   void record(fmt::RecordType type, const uint8_t* payload, size_t n) {
@@ -206,8 +212,8 @@ fs::path generate(const fs::path& run, uint64_t events, unsigned threads, unsign
       ev.f.set_address(victim.address);
       if (victim.free_api == ApiId::cudaFreeAsync) ev.f.set_stream(0x1000 + t_index);
     }
-    const size_t n = fmt::encode_event(ev_buf, ev, t.deltas);
-    t.file->record(fmt::RecordType::Event, ev_buf, n);
+    const fmt::EncodedEvent encoded = fmt::encode_event(ev_buf, ev, t.deltas);
+    t.file->record(encoded.type, ev_buf, encoded.size);
   }
   ts.clear();  // flushes the thread files
   write_process_file(dir, events, time + 1000);

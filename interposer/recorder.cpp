@@ -395,8 +395,8 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   ev.stack_id = stack_id;
   ev.f = f;
   uint8_t buf[fmt::kMaxEventPayload];
-  size_t n = fmt::encode_event(buf, ev, log->deltas);
-  if (!log->file.append(fmt::RecordType::Event, buf, n)) {
+  const fmt::EncodedEvent encoded = fmt::encode_event(buf, ev, log->deltas);
+  if (!log->file.append(encoded.type, buf, encoded.size)) {
     note_not_recorded(ev.seq, log->file.path(), log->file.error());
     return;
   }

@@ -21,7 +21,9 @@ static_assert(std::endian::native == std::endian::little);
 
 namespace {
 
-bool is_known_type(uint8_t t) {
+bool is_known_type(uint8_t t, uint16_t version) {
+  if (format::is_event_type(t, version)) return true;
+  if (t == static_cast<uint8_t>(RecordType::Event)) return false;  // version 8 has heads
   switch (static_cast<RecordType>(t)) {
     case RecordType::Event:
     case RecordType::End:
@@ -57,6 +59,7 @@ std::string hex(uint64_t v) {
 }  // namespace
 
 std::string record_type_name(uint8_t type) {
+  if ((type & ~format::kEventHeadBits) == format::kEventTypeBase) return "event";
   switch (static_cast<RecordType>(type)) {
     case RecordType::Event:
       return "event";
@@ -265,7 +268,7 @@ bool RecordCursor::next(Record* out) {
       pos_ = chunk_end_;
       continue;
     }
-    if (!is_known_type(type))
+    if (!is_known_type(type, version_))
       damage(pos_, "expected a record header, found unknown record type " + hex(type));
 
     uint64_t header_size = format::kSmallHeaderSize;

@@ -39,11 +39,12 @@ void ThreadFileReader::damage(uint64_t offset, const std::string& expected) cons
 bool ThreadFileReader::advance() {
   Record r;
   while (cursor_.next(&r)) {
+    if (format::is_event_type(r.type, header_.version)) {
+      read_event(r);
+      file_.release_before(r.offset);
+      return true;
+    }
     switch (static_cast<RecordType>(r.type)) {
-      case RecordType::Event:
-        read_event(r);
-        file_.release_before(r.offset);
-        return true;
       case RecordType::Stack:
         read_stack(r);
         break;
@@ -63,8 +64,9 @@ bool ThreadFileReader::advance() {
 }
 
 void ThreadFileReader::read_event(const Record& r) {
-  // The smallest event is api, four one-byte varints and the field mask.
-  constexpr size_t kMinEventPayload = 6;
+  // The smallest event is the api and the time (version 8; before: four more varints and the
+  // field mask).
+  constexpr size_t kMinEventPayload = 2;
   const size_t n = r.payload.size();
   if (n < kMinEventPayload || n > format::kMaxEventPayload)
     damage(r.offset,
@@ -72,7 +74,7 @@ void ThreadFileReader::read_event(const Record& r) {
                std::to_string(format::kMaxEventPayload) + " bytes, got " + std::to_string(n) + ")");
   const uint64_t previous_seq = deltas_.last_seq;
   format::Event& ev = decoded_;
-  if (!format::decode_event(r.payload.data(), n, &ev, deltas_))
+  if (!format::decode_event(r.type, r.payload.data(), n, &ev, deltas_))
     damage(r.offset, "event record: payload malformed (" + std::to_string(n) +
                          " bytes do not decode as an event)");
   // decode_event rejects a zero delta; a delta that wraps around 2^64 is the remaining way for

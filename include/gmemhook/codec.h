@@ -52,11 +52,19 @@ struct EventDeltas {
   uint64_t last_address = 0;
   uint64_t last_allocated = 0, last_reserved = 0;  // of the previous HasTotals event
   uint16_t version = kFormatVersion;               // the file's: version 1 has a one-byte mask
+  // Version 8 (format.h, "Event payload"): what an event may leave out because it repeats.
+  uint64_t last_stream = 0;
+  int32_t last_device = 0;
+  // The fields of the previous event of each api, less the bits an event must state (kOneOffFields).
+  uint16_t api_fields[256] = {};
 };
 
-// api, 4 varints, a 2-byte mask, 6 varint fields, device, memory, the two totals, graph, flags.
-inline constexpr size_t kMaxEventPayload = 1 + 4 * 10 + 2 + 6 * 10 + 10 + 1 + 2 * 10 + 2 * 10;
+// Version 8's worst case: api, four varints, a 3-byte mask, six varint fields, device, memory,
+// the two totals, graph, flags.
+inline constexpr size_t kMaxEventPayload = 1 + 4 * 10 + 3 + 6 * 10 + 10 + 1 + 2 * 10 + 2 * 10;
 static_assert(kMaxEventPayload <= kMaxSmallPayload);
+
+enum class EventPart : uint8_t;
 
 // Sequential byte writer over a caller-provided buffer that is known to be large enough.
 class PayloadWriter {
@@ -74,6 +82,7 @@ class PayloadWriter {
     bytes(s.data(), s.size());
   }
   size_t size() const { return static_cast<size_t>(p_ - begin_); }
+  void part(EventPart) {}  // see encode_event_to
 
  private:
   uint8_t* begin_;
@@ -127,83 +136,146 @@ inline uint64_t expected_allocated_total(const EventFields& f, const EventDeltas
   return f.has(kIsFree) ? d.last_allocated - size : d.last_allocated + size;
 }
 
-// Encodes `ev` into out (room for kMaxEventPayload bytes); returns the payload size.
-inline size_t encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
-  PayloadWriter w(out);
-  w.u8(ev.api);
-  w.varint(ev.seq - d.last_seq);
-  w.varint(ev.time_ns - d.last_time_ns);
-  w.varint(ev.result);
-  w.varint(ev.stack_id);
-  // Totals travel as corrections to their expected values: usually none at all.
-  uint16_t mask = ev.f.mask & ~kMovedFields;
-  const uint64_t expected_allocated = expected_allocated_total(ev.f, d);
-  if (ev.f.has(kHasTotals)) {
-    if (ev.f.allocated != expected_allocated) mask |= kAllocatedMoved;
-    if (ev.f.reserved != d.last_reserved) mask |= kReservedMoved;
-  }
-  w.varint(mask);
-  if (ev.f.has(kHasAddress)) {
-    w.zigzag(static_cast<int64_t>(ev.f.address - d.last_address));
-    d.last_address = ev.f.address;
-  }
-  if (ev.f.has(kHasSize)) w.varint(ev.f.size);
-  if (ev.f.has(kHasStream)) w.varint(ev.f.stream);
-  if (ev.f.has(kHasPool)) w.varint(ev.f.pool);
-  if (ev.f.has(kHasHandle)) w.varint(ev.f.handle);
-  if (ev.f.has(kHasOffset)) w.varint(ev.f.offset);
-  if (ev.f.has(kHasDevice)) w.zigzag(ev.f.device);
-  if (ev.f.has(kHasMemory)) w.u8(static_cast<uint8_t>(ev.f.memory));
-  if (mask & kAllocatedMoved) w.zigzag(static_cast<int64_t>(ev.f.allocated - expected_allocated));
-  if (mask & kReservedMoved) w.zigzag(static_cast<int64_t>(ev.f.reserved - d.last_reserved));
-  if (ev.f.has(kHasGraph)) w.varint(ev.f.graph);
-  if (ev.f.has(kHasFlags)) w.varint(ev.f.flags);
-  if (ev.f.has(kHasTotals)) {
-    d.last_allocated = ev.f.allocated;
-    d.last_reserved = ev.f.reserved;
-  }
-  d.last_seq = ev.seq;
-  d.last_time_ns = ev.time_ns;
-  return w.size();
+// The parts of an event's encoding, for measuring where a log's bytes go (bench/log_size).
+enum class EventPart : uint8_t {
+  Api, Seq, Time, Result, Stack, Fields, Address, Size, Stream, Device, Other, Count
+};
+inline constexpr const char* kEventPartNames[] = {"api",   "seq",    "time",    "result",
+                                                   "stack", "fields", "address", "size",
+                                                   "stream", "device", "other"};
+
+// Version 8's scaled numbers (format.h): value >> kScaleShift[c], two bits of class c below it.
+inline constexpr unsigned kScaleShift[4] = {0, 8, 12, 21};
+inline constexpr unsigned scale_class(uint64_t v) {
+  if (v == 0) return 0;
+  const unsigned zeros = static_cast<unsigned>(__builtin_ctzll(v));
+  return zeros >= 21 ? 3 : zeros >= 12 ? 2 : zeros >= 8 ? 1 : 0;
+}
+// False when v is too large for its class (only an unscaled v of 2^62 or more): the event is
+// then stored with kPlainNumbers.
+inline constexpr bool scale_unsigned(uint64_t v, uint64_t* out) {
+  const unsigned c = scale_class(v);
+  *out = (v >> kScaleShift[c]) << 2 | c;
+  return (v >> kScaleShift[c]) >> 62 == 0;
+}
+inline constexpr bool scale_signed(int64_t v, uint64_t* out) {
+  const unsigned c = scale_class(static_cast<uint64_t>(v));
+  const uint64_t z = format::zigzag(v >> kScaleShift[c]);
+  *out = z << 2 | c;
+  return z >> 62 == 0;
+}
+inline constexpr uint64_t unscale_unsigned(uint64_t v) { return (v >> 2) << kScaleShift[v & 3]; }
+inline constexpr int64_t unscale_signed(uint64_t v) {
+  return static_cast<int64_t>(static_cast<uint64_t>(unzigzag(v >> 2)) << kScaleShift[v & 3]);
 }
 
-// Decodes one event payload. Returns false on malformed input (nothing in `d` is trusted then).
-// Sequence numbers must increase within a file; a zero delta is rejected as damage.
-inline bool decode_event(const uint8_t* p, size_t n, Event* ev, EventDeltas& d) {
-  PayloadReader r(p, n);
-  uint64_t seq_delta, time_delta, result, stack_id, mask;
-  if (!r.u8(&ev->api) || !r.varint(&seq_delta) || !r.varint(&time_delta) || !r.varint(&result) ||
-      !r.varint(&stack_id))
-    return false;
-  if (d.version == 1) {
-    uint8_t byte;
-    if (!r.u8(&byte)) return false;
-    mask = fields_from_version1(byte);
-  } else if (!r.varint(&mask) || mask > (d.version < 4 ? kVersion3Fields : kKnownFields)) {
-    return false;
+// Version 8's times: CLOCK_MONOTONIC in units of 2^kTimeShift ns, rounded up. Reports cut times
+// to whole microseconds (or coarser) when they show them; rounded up, a time shows as the exact
+// one would unless it lies within 32 ns below the next microsecond.
+inline constexpr uint64_t time_units(uint64_t ns) {
+  return (ns + (uint64_t{1} << kTimeShift) - 1) >> kTimeShift;
+}
+
+// Encodes `ev` through `w` (a PayloadWriter, or anything with the same calls and part(), which
+// says which part the next bytes belong to), in today's version (8). Returns the event's head
+// (format.h: its record type is kEventTypeBase | head).
+template <class Out>
+uint8_t encode_event_to(Out& w, const Event& ev, EventDeltas& d) {
+  const EventFields& f = ev.f;
+  // Totals travel as corrections to their expected values: usually none at all.
+  uint16_t mask = f.mask & ~(kMovedFields | kPlainNumbers);
+  const uint64_t expected_allocated = expected_allocated_total(f, d);
+  if (f.has(kHasTotals)) {
+    if (f.allocated != expected_allocated) mask |= kAllocatedMoved;
+    if (f.reserved != d.last_reserved) mask |= kReservedMoved;
   }
-  if (seq_delta == 0 || result > UINT32_MAX || stack_id > UINT32_MAX) return false;
-  ev->f.mask = static_cast<uint16_t>(mask);
-  ev->seq = d.last_seq + seq_delta;
-  ev->time_ns = d.last_time_ns + time_delta;
-  ev->result = static_cast<uint32_t>(result);
-  ev->stack_id = static_cast<uint32_t>(stack_id);
-  EventFields& f = ev->f;
-  f.address = f.size = f.stream = f.pool = f.handle = f.offset = f.allocated = f.reserved = 0;
-  f.graph = f.flags = 0;
-  f.device = -1;
-  f.memory = MemoryType::Device;
+  uint64_t address = 0, size = 0;
+  bool scaled = true;
+  if (f.has(kHasAddress))
+    scaled = scale_signed(static_cast<int64_t>(f.address - d.last_address), &address);
+  if (f.has(kHasSize)) scaled = scale_unsigned(f.size, &size) && scaled;
+  if (!scaled) mask |= kPlainNumbers;
+  const uint64_t seq_delta = ev.seq - d.last_seq;
+  uint8_t head = 0;
+  if (seq_delta != 1) head |= kSeqGap;
+  if (ev.result != 0) head |= kFailed;
+  if (ev.stack_id != 0) head |= kHasStackId;
+  if (mask != d.api_fields[ev.api]) head |= kNewFields;
+  if (f.has(kHasDevice) && f.device != d.last_device) head |= kNewDevice;
+
+  w.part(EventPart::Api);
+  w.u8(ev.api);
+  w.part(EventPart::Seq);
+  if (head & kSeqGap) w.varint(seq_delta);
+  w.part(EventPart::Time);
+  const uint64_t units = time_units(ev.time_ns);
+  w.varint(units - time_units(d.last_time_ns));
+  w.part(EventPart::Result);
+  if (head & kFailed) w.varint(ev.result);
+  w.part(EventPart::Stack);
+  if (head & kHasStackId) w.varint(ev.stack_id);
+  w.part(EventPart::Fields);
+  if (head & kNewFields) w.varint(mask);
   if (f.has(kHasAddress)) {
-    int64_t delta;
-    if (!r.zigzag(&delta)) return false;
-    f.address = d.last_address + static_cast<uint64_t>(delta);
+    w.part(EventPart::Address);
+    if (scaled)
+      w.varint(address);
+    else
+      w.zigzag(static_cast<int64_t>(f.address - d.last_address));
+    d.last_address = f.address;
   }
-  if (f.has(kHasSize) && !r.varint(&f.size)) return false;
-  if (f.has(kHasStream) && !r.varint(&f.stream)) return false;
+  w.part(EventPart::Size);
+  if (f.has(kHasSize)) w.varint(scaled ? size : f.size);
+  w.part(EventPart::Stream);
+  if (f.has(kHasStream)) {
+    w.zigzag(static_cast<int64_t>(f.stream - d.last_stream));
+    d.last_stream = f.stream;
+  }
+  w.part(EventPart::Other);
+  if (f.has(kHasPool)) w.varint(f.pool);
+  if (f.has(kHasHandle)) w.varint(f.handle);
+  if (f.has(kHasOffset)) w.varint(f.offset);
+  w.part(EventPart::Device);
+  if (head & kNewDevice) {
+    w.zigzag(f.device);
+    d.last_device = f.device;
+  }
+  w.part(EventPart::Other);
+  if (f.has(kHasMemory)) w.u8(static_cast<uint8_t>(f.memory));
+  if (mask & kAllocatedMoved) w.zigzag(static_cast<int64_t>(f.allocated - expected_allocated));
+  if (mask & kReservedMoved) w.zigzag(static_cast<int64_t>(f.reserved - d.last_reserved));
+  if (f.has(kHasGraph)) w.varint(f.graph);
+  if (f.has(kHasFlags)) w.varint(f.flags);
+  if (f.has(kHasTotals)) {
+    d.last_allocated = f.allocated;
+    d.last_reserved = f.reserved;
+  }
+  d.api_fields[ev.api] = mask & ~kOneOffFields;
+  d.last_seq = ev.seq;
+  d.last_time_ns = units << kTimeShift;  // what a reader will decode
+  return head;
+}
+
+// An event as the writer stores it: the record's type (with the head) and its payload's size.
+struct EncodedEvent {
+  RecordType type;
+  size_t size;
+};
+
+// Encodes `ev` into out (room for kMaxEventPayload bytes).
+inline EncodedEvent encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
+  PayloadWriter w(out);
+  const uint8_t head = encode_event_to(w, ev, d);
+  return {static_cast<RecordType>(kEventTypeBase | head), w.size()};
+}
+
+// Reads the optional fields every version stores alike, from pool to memory, except that
+// version 8 leaves out a device that repeats.
+inline bool decode_middle_fields(PayloadReader& r, EventFields& f, bool device_stored) {
   if (f.has(kHasPool) && !r.varint(&f.pool)) return false;
   if (f.has(kHasHandle) && !r.varint(&f.handle)) return false;
   if (f.has(kHasOffset) && !r.varint(&f.offset)) return false;
-  if (f.has(kHasDevice)) {
+  if (device_stored) {
     int64_t dev;
     if (!r.zigzag(&dev) || dev < INT32_MIN || dev > INT32_MAX) return false;
     f.device = static_cast<int32_t>(dev);
@@ -213,6 +285,12 @@ inline bool decode_event(const uint8_t* p, size_t n, Event* ev, EventDeltas& d) 
     if (!r.u8(&m) || m > static_cast<uint8_t>(MemoryType::None)) return false;
     f.memory = static_cast<MemoryType>(m);
   }
+  return true;
+}
+
+// Reads the totals' corrections, graph and flags, the last fields of every version, and checks
+// that nothing follows.
+inline bool decode_last_fields(PayloadReader& r, EventFields& f, EventDeltas& d) {
   if ((f.mask & kMovedFields) && !f.has(kHasTotals)) return false;  // corrections of nothing
   int64_t allocated_moved = 0, reserved_moved = 0;
   if (f.has(kAllocatedMoved) && !r.zigzag(&allocated_moved)) return false;
@@ -226,11 +304,106 @@ inline bool decode_event(const uint8_t* p, size_t n, Event* ev, EventDeltas& d) 
     d.last_allocated = f.allocated;
     d.last_reserved = f.reserved;
   }
+  return true;
+}
+
+inline void clear_fields(EventFields& f, uint64_t mask) {
+  f.mask = static_cast<uint16_t>(mask);
+  f.address = f.size = f.stream = f.pool = f.handle = f.offset = f.allocated = f.reserved = 0;
+  f.graph = f.flags = 0;
+  f.device = -1;
+  f.memory = MemoryType::Device;
+}
+
+// Versions 1 to 7: every part stored, the record type says only "event".
+inline bool decode_event_v7(const uint8_t* p, size_t n, Event* ev, EventDeltas& d) {
+  PayloadReader r(p, n);
+  uint64_t seq_delta, time_delta, result, stack_id, mask;
+  if (!r.u8(&ev->api) || !r.varint(&seq_delta) || !r.varint(&time_delta) || !r.varint(&result) ||
+      !r.varint(&stack_id))
+    return false;
+  if (d.version == 1) {
+    uint8_t byte;
+    if (!r.u8(&byte)) return false;
+    mask = fields_from_version1(byte);
+  } else if (!r.varint(&mask) || mask > (d.version < 4 ? kVersion3Fields : kVersion7Fields)) {
+    return false;
+  }
+  if (seq_delta == 0 || result > UINT32_MAX || stack_id > UINT32_MAX) return false;
+  ev->seq = d.last_seq + seq_delta;
+  ev->time_ns = d.last_time_ns + time_delta;
+  ev->result = static_cast<uint32_t>(result);
+  ev->stack_id = static_cast<uint32_t>(stack_id);
+  EventFields& f = ev->f;
+  clear_fields(f, mask);
+  if (f.has(kHasAddress)) {
+    int64_t delta;
+    if (!r.zigzag(&delta)) return false;
+    f.address = d.last_address + static_cast<uint64_t>(delta);
+  }
+  if (f.has(kHasSize) && !r.varint(&f.size)) return false;
+  if (f.has(kHasStream) && !r.varint(&f.stream)) return false;
+  if (!decode_middle_fields(r, f, f.has(kHasDevice)) || !decode_last_fields(r, f, d)) return false;
   f.mask &= ~kMovedFields;  // how the totals were stored concerns the codec only
   if (f.has(kHasAddress)) d.last_address = f.address;
   d.last_seq = ev->seq;
   d.last_time_ns = ev->time_ns;
   return true;
+}
+
+// Version 8: the head (from the record type) says which of the leading parts are stored.
+inline bool decode_event_v8(uint8_t head, const uint8_t* p, size_t n, Event* ev, EventDeltas& d) {
+  PayloadReader r(p, n);
+  if (!r.u8(&ev->api)) return false;
+  uint64_t seq_delta = 1, time_delta, result = 0, stack_id = 0;
+  uint64_t mask = d.api_fields[ev->api];
+  if ((head & kSeqGap) && !r.varint(&seq_delta)) return false;
+  if (!r.varint(&time_delta)) return false;
+  if ((head & kFailed) && !r.varint(&result)) return false;
+  if ((head & kHasStackId) && !r.varint(&stack_id)) return false;
+  if ((head & kNewFields) && (!r.varint(&mask) || mask > kKnownFields)) return false;
+  if (seq_delta == 0 || result > UINT32_MAX || stack_id > UINT32_MAX) return false;
+  if ((head & kNewDevice) && !(mask & kHasDevice)) return false;  // a device of nothing
+  d.api_fields[ev->api] = static_cast<uint16_t>(mask & ~kOneOffFields);
+  ev->seq = d.last_seq + seq_delta;
+  ev->time_ns = (time_units(d.last_time_ns) + time_delta) << kTimeShift;
+  ev->result = static_cast<uint32_t>(result);
+  ev->stack_id = static_cast<uint32_t>(stack_id);
+  EventFields& f = ev->f;
+  clear_fields(f, mask);
+  const bool plain = f.has(kPlainNumbers);
+  if (f.has(kHasAddress)) {
+    uint64_t v;
+    if (!r.varint(&v)) return false;
+    f.address = d.last_address + static_cast<uint64_t>(plain ? unzigzag(v) : unscale_signed(v));
+  }
+  if (f.has(kHasSize)) {
+    if (!r.varint(&f.size)) return false;
+    if (!plain) f.size = unscale_unsigned(f.size);
+  }
+  if (f.has(kHasStream)) {
+    int64_t delta;
+    if (!r.zigzag(&delta)) return false;
+    f.stream = d.last_stream + static_cast<uint64_t>(delta);
+  }
+  if (!decode_middle_fields(r, f, head & kNewDevice) || !decode_last_fields(r, f, d)) return false;
+  if (head & kNewDevice) d.last_device = f.device;
+  if (f.has(kHasDevice) && !(head & kNewDevice)) f.device = d.last_device;
+  f.mask &= ~(kMovedFields | kPlainNumbers);  // how numbers were stored concerns the codec only
+  if (f.has(kHasAddress)) d.last_address = f.address;
+  if (f.has(kHasStream)) d.last_stream = f.stream;
+  d.last_seq = ev->seq;
+  d.last_time_ns = ev->time_ns;
+  return true;
+}
+
+// Decodes one event record of the file `d` belongs to, given its record type. Returns false on
+// malformed input (nothing in `d` is trusted then). Sequence numbers must increase within a
+// file; a zero delta is rejected as damage.
+inline bool decode_event(uint8_t type, const uint8_t* p, size_t n, Event* ev, EventDeltas& d) {
+  if (d.version >= kFirstHeadVersion)
+    return is_event_type(type, d.version) && decode_event_v8(type & kEventHeadBits, p, n, ev, d);
+  return is_event_type(type, d.version) && decode_event_v7(p, n, ev, d);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -49,11 +49,14 @@ inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
 // may carry a graph and flags (graph memory nodes, instantiation; issue 12). Version 5: NvmlSample
 // records in process.gmh (what nvidia-smi would show, issue 13); older files simply have none.
 // Version 6: chunks grow (FileHeader::max_chunk_size), and a file may end anywhere after its last
-// record. Version 7: chunk seals (CRC32C, see "Chunk seals"). Readers still accept versions 1 to
-// 6 (their End records may lack the tail, their masks the new bits, their chunks are all
-// chunk_size before 6 and carry no seal before 7).
-inline constexpr uint16_t kFormatVersion = 7;
+// record. Version 7: chunk seals (CRC32C, see "Chunk seals"). Version 8: compact events (issue
+// 14: at most 12 bytes per event): the record type carries the event's head, and what repeats or
+// is implied is left out (see "Event payload"). Readers still accept versions 1 to 7 (their End
+// records may lack the tail, their masks the new bits, their chunks are all chunk_size before 6
+// and carry no seal before 7, their events are the version-7 layout).
+inline constexpr uint16_t kFormatVersion = 8;
 inline constexpr uint16_t kFirstSealedVersion = 7;
+inline constexpr uint16_t kFirstHeadVersion = 8;
 inline constexpr uint16_t kOldestReadableVersion = 1;
 inline constexpr const char* kProcessFileName = "process.gmh";
 inline constexpr const char* kThreadFilePrefix = "thread.";
@@ -126,7 +129,7 @@ struct ChunkGeometry {
 // ---------------------------------------------------------------------------------------------
 enum class RecordType : uint8_t {
   // Small records.
-  Event = 0x01,     // thread files
+  Event = 0x01,     // thread files, versions 1 to 7 (version 8: kEventTypeBase | head)
   End = 0x02,       // process file: the process ended through exit()/_exit()/exec
   ModulesBegin = 0x03,  // process file: a new snapshot of loaded objects follows
   NvmlSample = 0x04,    // process file: what NVML (nvidia-smi) said about one device (version 5)
@@ -140,6 +143,15 @@ enum class RecordType : uint8_t {
 };
 
 inline constexpr bool is_big(uint8_t type) { return type >= 0x80; }
+
+// Version 8: an event's record type is kEventTypeBase | head, the head's five bits (EventHead)
+// saying which of the event's leading parts are stored. Never zero, never another record's type.
+inline constexpr uint8_t kEventTypeBase = 0x20;
+inline constexpr uint8_t kEventHeadBits = 0x1f;
+inline constexpr bool is_event_type(uint8_t type, uint16_t version) {
+  return version >= kFirstHeadVersion ? (type & ~kEventHeadBits) == kEventTypeBase
+                                      : type == static_cast<uint8_t>(RecordType::Event);
+}
 inline constexpr size_t kSmallHeaderSize = 2;
 inline constexpr size_t kBigHeaderSize = 6;
 inline constexpr size_t kMaxSmallPayload = 255;
@@ -202,7 +214,32 @@ inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Event payload (thread files), in this order:
+// Event payload (thread files), version 8, in this order (the head is in the record type):
+//   u8      api          ApiId (see api_table.h); kind and memory type follow from it
+//   varint  seq_delta    (SeqGap) as below; absent: 1, the one thread's next number
+//   varint  time         CLOCK_MONOTONIC in units of 2^kTimeShift = 32 ns, rounded up, minus
+//                        the previous event's (first: minus start_monotonic_ns in the same
+//                        units). A reader's times are these units << kTimeShift: at most 31 ns
+//                        late, less than what a hooked call costs; order across threads comes
+//                        from seq, never from time.
+//   varint  result       (Failed) as below; absent: 0
+//   varint  stack_id     (HasStackId) as below; absent: 0
+//   varint  fields       (NewFields) EventField bits; absent: those of this file's previous
+//                        event of the same api (none before the first), less kOneOffFields
+//   scaled  address      (HasAddress) pointer minus the previous event's address in this file,
+//                        signed (zigzag of the shifted value)
+//   scaled  size         (HasSize) requested bytes
+//   zigzag  stream       (HasStream) CUstream/cudaStream_t minus this file's previous stream
+//   varint  pool, handle, offset   as below
+//   zigzag  device       (HasDevice and NewDevice) device ordinal; HasDevice without NewDevice:
+//                        the device this file's events last stored (0 before any)
+//   u8 memory, zigzag allocated, zigzag reserved, varint graph, varint flags   as below
+// A scaled number is varint(v >> kScaleShift[c] << 2 | c), c the largest class whose shift
+// leaves no bits behind: shifts 0, 8 (CUDA's 256-byte alignment), 12 (pages), 21 (2 MiB, large
+// cudaMalloc). With PlainNumbers in the fields (a number of 2^62 or more) address and size are
+// stored as in version 7 instead.
+//
+// Versions 1 to 7 (record type Event), in this order:
 //   u8      api          ApiId (see api_table.h); kind and memory type follow from it
 //   varint  seq_delta    process-wide sequence number minus the previous event's in this file
 //                        (first event: minus 0). Sequence numbers give a total order across
@@ -255,6 +292,16 @@ inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
 // Version 1 differs only in the mask: one byte, bits in payload order (address, size, stream,
 // pool, handle, offset, device, memory = bits 0-7), no totals.
 // ---------------------------------------------------------------------------------------------
+// Version 8: an event's head, the low bits of its record type.
+enum EventHead : uint8_t {
+  kSeqGap = 1u << 0,
+  kFailed = 1u << 1,
+  kHasStackId = 1u << 2,
+  kNewFields = 1u << 3,
+  kNewDevice = 1u << 4,
+};
+inline constexpr unsigned kTimeShift = 5;
+
 enum EventField : uint16_t {
   kHasAddress = 1u << 0,
   kHasSize = 1u << 1,
@@ -270,10 +317,16 @@ enum EventField : uint16_t {
   kReservedMoved = 1u << 11,
   kHasGraph = 1u << 12,
   kHasFlags = 1u << 13,
+  kPlainNumbers = 1u << 14,  // version 8: address and size stored unscaled (codec-internal)
 };
 inline constexpr uint16_t kMovedFields = kAllocatedMoved | kReservedMoved;  // codec-internal
-inline constexpr uint16_t kKnownFields = 0x3fff;
-inline constexpr uint16_t kVersion3Fields = 0xfff;  // versions 2 and 3 had no graph or flags  // a mask with any other bit is damage
+// Version 8: bits that say how one event's numbers are stored, never carried to the next event
+// of its api; an event with any of them stores its fields.
+inline constexpr uint16_t kOneOffFields = kMovedFields | kPlainNumbers;
+// A mask with any other bit is damage.
+inline constexpr uint16_t kKnownFields = 0x7fff;
+inline constexpr uint16_t kVersion7Fields = 0x3fff;  // versions 4 to 7 had no PlainNumbers
+inline constexpr uint16_t kVersion3Fields = 0xfff;   // versions 2 and 3 had no graph or flags
 
 // A version-1 mask byte in today's bits.
 inline constexpr uint16_t fields_from_version1(uint8_t mask) {

@@ -122,8 +122,8 @@ uint32_t ThreadLogBuilder::py_code(analysis::PyCode code) {
 
 void ThreadLogBuilder::event(const format::Event& ev) {
   uint8_t p[format::kMaxEventPayload];
-  size_t n = format::encode_event(p, ev, deltas_);
-  file.record(RecordType::Event, {p, n});
+  const format::EncodedEvent encoded = format::encode_event(p, ev, deltas_);
+  file.record(encoded.type, {p, encoded.size});
 }
 
 void ThreadLogBuilder::note(std::string_view text) { file.record(format::NotePayload{text}); }

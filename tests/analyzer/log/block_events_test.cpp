@@ -32,7 +32,7 @@ format::Event block(uint64_t seq, uint64_t address, int64_t size, uint64_t alloc
 
 size_t encoded_size(const format::Event& ev, format::EventDeltas& d) {
   uint8_t buf[format::kMaxEventPayload];
-  return format::encode_event(buf, ev, d);
+  return format::encode_event(buf, ev, d).size;
 }
 
 TEST(BlockEvents, TotalsRoundTripThroughEveryCorrection) {
@@ -53,9 +53,11 @@ TEST(BlockEvents, TotalsRoundTripThroughEveryCorrection) {
   format::EventDeltas writer, reader;
   for (const format::Event& ev : events) {
     uint8_t buf[format::kMaxEventPayload];
-    const size_t n = format::encode_event(buf, ev, writer);
+    const format::EncodedEvent encoded = format::encode_event(buf, ev, writer);
     format::Event got;
-    ASSERT_TRUE(format::decode_event(buf, n, &got, reader)) << ev.seq;
+    ASSERT_TRUE(format::decode_event(static_cast<uint8_t>(encoded.type), buf, encoded.size, &got,
+                                     reader))
+        << ev.seq;
     EXPECT_EQ(got.f.mask, ev.f.mask);
     EXPECT_EQ(got.f.address, ev.f.address);
     EXPECT_EQ(got.f.size, ev.f.size);
@@ -77,7 +79,7 @@ TEST(BlockEvents, TotalsThatMoveAsPredictedCostNothing) {
     allocated += static_cast<uint64_t>(size);
     format::Event ev = block(seq, 0x7f0000000000 + seq * 4096, size, allocated, reserved);
     format::Event plain = ev;
-    plain.f.mask &= ~(format::kHasTotals | format::kIsFree);
+    plain.f.mask &= ~format::kHasTotals;
     const size_t n = encoded_size(ev, with_totals);
     const size_t n_plain = encoded_size(plain, without_totals);
     // The first event corrects reserved from 0 to 20 MiB; every later one stores no total.
@@ -88,18 +90,20 @@ TEST(BlockEvents, TotalsThatMoveAsPredictedCostNothing) {
 }
 
 // The damage a version-2 mask can carry: unknown bits, corrections without totals, a truncated
-// correction.
+// correction (here in a version-7 file: the same layout).
 TEST(BlockEvents, DamagedMasksAreRefused) {
   format::EventDeltas d;
+  d.version = 7;
   format::Event ev;
+  constexpr auto kEvent = static_cast<uint8_t>(RecordType::Event);
   const uint8_t unknown_bit[] = {64, 1, 0, 0, 0, 0x80, 0x20};  // mask 1 << 12
-  EXPECT_FALSE(format::decode_event(unknown_bit, sizeof unknown_bit, &ev, d));
+  EXPECT_FALSE(format::decode_event(kEvent, unknown_bit, sizeof unknown_bit, &ev, d));
   const uint8_t moved_alone[] = {64, 1, 0, 0, 0, 0x80, 0x08, 2};  // AllocatedMoved, no totals
-  EXPECT_FALSE(format::decode_event(moved_alone, sizeof moved_alone, &ev, d));
+  EXPECT_FALSE(format::decode_event(kEvent, moved_alone, sizeof moved_alone, &ev, d));
   const uint8_t truncated[] = {64, 1, 0, 0, 0, 0x90, 0x08};  // totals, AllocatedMoved, no value
-  EXPECT_FALSE(format::decode_event(truncated, sizeof truncated, &ev, d));
+  EXPECT_FALSE(format::decode_event(kEvent, truncated, sizeof truncated, &ev, d));
   const uint8_t fine[] = {64, 1, 0, 0, 0, 0x90, 0x08, 2};
-  ASSERT_TRUE(format::decode_event(fine, sizeof fine, &ev, d));
+  ASSERT_TRUE(format::decode_event(kEvent, fine, sizeof fine, &ev, d));
   EXPECT_EQ(ev.f.allocated, 1u);
   EXPECT_EQ(ev.f.mask, format::kHasTotals) << "the codec's correction bits stay inside it";
 }

@@ -189,21 +189,31 @@ TEST(Damage, FramingErrors) {
   }
 }
 
+// A version-8 event record whose head stores nothing optional.
+constexpr auto kEventRecord = static_cast<RecordType>(format::kEventTypeBase);
+
 TEST(Damage, EventErrors) {
   {
     ThreadLogBuilder t(4242, 4243, kStartNs);
-    uint8_t two[] = {1, 1};
-    t.file.record(RecordType::Event, two);
+    uint8_t one[] = {1};  // the api, no time
+    t.file.record(kEventRecord, one);
     EXPECT_EQ(read_error(with_thread(t)),
-              "thread.4243.gmh: offset 64: event record: payload malformed (expected 6.." +
-                  std::to_string(format::kMaxEventPayload) + " bytes, got 2)");
+              "thread.4243.gmh: offset 64: event record: payload malformed (expected 2.." +
+                  std::to_string(format::kMaxEventPayload) + " bytes, got 1)");
   }
   {
     ThreadLogBuilder t(4242, 4243, kStartNs);
-    uint8_t bad_memory[] = {1, 1, 0, 0, 0, format::kHasMemory, 9};
-    t.file.record(RecordType::Event, bad_memory);
+    uint8_t bad_memory[] = {1, 0, format::kHasMemory, 9};  // api, time, fields, memory 9
+    t.file.record(static_cast<RecordType>(format::kEventTypeBase | format::kNewFields), bad_memory);
     EXPECT_CONTAINS(read_error(with_thread(t)),
-                    "event record: payload malformed (7 bytes do not decode as an event)");
+                    "event record: payload malformed (4 bytes do not decode as an event)");
+  }
+  {
+    // Version 8 writes events with their head in the record type: a bare type 1 is damage.
+    ThreadLogBuilder t(4242, 4243, kStartNs);
+    uint8_t event[] = {1, 1, 0, 0, 0, 0};
+    t.file.record(RecordType::Event, event);
+    EXPECT_CONTAINS(read_error(with_thread(t)), "unknown record type 0x1");
   }
   {
     ThreadLogBuilder t(4242, 4243, kStartNs);
@@ -223,7 +233,7 @@ TEST(Damage, EventErrors) {
     t.event(make_event(ApiId::cudaFree, 10, kStartNs));
     t.event(make_event(ApiId::cudaFree, 5, kStartNs));
     EXPECT_CONTAINS(read_error(with_thread(t)),
-                    "offset 72: event record: expected seq > 10, got 5");
+                    "offset 69: event record: expected seq > 10, got 5");
   }
   {
     ProcessLogs logs = small_two_thread_process(true);
@@ -263,8 +273,8 @@ TEST(Damage, RecordsInTheWrongFile) {
 
   ProcessLogBuilder e(4242, kStartNs);
   e.info({});
-  uint8_t event[] = {1, 1, 0, 0, 0, 0};
-  e.file.record(RecordType::Event, event);
+  uint8_t event[] = {1, 0};
+  e.file.record(kEventRecord, event);
   logs.process = e.file.bytes();
   EXPECT_CONTAINS(read_error(logs),
                   "expected a process-file record (modules, note, nvml sample, end), found an");

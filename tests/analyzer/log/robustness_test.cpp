@@ -192,7 +192,7 @@ TEST(Checksum, DamagedChunkIsSkippedWithTheRestOfItsFileAndSaidSo) {
   ProcessLogs logs = sealed(small_two_thread_process(true));
   ThreadLogBuilder big(logs.pid, 4250, kStartNs);
   uint32_t s = big.stack({0x401000});
-  for (uint64_t i = 0; i < 900; ++i) {
+  for (uint64_t i = 0; i < 2000; ++i) {
     auto ev = make_event(format::ApiId::cudaMalloc, 100 + i, kStartNs + 10000000 + i, s);
     ev.f.set_address(0x7f2000000000 + i * 4096);
     ev.f.set_size(4096);
@@ -204,7 +204,7 @@ TEST(Checksum, DamagedChunkIsSkippedWithTheRestOfItsFileAndSaidSo) {
   logs.threads.push_back({4250, big.file.bytes()});
   const Outcome clean = read_all(logs);
   ASSERT_TRUE(clean.ok) << clean.error;
-  ASSERT_EQ(clean.events.size(), 906u);
+  ASSERT_EQ(clean.events.size(), 2006u);
 
   std::mt19937_64 rng(15);
   for (int i = 0; i < 400; ++i) {
@@ -243,7 +243,7 @@ TEST(Checksum, UnsealedTailIsReadWithoutACheck) {
 // damage. (The writer stores it with one aligned 8-byte store, so it is all there or not at all.)
 TEST(Checksum, LiveReaderTakesAMissingSealForNotYet) {
   ThreadLogBuilder t(4242, 4243, kStartNs);
-  for (uint64_t i = 1; i <= 800; ++i) t.event(make_event(format::ApiId::cudaFree, i, kStartNs + i));
+  for (uint64_t i = 1; i <= 1600; ++i) t.event(make_event(format::ApiId::cudaFree, i, kStartNs + i));
   Bytes bytes = t.file.bytes();
   ASSERT_GT(bytes.size(), 4096u);
   std::fill(bytes.begin() + 4096 - format::kSealSize, bytes.begin() + 4096, 0);  // not sealed yet
@@ -257,7 +257,7 @@ TEST(Checksum, LiveReaderTakesAMissingSealForNotYet) {
     while (cursor.next(&r)) ++n;
     return std::make_pair(n, cursor.end());
   };
-  EXPECT_EQ(count(true), std::make_pair(size_t{800}, analysis::StreamEnd::EndOfFile));
+  EXPECT_EQ(count(true), std::make_pair(size_t{1600}, analysis::StreamEnd::EndOfFile));
   // Read afterwards, a chunk left unsealed with another after it is damage: the writer seals
   // each chunk before it makes the next.
   EXPECT_EQ(count(false), std::make_pair(size_t{0}, analysis::StreamEnd::DamagedChunk));
