@@ -61,8 +61,7 @@ bool BlockLayer::core_stands_for_segments(const Replay& core, const format::Even
       const format::MemoryType memory = ev.f.has(format::kHasMemory) ? ev.f.memory : api.memory;
       if (memory == format::MemoryType::Device || memory == format::MemoryType::None) return true;
       const LiveAllocation* old = core.live().find(ev.f.address);
-      return !old || core.series()[core.sites()[old->site].series].key.memory !=
-                         format::MemoryType::Device;
+      return !old || core.series()[old->series].key.memory != format::MemoryType::Device;
     }
     case EventKind::Free:
       return !mapped();  // a free of a mapped address ends the segment here, not the mapping
@@ -85,7 +84,7 @@ bool BlockLayer::core_stands_for_segments(const Replay& core, const format::Even
 void BlockLayer::follow_from(const Replay& core) {
   following_ = true;
   core.live().for_each([&](uint64_t address, const LiveAllocation& a) {
-    const SeriesKey& key = core.series()[core.sites()[a.site].series].key;
+    const SeriesKey& key = core.series()[a.series].key;
     if (key.memory == format::MemoryType::Device) add_segment(address, a.size, key.device);
   });
   for (const auto& [address, m] : core.mappings())
@@ -125,7 +124,7 @@ void BlockLayer::call(const Replay& core, const format::Event& ev, const format:
       // (An imported handle has no site of ours: the call's device.)
       if (auto h = core.handles().find(ev.f.handle);
           h != core.handles().end() && !h->second.imported)
-        device = core.series()[core.sites()[h->second.site].series].key.device;
+        device = core.series()[core.site(h->second.site).series].key.device;
       return add_segment(ev.f.address, ev.f.size, device);
     }
     case EventKind::Free:
