@@ -538,7 +538,8 @@ TEST(Replay, SiteTotalsRecountedWhenReadMatchEveryChange) {
       live.pop_back();
     }
   }
-  auto reader = read_in_memory(s.build(true));
+  const ProcessLogs logs = s.build(true);  // the reader reads it in place
+  auto reader = read_in_memory(logs);
   analysis::StackInterner interned;
   Replay r(interned);
   Changes changes;
