@@ -20,8 +20,8 @@
 //   another process's: it counts as mapped, never as an allocation of this process, and its
 //   maps, unmaps and releases are never "unknown".
 //
-// Live memory is also kept per call site (stack, api, series): what each site holds now costs
-// nothing to group. What a pass needs beyond this live-set core (who held the peak, pools, CUDA
+// Each live allocation and handle names its call site (stack, api, series); what each site holds
+// is counted from the live set when read, not per event (sites()). What a pass needs beyond this live-set core (who held the peak, pools, CUDA
 // graphs, checkpoints) is an observer attached to it (replay_observer.h); a Replay and its
 // observers live for one pass, so there is nothing to reset between passes.
 #pragma once
