@@ -133,6 +133,16 @@ class BlockLayer : public ReplayObserver {
   AddressMap<AllocatorSegment> unordered_segments_;
   bool ordered_ = false;
   void order_segments();
+  // Before the first block, the segments are exactly the core's live device allocations and
+  // mappings, as long as only plain calls came (allocations, frees, handles, maps): then nothing
+  // is followed per event (a second hash map probed per allocation and free was a fifth of
+  // `summary` on runs without PyTorch) and the segments are taken from the core at the first call
+  // that needs them or that the core would apply differently (a block, an unmap, graphs,
+  // imports, an address in two roles). From then on each call is followed as it comes.
+  bool following_ = false;
+  bool core_stands_for_segments(const Replay& core, const format::Event& ev,
+                                const format::ApiInfo& api, format::EventKind kind) const;
+  void follow_from(const Replay& core);
   // Per device, the site changes since its latest allocated peak (as in Replay's PeakCapture).
   std::vector<std::vector<Change>> since_peak_;
   std::vector<bool> peak_pending_;

@@ -18,11 +18,13 @@ PeakSites::PerSeries& PeakSites::of(const Replay& r, uint16_t series) {
 }
 
 void PeakSites::site_changed(const Replay& r, uint32_t site, int64_t bytes, int64_t count) {
-  const uint16_t series = r.sites()[site].series;
+  const uint16_t series = r.site(site).series;
   if (series >= series_.size() || !series_[series].pending) return;
   std::vector<Change>& log = series_[series].since_peak;
   log.push_back({site, bytes, count});
-  if (log.size() > std::max<size_t>(4096, 4 * r.sites().size())) take_peak(r, series);
+  // Taking the peak recounts every site from the live set: log at least as many changes.
+  if (log.size() > std::max<size_t>({4096, 4 * r.site_count(), r.live().size()}))
+    take_peak(r, series);
 }
 
 void PeakSites::new_peak(const Replay& r, uint16_t series) {

@@ -85,12 +85,6 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
     return;
   }
   const uint32_t stack = stacks_->id(thread.index(), ev.stack_id);
-  if (api->kind == EventKind::Alloc || api->kind == EventKind::Create) {
-    if (thread.index() >= site_cache_.size()) site_cache_.resize(thread.index() + 1);
-    auto& cache = site_cache_[thread.index()];
-    if (ev.stack_id >= cache.size()) cache.resize(size_t{ev.stack_id} + 1);
-    cache_slot_ = &cache[ev.stack_id];
-  }
   event_stack_ = stack;
   for (ReplayObserver* o : calls_) o->call(*this, ev, *api);
   switch (api->kind) {
@@ -173,27 +167,53 @@ uint16_t Replay::pool_index(uint64_t handle, int32_t device) {
 
 uint32_t Replay::site_index(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind) {
   // Never 0: api ids start at 1.
-  const uint64_t key = (uint64_t{stack} << 32) | (uint64_t{series} << 16) | (uint64_t{api} << 8) |
-                       static_cast<uint64_t>(kind);
-  if (cache_slot_->key == key) return cache_slot_->site;
-  auto [slot, added] = site_by_key_.find_or_add(key);
-  if (added) {
-    *slot = static_cast<uint32_t>(sites_.size());
-    sites_.push_back({stack, series, api, kind});
+  const uint64_t way_key =
+      (uint64_t{series} << 16) | (uint64_t{api} << 8) | static_cast<uint64_t>(kind);
+  if (stack >= sites_by_stack_.size())
+    sites_by_stack_.resize(std::max<size_t>(stack, stacks_->size()) + 1);
+  for (uint64_t& way : sites_by_stack_[stack].ways) {
+    if ((way >> 32) == way_key) return static_cast<uint32_t>(way);
+    if (way == 0) {
+      const uint32_t site = add_site(stack, series, api, kind);
+      way = (way_key << 32) | site;
+      return site;
+    }
   }
-  *cache_slot_ = {key, *slot};
+  // A stack with more kinds of sites than ways: the rest by hash.
+  auto [slot, added] = site_by_key_.find_or_add((uint64_t{stack} << 32) | way_key);
+  if (added) *slot = add_site(stack, series, api, kind);
   return *slot;
 }
 
+uint32_t Replay::add_site(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind) {
+  sites_.push_back({stack, series, api, kind});
+  return static_cast<uint32_t>(sites_.size() - 1);
+}
+
 void Replay::site_changed(uint32_t site, int64_t bytes, int64_t count) {
-  Site& st = sites_[site];
-  st.bytes += static_cast<uint64_t>(bytes);
-  st.count += static_cast<uint64_t>(count);
+  sites_stale_ = true;
   for (ReplayObserver* o : site_watchers_) o->site_changed(*this, site, bytes, count);
+}
+
+// Every live allocation and every handle of ours holding memory made its site hold it once
+// (became_live), and nothing else did.
+void Replay::count_sites() const {
+  for (Site& st : sites_) st.bytes = st.count = 0;
+  live_.for_each([this](uint64_t, const LiveAllocation& a) {
+    sites_[a.site].bytes += a.size;
+    ++sites_[a.site].count;
+  });
+  for (const auto& [handle, h] : handles_)
+    if (!h.imported) {
+      sites_[h.site].bytes += h.size;
+      ++sites_[h.site].count;
+    }
+  sites_stale_ = false;
 }
 
 std::vector<SiteGroup> Replay::site_groups(uint16_t series, std::span<const int64_t> minus_bytes,
                                            std::span<const int64_t> minus_count) const {
+  if (sites_stale_) count_sites();
   std::vector<SiteGroup> groups;
   for (size_t i = 0; i < sites_.size(); ++i) {
     const Site& st = sites_[i];
@@ -220,9 +240,8 @@ std::vector<SiteGroup> Replay::sites_now(const std::function<bool(const SeriesKe
   return all;
 }
 
-void Replay::became_live(uint32_t site, uint64_t bytes, const format::Event& ev) {
+void Replay::became_live(uint32_t site, uint16_t index, uint64_t bytes, const format::Event& ev) {
   site_changed(site, static_cast<int64_t>(bytes), 1);
-  const uint16_t index = sites_[site].series;
   Series& s = series_[index];
   s.live_bytes += bytes;
   ++s.live_count;
@@ -235,9 +254,10 @@ void Replay::became_live(uint32_t site, uint64_t bytes, const format::Event& ev)
   s.timeline.add(ev.seq, ev.time_ns, s.live_bytes);
 }
 
-void Replay::became_free(uint32_t site, uint64_t bytes, const format::Event& ev) {
+void Replay::became_free(uint32_t site, uint16_t series, uint64_t bytes,
+                         const format::Event& ev) {
   site_changed(site, -static_cast<int64_t>(bytes), -1);
-  Series& s = series_[sites_[site].series];
+  Series& s = series_[series];
   s.live_bytes -= bytes;
   --s.live_count;
   s.freed_bytes += bytes;
@@ -282,7 +302,7 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
     // The address is handed out again, so it was freed through a path the recorder did not see
     // (e.g. cudaDeviceReset). Count it and treat the old allocation as freed.
     ++anomalies_.reused_addresses;
-    became_free(a->site, a->size, ev);
+    became_free(a->site, a->series, a->size, ev);
     for (ReplayObserver* o : allocations_) o->freed(*this, *a);
   }
 
@@ -292,8 +312,8 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
     pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, s.key.device);
   const uint32_t site = site_index(stack, index, ev.api, LiveKind::Allocation);
   if (launch_stack_ && !sites_[site].launch_stack) sites_[site].launch_stack = launch_stack_;
-  *a = {size, site, pool};
-  became_live(site, size, ev);
+  *a = {size, site, pool, index};
+  became_live(site, index, size, ev);
   for (ReplayObserver* o : allocations_) o->allocated(*this, ev, *a);
 }
 
@@ -320,10 +340,10 @@ void Replay::free(const format::Event& ev, uint32_t stack) {
     if (free_imported_or_node(ev)) return;
     return unmatched(ev, address, stack, anomalies_.unknown_frees);
   }
-  Series& s = series_[sites_[a.site].series];
+  Series& s = series_[a.series];
   ++s.frees;
   ++s.frees_by_api[ev.api];
-  became_free(a.site, a.size, ev);
+  became_free(a.site, a.series, a.size, ev);
   for (ReplayObserver* o : allocations_) o->freed(*this, a);
 }
 
@@ -343,7 +363,7 @@ void Replay::create(const format::Event& ev, const format::ApiInfo& api, uint32_
   handles_[handle] = {size, site, false, 0};
   s.physical_bytes += size;
   s.max_physical_bytes = std::max(s.max_physical_bytes, s.physical_bytes);
-  became_live(site, size, ev);
+  became_live(site, index, size, ev);
 }
 
 void Replay::drop_physical(uint64_t handle, const format::Event& ev) {
@@ -353,8 +373,9 @@ void Replay::drop_physical(uint64_t handle, const format::Event& ev) {
     return;
   }
   const uint32_t site = it->second.site;
-  series_[sites_[site].series].physical_bytes -= it->second.size;
-  became_free(site, it->second.size, ev);
+  const uint16_t series = sites_[site].series;
+  series_[series].physical_bytes -= it->second.size;
+  became_free(site, series, it->second.size, ev);
   handles_.erase(it);
 }
 

@@ -20,8 +20,8 @@
 //   another process's: it counts as mapped, never as an allocation of this process, and its
 //   maps, unmaps and releases are never "unknown".
 //
-// Live memory is also kept per call site (stack, api, series): what each site holds now costs
-// nothing to group. What a pass needs beyond this live-set core (who held the peak, pools, CUDA
+// Each live allocation and handle names its call site (stack, api, series); what each site holds
+// is counted from the live set when read, not per event (sites()). What a pass needs beyond this live-set core (who held the peak, pools, CUDA
 // graphs, checkpoints) is an observer attached to it (replay_observer.h); a Replay and its
 // observers live for one pass, so there is nothing to reset between passes.
 #pragma once
@@ -119,6 +119,9 @@ struct LiveAllocation {
   uint64_t size = 0;
   uint32_t site = 0;  // index into Replay::sites()
   uint16_t pool = 0;  // 1 + index into Replay::pools() for stream-ordered memory, else 0
+  // The site's series, kept here too (it fits the padding): a free then reaches its series
+  // without first waiting for the site's line to come from memory.
+  uint16_t series = 0;
 };
 
 // A cuMemCreate handle whose physical memory is not freed yet.
@@ -213,7 +216,16 @@ class Replay : public EventVisitor {
   const std::vector<Series>& series() const { return series_; }
   // Stream-ordered pools in order of first use; LiveAllocation::pool is 1 + an index here.
   const std::vector<PoolKey>& pools() const { return pools_; }
-  const std::vector<Site>& sites() const { return sites_; }
+  // Each site with what it holds now (recounted from the live set when something changed since
+  // the last call: not a call to make per event).
+  const std::vector<Site>& sites() const {
+    if (sites_stale_) count_sites();
+    return sites_;
+  }
+  // What site `site` is (stack, series, api, kind), for an observer per event: its bytes and
+  // count may be out of date (sites() has them).
+  const Site& site(uint32_t site) const { return sites_[site]; }
+  size_t site_count() const { return sites_.size(); }
   const AddressMap<LiveAllocation>& live() const { return live_; }
   const std::unordered_map<uint64_t, PhysicalHandle>& handles() const { return handles_; }
   const std::map<uint64_t, Mapping>& mappings() const { return mappings_; }
@@ -233,8 +245,8 @@ class Replay : public EventVisitor {
   uint16_t series_index(int32_t device, format::MemoryType memory);
   uint16_t pool_index(uint64_t handle, int32_t device);
   uint32_t site_index(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind);
-  void became_live(uint32_t site, uint64_t bytes, const format::Event& ev);
-  void became_free(uint32_t site, uint64_t bytes, const format::Event& ev);
+  void became_live(uint32_t site, uint16_t series, uint64_t bytes, const format::Event& ev);
+  void became_free(uint32_t site, uint16_t series, uint64_t bytes, const format::Event& ev);
   void site_changed(uint32_t site, int64_t bytes, int64_t count);
   void failed(uint16_t series, const format::Event& ev, uint32_t stack);
   void unmatched(const format::Event& ev, uint64_t address, uint32_t stack, uint64_t& counter);
@@ -275,16 +287,23 @@ class Replay : public EventVisitor {
   static constexpr int32_t kDirectDevices = 127;
   std::array<uint16_t, (kDirectDevices + 1) * 4> series_by_key_{};
   std::vector<PoolKey> pools_;
-  std::vector<Site> sites_;
-  AddressMap<uint32_t> site_by_key_;  // (stack, series, api, kind) packed -> site index
-  // The last site each (thread file, stack id) allocated at: its key and index. A stack nearly
-  // always allocates through one api on one device, so this spares the hash lookup.
-  struct SiteCache {
-    uint64_t key = 0;
-    uint32_t site = 0;
+  // What each site holds is not kept event by event but recounted from the live set when read:
+  // the site's line, touched per allocation and free in a table of thousands of sites, cost a
+  // quarter of `summary`. Observers watching sites get each change (site_changed) instead.
+  mutable std::vector<Site> sites_;
+  mutable bool sites_stale_ = false;
+  void count_sites() const;
+  // The sites each process-wide stack allocated at, by (series, api, kind): a stack nearly
+  // always allocates through one or a few of those, so their first kStackWays sit in one cache
+  // line indexed by the stack id; the rest go to site_by_key_. (A hash lookup per allocation, or a
+  // one-entry cache that missed whenever a stack changed api, was a tenth of `summary`.)
+  static constexpr size_t kStackWays = 8;
+  struct alignas(64) StackSites {
+    std::array<uint64_t, kStackWays> ways{};  // (series, api, kind) << 32 | site; 0: unused
   };
-  std::vector<std::vector<SiteCache>> site_cache_;
-  SiteCache* cache_slot_ = nullptr;  // of the event being applied
+  std::vector<StackSites> sites_by_stack_;
+  AddressMap<uint32_t> site_by_key_;  // (stack, series, api, kind) packed -> site index
+  uint32_t add_site(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind);
   AddressMap<LiveAllocation> live_;
   std::unordered_map<uint64_t, PhysicalHandle> handles_;
   std::map<uint64_t, Mapping> mappings_;

@@ -20,16 +20,13 @@ void Replay::end_capture(const format::Event& ev) {
   // instantiations: their captured allocations count as they did then, once, here.
   const bool graph_known = ev.f.has(format::kHasGraph);
   std::vector<GraphNode> nodes = graphs_.end_capture(ev.f.stream, ev.f.graph, graph_known);
-  SiteCache scratch;
   for (GraphNode& n : nodes) {
-    cache_slot_ = &scratch;
     n.made.f.mask &= static_cast<uint16_t>(~format::kHasStream);  // or it would be a node again
     if (n.alloc)
       alloc(n.made, *apis_[n.made.api], n.stack);
     else
       free(n.made, n.stack);
   }
-  cache_slot_ = nullptr;
 }
 
 void Replay::graph_call(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
@@ -67,7 +64,6 @@ void Replay::launch(const format::Event& ev, uint32_t stack) {
   if (ev.result != 0) return;
   const GraphExec* exec = graphs_.exec(ev.f.handle);
   if (!exec) return;
-  SiteCache scratch;
   launch_stack_ = stack;  // kept beside the sites of the memory this launch makes live
   auto as_launched = [&](const GraphNode& n) {
     format::Event e = n.made;
@@ -89,14 +85,12 @@ void Replay::launch(const format::Event& ev, uint32_t stack) {
     const format::Event e = as_launched(n);
     const bool live = live_.find(e.f.address) != nullptr;
     if (n.alloc && !live) {
-      cache_slot_ = &scratch;
       alloc(e, *apis_[e.api], n.stack);
     } else if (!n.alloc && live) {
       free(e, n.stack);
     }
   }
   launch_stack_ = 0;
-  cache_slot_ = nullptr;
 }
 
 // IPC handles and pool pointers arrive as an address (and the size the driver gave for it);

@@ -96,7 +96,7 @@ class TraceRecorder final : public ReplayObserver {
  private:
   int32_t device_of_map(const Replay& r, const format::Event& ev) const {
     if (auto h = r.handles().find(ev.f.handle); h != r.handles().end())
-      return r.series()[r.sites()[h->second.site].series].key.device;
+      return r.series()[r.site(h->second.site).series].key.device;
     return ev.f.device;
   }
   void new_segment(uint64_t address, Range s, uint64_t us) {

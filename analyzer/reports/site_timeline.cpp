@@ -101,7 +101,7 @@ class Sampler final : public ReplayObserver {
   }
 
   void site_changed(const Replay& r, uint32_t site, int64_t bytes, int64_t) override {
-    const Site& s = r.sites()[site];
+    const Site& s = r.site(site);
     Track* t = series_track(r, s.series);
     if (!t) return;
     if (t->out->allocated_layer) {

@@ -113,6 +113,43 @@ TEST(BlockLayer, BlockOfAnExpandableSegmentSpanningTwoMappings) {
   EXPECT_EQ(r.series()[0].live_bytes, 4 * kMiB);  // physical handles: the reserved layer
 }
 
+// Before its first block the layer takes the segments from the core's live set instead of
+// following each call; they must be what following each call gives, odd calls included.
+TEST(BlockLayer, SegmentsMadeBeforeTheFirstBlock) {
+  using format::ApiId;
+  constexpr uint64_t kA = 0x10000000, kGone = 0x11000000, kReused = 0x12000000;
+  constexpr uint64_t kMapped = 0x40000000, kOther = 0x50000000, kPinned = 0x60000000;
+  Scenario s(10);
+  s.alloc(11, ApiId::cudaMalloc, kA, 2 * kMiB);
+  s.alloc(11, ApiId::cudaMallocHost, kPinned, kMiB);  // host memory: never a segment
+  s.alloc(11, ApiId::cudaMalloc, kGone, kMiB);
+  s.free(11, ApiId::cudaFree, kGone);
+  s.alloc(11, ApiId::cudaMalloc, kOther, kMiB, 1);
+  s.create(11, 7, 2 * kMiB);
+  s.map(11, kMapped, 2 * kMiB, 7);
+  s.alloc(11, ApiId::cudaMalloc, kReused, 2 * kMiB);
+  // Its free went unrecorded and host memory came at its address: the segment stays.
+  s.alloc(11, ApiId::cudaMallocHost, kReused, kMiB);
+  block_event(s, 11, kA, 1024, 1024, 0, 0);
+  block_event(s, 11, kGone, 1024, 2048, 0, 0);  // in no segment
+  block_event(s, 11, kReused + 4096, 1024, 3072, 0, 0);
+  block_event(s, 11, kMapped, 1024, 4096, 0, 0);
+  block_event(s, 11, kOther, 1024, 1024, 0, 0, 1);
+  const auto run = run_blocks(s);
+  const auto use = run->blocks.segment_use(0);
+  ASSERT_EQ(use.size(), 3u);
+  EXPECT_EQ(use[0].address, kA);
+  EXPECT_EQ(use[0].size, 2 * kMiB);
+  EXPECT_EQ(use[1].address, kReused);
+  EXPECT_EQ(use[1].size, 2 * kMiB);
+  EXPECT_EQ(use[2].address, kMapped);
+  EXPECT_EQ(use[2].size, 2 * kMiB);
+  const auto other = run->blocks.segment_use(1);
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].address, kOther);
+  EXPECT_EQ(run->blocks.segments().size(), 4u);  // kPinned and kGone are none
+}
+
 TEST(BlockLayer, FreeOfABlockNeverSeenIsCountedNotFatal) {
   Scenario s(10);
   block_event(s, 11, 0x5000, -512, 0, 0, 0);

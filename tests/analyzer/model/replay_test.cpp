@@ -484,6 +484,87 @@ TEST(Replay, ASecondPassStartsClean) {
   EXPECT_EQ(pass({}), second);
 }
 
+// What each site holds is recounted from the live set when read, not kept per event: at any
+// moment it must be the sum of the changes the replay reported, with more kinds of sites per
+// stack than the stack's own table holds, addresses handed out again and physical handles.
+TEST(Replay, SiteTotalsRecountedWhenReadMatchEveryChange) {
+  struct Changes : analysis::ReplayObserver {
+    Changes() : ReplayObserver(kSites) {}
+    std::vector<int64_t> bytes, count;
+    void site_changed(const Replay&, uint32_t site, int64_t b, int64_t c) override {
+      if (site >= bytes.size()) bytes.resize(site + 1), count.resize(site + 1);
+      bytes[site] += b;
+      count[site] += c;
+    }
+  };
+  const std::pair<ApiId, ApiId> kinds[] = {{ApiId::cudaMalloc, ApiId::cudaFree},
+                                           {ApiId::cuMemAlloc_v2, ApiId::cuMemFree_v2},
+                                           {ApiId::cudaMallocManaged, ApiId::cudaFree},
+                                           {ApiId::cudaMallocHost, ApiId::cudaFreeHost}};
+  Scenario s(10);
+  std::mt19937_64 rng(5);
+  std::vector<uint32_t> stacks;
+  for (uint64_t i = 0; i < 3; ++i) stacks.push_back(s.stack(11, {0x402000 + i * 16}));
+  std::vector<std::pair<uint64_t, ApiId>> live;
+  std::vector<uint64_t> handles;
+  uint64_t next = 0x10000000, next_handle = 1;
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t r = rng() % 100;
+    const uint32_t stack = stacks[rng() % stacks.size()];
+    const int32_t device = static_cast<int32_t>(rng() % 3);
+    if (live.empty() || r < 50) {
+      const auto& [api, free_api] = kinds[rng() % 4];
+      if (!live.empty() && rng() % 100 == 0) {  // its free was not recorded
+        auto& again = live[rng() % live.size()];
+        s.alloc(11, api, again.first, 256 + rng() % 4096, device, stack);
+        again.second = free_api;
+      } else {
+        s.alloc(11, api, next, 256 + rng() % 4096, device, stack);
+        live.push_back({next, free_api});
+        next += 8192;
+      }
+    } else if (r < 55) {
+      s.create(11, next_handle, 2 << 20, device, stack);
+      handles.push_back(next_handle++);
+    } else if (r < 58 && !handles.empty()) {
+      const size_t k = rng() % handles.size();
+      s.release(11, handles[k]);
+      handles[k] = handles.back();
+      handles.pop_back();
+    } else {
+      const size_t k = rng() % live.size();
+      s.free(11, live[k].second, live[k].first);
+      live[k] = live.back();
+      live.pop_back();
+    }
+  }
+  const ProcessLogs logs = s.build(true);  // the reader reads it in place
+  auto reader = read_in_memory(logs);
+  analysis::StackInterner interned;
+  Replay r(interned);
+  Changes changes;
+  std::vector<uint64_t> seqs;
+  for (uint64_t seq = 500; seq < 20000; seq += 997) seqs.push_back(seq);
+  int compared = 0;
+  analysis::Checkpoints at_seqs(seqs, [&](const Replay& now, uint64_t) {
+    const auto& sites = now.sites();
+    for (size_t i = 0; i < sites.size(); ++i) {
+      const int64_t b = i < changes.bytes.size() ? changes.bytes[i] : 0;
+      const int64_t c = i < changes.count.size() ? changes.count[i] : 0;
+      ASSERT_EQ(sites[i].bytes, static_cast<uint64_t>(b)) << "site " << i;
+      ASSERT_EQ(sites[i].count, static_cast<uint64_t>(c)) << "site " << i;
+    }
+    ++compared;
+  });
+  r.observe(changes);
+  r.observe(at_seqs);
+  reader.read_events(r);
+  r.finish();
+  EXPECT_EQ(compared, static_cast<int>(seqs.size()));
+  // Each stack allocated through more kinds (series, api, kind) than its table of ways holds.
+  EXPECT_GT(r.sites().size(), 3u * 9u);
+}
+
 // The one-pass capture of who held the memory at each peak and first failure must agree with
 // stopping a second pass right there. Long stretches after each peak make the capture log
 // overflow its bound and take the groups early, so both of its paths run.
