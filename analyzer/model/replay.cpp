@@ -95,16 +95,21 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
       return end_capture(ev);
     case EventKind::GraphLaunch:
       return launch(ev, stack);
+    case EventKind::GraphInstantiate:
+      graph_call(ev, *api, stack);
+      // cudaGraphInstantiateFlagUpload: the instantiation uploads at once.
+      if (ev.result == 0 && (ev.f.flags & 2)) upload(ev, stack);
+      return;
+    case EventKind::GraphUpload:
+      return upload(ev, stack);
     case EventKind::GraphAllocNode:
     case EventKind::GraphFreeNode:
-    case EventKind::GraphInstantiate:
     case EventKind::GraphExecDestroy:
     case EventKind::GraphDestroy:
     case EventKind::GraphChild:
     case EventKind::GraphClone:
       return graph_call(ev, *api, stack);
     case EventKind::GraphMemTrim:
-    case EventKind::GraphUpload:  // the pool reserves (GraphPoolFigures): nothing is allocated yet
     case EventKind::Export:
       return;  // no memory comes or goes
     case EventKind::Import:

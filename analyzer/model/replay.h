@@ -12,7 +12,7 @@
 // - CUDA frees a handle's physical memory only once it is released *and* unmapped everywhere.
 // - A free of an address not live is counted and kept as an example, never fatal. Events of api
 //   ids this build does not know are counted and skipped.
-// - CUDA graph memory (graph_memory.h) becomes live at the launch that runs its allocation node,
+// - CUDA graph memory (graph_memory.h) becomes live at the upload or launch that runs its allocation node,
 //   under the node's call site (the launch's stack is kept beside it), and is freed by a free
 //   node, a cudaFree or an auto-free relaunch. Allocations made on a stream under capture are
 //   nodes, not memory.
@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "analyzer/log/event_visitor.h"
@@ -268,6 +269,7 @@ class Replay : public EventVisitor {
   void end_capture(const format::Event& ev);
   void graph_call(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void launch(const format::Event& ev, uint32_t stack);
+  void upload(const format::Event& ev, uint32_t stack);
   void import(const format::Event& ev, uint32_t stack);
   void import_close(const format::Event& ev, uint32_t stack);
   void retain(const format::Event& ev);
@@ -311,6 +313,9 @@ class Replay : public EventVisitor {
   std::map<uint64_t, Mapping> imports_;
   GraphMemory graphs_;
   uint32_t launch_stack_ = 0;  // while a launch applies its nodes
+  // Execs whose allocation nodes an upload made live and no launch has run since: their first
+  // launch finds the memory allocated, and auto-free must not free and remake it.
+  std::unordered_set<uint64_t> uploaded_;
   Anomalies anomalies_;
 
   uint32_t event_stack_ = 0;

@@ -49,6 +49,7 @@ void Replay::graph_call(const format::Event& ev, const format::ApiInfo& api, uin
       return graphs_.instantiate(ev.f.handle, ev.f.graph,
                                  ev.f.flags & 1);  // cudaGraphInstantiateFlagAutoFreeOnLaunch
     case EventKind::GraphExecDestroy:
+      uploaded_.erase(ev.f.handle);
       return graphs_.destroy_exec(ev.f.handle);  // what its launches allocated stays live
     case EventKind::GraphDestroy:
       return graphs_.destroy_graph(ev.f.graph);
@@ -60,21 +61,48 @@ void Replay::graph_call(const format::Event& ev, const format::ApiInfo& api, uin
 // A launch runs its exec's memory nodes in order: an allocation node whose memory is not live
 // becomes live (under the node's call site, with this launch's stack beside it); a free node
 // frees. With auto-free on launch, what the previous launch left live is freed first.
+namespace {
+// A node's allocation as the call that runs it (a launch or an upload) makes it.
+format::Event as_run_by(const GraphNode& n, const format::Event& ev) {
+  format::Event e = n.made;
+  e.seq = ev.seq;
+  e.time_ns = ev.time_ns;
+  e.result = 0;
+  // Graph memory comes from the graph's own pool, not from the stream's.
+  e.f.mask &= static_cast<uint16_t>(~(format::kHasStream | format::kHasPool));
+  return e;
+}
+}  // namespace
+
+// An upload (cudaGraphUpload, or an instantiation with the upload flag) allocates the exec's
+// allocation nodes ahead of its first launch: the H200's driver counts them as used right after
+// cudaGraphUpload (gpu-check row graphupload, 2026-12-01). Free nodes wait for the launch.
+void Replay::upload(const format::Event& ev, uint32_t stack) {
+  if (ev.result != 0) return;
+  const GraphExec* exec = graphs_.exec(ev.f.handle);
+  if (!exec) return;
+  launch_stack_ = stack;
+  bool made = false;
+  for (const GraphNode& n : exec->nodes) {
+    const format::Event e = as_run_by(n, ev);
+    if (n.alloc && !live_.find(e.f.address)) {
+      alloc(e, *apis_[e.api], n.stack);
+      made = true;
+    }
+  }
+  if (made) uploaded_.insert(ev.f.handle);
+  launch_stack_ = 0;
+}
+
 void Replay::launch(const format::Event& ev, uint32_t stack) {
   if (ev.result != 0) return;
   const GraphExec* exec = graphs_.exec(ev.f.handle);
   if (!exec) return;
+  // The first launch after an upload runs on the memory the upload allocated.
+  const bool uploaded = uploaded_.erase(ev.f.handle) != 0;
   launch_stack_ = stack;  // kept beside the sites of the memory this launch makes live
-  auto as_launched = [&](const GraphNode& n) {
-    format::Event e = n.made;
-    e.seq = ev.seq;
-    e.time_ns = ev.time_ns;
-    e.result = 0;
-    // Graph memory comes from the graph's own pool, not from the stream's.
-    e.f.mask &= static_cast<uint16_t>(~(format::kHasStream | format::kHasPool));
-    return e;
-  };
-  if (exec->auto_free)
+  auto as_launched = [&](const GraphNode& n) { return as_run_by(n, ev); };
+  if (exec->auto_free && !uploaded)
     for (const GraphNode& n : exec->nodes)
       if (n.alloc && live_.find(n.made.f.address)) {
         format::Event e = as_launched(n);

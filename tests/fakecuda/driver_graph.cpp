@@ -5,14 +5,15 @@
 // each launch that finds it free; it stays allocated until a free node, cuMemFree or an
 // auto-free-on-launch relaunch gives it back. The device's graph memory pool keeps physical
 // memory in 32 MiB chunks (as CUPTI shows on an H200): a launch, or an upload before it
-// (cuGraphUpload maps the exec's memory ahead of its first launch, the programming guide's
-// "First Launch / cudaGraphUpload"), reserves what its nodes need beyond what the pool already
+// (cuGraphUpload allocates the exec's nodes ahead of its first launch: the H200's driver counts
+// them as used right after it), reserves what its nodes need beyond what the pool already
 // holds, frees leave it reserved, and only a trim gives back the chunks no live allocation needs.
 // cuDeviceGetGraphMemAttribute reports both figures; its used figure counts each live allocation
 // in whole chunks, as the H200 does (160 MiB used for 64 + 64 + 4 MiB).
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <set>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct CUgraph_st {
 struct CUgraphExec_st {
   std::vector<MemNode> nodes;
   unsigned long long flags = 0;
+  bool uploaded = false;  // an upload allocated its nodes and no launch has run since
 };
 
 struct CUgraphNode_st {};
@@ -158,32 +160,25 @@ void free_graph_memory(uintptr_t address) {
   if (it != state().allocations.end() && it->second.kind == AllocKind::Graph) remove_allocation(it);
 }
 
-CUresult launch(CUgraphExec exec) {
-  if (CUresult r = require_init()) return r;
-  CUctx_st* ctx = nullptr;
-  if (CUresult r = current_context(&ctx)) return r;
+// Makes the exec's allocation nodes allocated (a launch, or an upload ahead of it); with
+// `refuse_live` an allocation still allocated by an earlier run is an error, as CUDA's launch
+// reports it; otherwise it is left as it is. The caller holds state().mu.
+// `wanted` gets the bytes allocated by device (the caller settles the pool).
+CUresult allocate_nodes(CUgraphExec exec, CUctx_st* ctx, bool refuse_live, std::map<int, size_t>& wanted) {
   State& s = state();
-  std::lock_guard lock(s.mu);
-  if (!g_execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
-  // Auto-free on launch: what the previous launch left allocated goes first.
-  if (exec->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-    for (const MemNode& n : exec->nodes)
-      if (n.alloc) free_graph_memory(n.address);
-  // CUDA refuses to launch a graph whose allocation is still allocated (by an earlier launch
-  // nobody freed): checked before anything changes.
-  std::map<int, size_t> wanted;  // by device
+  // Checked before anything changes.
   for (const MemNode& n : exec->nodes)
     if (n.alloc) {
-      if (s.allocations.count(n.address)) return CUDA_ERROR_INVALID_VALUE;
+      if (s.allocations.count(n.address)) {
+        if (refuse_live) return CUDA_ERROR_INVALID_VALUE;
+        continue;
+      }
       wanted[n.device] += n.charged;
     }
   for (const auto& [device, bytes] : wanted)
     if (bytes > s.devices[device].capacity - s.devices[device].used) return CUDA_ERROR_OUT_OF_MEMORY;
   for (const MemNode& n : exec->nodes) {
-    if (!n.alloc) {
-      free_graph_memory(n.address);
-      continue;
-    }
+    if (!n.alloc || s.allocations.count(n.address)) continue;
     s.devices[n.device].used += n.charged;
     Allocation a;
     a.base = n.address;
@@ -195,21 +190,46 @@ CUresult launch(CUgraphExec exec) {
     a.id = s.next_id++;
     s.allocations.emplace(a.base, a);
   }
+  return CUDA_SUCCESS;
+}
+
+CUresult launch(CUgraphExec exec) {
+  if (CUresult r = require_init()) return r;
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context(&ctx)) return r;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (!g_execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
+  // The first launch after an upload runs on the memory the upload allocated.
+  const bool uploaded = std::exchange(exec->uploaded, false);
+  // Auto-free on launch: what the previous launch left allocated goes first.
+  if (!uploaded && (exec->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
+    for (const MemNode& n : exec->nodes)
+      if (n.alloc) free_graph_memory(n.address);
+  // CUDA refuses to launch a graph whose allocation is still allocated (by an earlier launch
+  // nobody freed).
+  std::map<int, size_t> wanted;  // by device
+  if (CUresult r = allocate_nodes(exec, ctx, !uploaded, wanted)) return r;
+  for (const MemNode& n : exec->nodes)
+    if (!n.alloc) free_graph_memory(n.address);
   for (const auto& [device, bytes] : wanted) settle_graph_pool(device, true);
   return CUDA_SUCCESS;
 }
 
-// An upload maps the memory of the exec's allocation nodes that are not allocated now, so its
-// first launch finds the pool ready; nothing is allocated until that launch.
+// An upload allocates the exec's allocation nodes that are not allocated now, ahead of its first
+// launch: the H200's driver counts them as used right after cuGraphUpload (gpu-check row
+// graphupload, 2026-12-01). Free nodes wait for the launch.
 CUresult upload(CUgraphExec exec) {
   if (CUresult r = require_init()) return r;
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context(&ctx)) return r;
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!g_execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
-  std::map<int, size_t> ahead;  // by device
-  for (const MemNode& n : exec->nodes)
-    if (n.alloc && !s.allocations.count(n.address)) ahead[n.device] += pool_bytes(n.size);
-  for (const auto& [device, bytes] : ahead) settle_graph_pool(device, true, bytes);
+  std::map<int, size_t> wanted;  // by device
+  if (CUresult r = allocate_nodes(exec, ctx, false, wanted)) return r;
+  if (!wanted.empty()) exec->uploaded = true;
+  for (const auto& [device, bytes] : wanted) settle_graph_pool(device, true);
   return CUDA_SUCCESS;
 }
 
