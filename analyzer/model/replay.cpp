@@ -227,8 +227,8 @@ std::vector<SiteGroup> Replay::site_groups(uint16_t series, std::span<const int6
     if (i < minus_bytes.size()) bytes -= static_cast<uint64_t>(minus_bytes[i]);
     if (i < minus_count.size()) count -= static_cast<uint64_t>(minus_count[i]);
     if (count)
-      groups.push_back(
-          {series_[series].key, st.api, st.kind, st.stack, bytes, count, st.launch_stack});
+      groups.push_back({series_[series].key, st.api, st.kind, st.stack, bytes, count,
+                        st.launch_stack, st.launch_api});
   }
   sort_groups(groups);
   return groups;
@@ -316,7 +316,10 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
   if (ev.f.has(format::kHasPool) || ev.f.has(format::kHasStream))
     pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, s.key.device);
   const uint32_t site = site_index(stack, index, ev.api, LiveKind::Allocation);
-  if (launch_stack_ && !sites_[site].launch_stack) sites_[site].launch_stack = launch_stack_;
+  if (launch_stack_ && !sites_[site].launch_stack) {
+    sites_[site].launch_stack = launch_stack_;
+    sites_[site].launch_api = launch_api_;
+  }
   *a = {size, site, pool, index};
   became_live(site, index, size, ev);
   for (ReplayObserver* o : allocations_) o->allocated(*this, ev, *a);

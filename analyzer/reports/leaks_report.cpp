@@ -143,9 +143,10 @@ class LeaksModel final : public ReportModel {
       text += fmt::format("\n{} {} in {} {}{}:\n", verb, size_and_bytes(row.bytes), things_held,
                           where(g), physical ? " created from" : " allocated from");
       append_site_stacks(text, row_stacks(row, sites), style, "    ");
-      // CUDA graph memory: the node above says where it was asked for, the launch when it came.
+      // CUDA graph memory: the node above says where it was asked for, the launch (or the upload
+      // ahead of it: cudaGraphUpload, an instantiation with the upload flag) when it came.
       if (g.launch_stack) {
-        text += "  made live by a graph launch from:\n";
+        text += fmt::format("  made live by {} from:\n", api_name(g.launch_api));
         append_frames(text, frames_(g.launch_stack), style, "    ");
       }
     }
@@ -253,9 +254,10 @@ class LeaksModel final : public ReportModel {
         json.field("bytes", g.bytes);
         json.field("count", g.count);
         write_frames(json, frames_(g.stack), depth);
-        if (g.launch_stack) {  // graph memory: where the launch that made it live was
+        if (g.launch_stack) {  // graph memory: where the launch or upload that made it live was
           json.key("launched");
           json.begin_object();
+          json.field("api", api_name(g.launch_api));
           write_frames(json, frames_(g.launch_stack), depth);
           json.end_object();
         }

@@ -171,11 +171,14 @@ struct SummaryModel final : public ReportModel {
     if (!g.any()) return;
     text += fmt::format(
         "  cuda graphs   {} captured: {} of {} made while capturing (graph memory nodes, live "
-        "from the launch that runs them); {} replayed{}, {} after the first launch\n",
+        "from the launch that runs them, or an upload before it); {} replayed{}, {} after the "
+        "first launch\n",
         plural(g.captures, "stream", "streams"),
         plural(g.capture_allocations, "allocation", "allocations"), size_and_bytes(g.capture_bytes),
         plural(g.launches, "launch", "launches"),
-        g.uploads ? fmt::format(" ({} before launching)", plural(g.uploads, "upload", "uploads"))
+        // An upload allocates the exec's nodes ahead of its launch (the H200, issue 12).
+        g.uploads ? fmt::format(" (and {}: nodes live from the upload)",
+                                plural(g.uploads, "upload", "uploads"))
                   : std::string(),
         plural(g.allocations_between_launches, "allocation", "allocations"));
   }
