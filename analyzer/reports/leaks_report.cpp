@@ -145,10 +145,8 @@ class LeaksModel final : public ReportModel {
       append_site_stacks(text, row_stacks(row, sites), style, "    ");
       // CUDA graph memory: the node above says where it was asked for, the launch (or the upload
       // ahead of it: cudaGraphUpload, an instantiation with the upload flag) when it came.
-      if (g.launch_stack) {
-        text += fmt::format("  made live by {} from:\n", api_name(g.launch_api));
-        append_frames(text, frames_(g.launch_stack), style, "    ");
-      }
+      if (g.launch_stack)
+        append_made_live(text, g.launch_api, frames_(g.launch_stack), style, "  ");
     }
     if (omitted.count)
       text += fmt::format("\n... and {} more in {} (--top 0 shows all)\n",
@@ -254,13 +252,7 @@ class LeaksModel final : public ReportModel {
         json.field("bytes", g.bytes);
         json.field("count", g.count);
         write_frames(json, frames_(g.stack), depth);
-        if (g.launch_stack) {  // graph memory: where the launch or upload that made it live was
-          json.key("launched");
-          json.begin_object();
-          json.field("api", api_name(g.launch_api));
-          write_frames(json, frames_(g.launch_stack), depth);
-          json.end_object();
-        }
+        if (g.launch_stack) write_made_live(json, g.launch_api, frames_(g.launch_stack), depth);
         json.end_object();
       }
       json.end_array();

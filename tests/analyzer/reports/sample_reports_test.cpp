@@ -274,6 +274,10 @@ TEST(SampleReports, GraphUploadShowsThePoolBesideTheDeviceNotInIt) {
   EXPECT_EQ(leak["launched"]["api"], "cudaGraphUpload");
   EXPECT_TRUE(top_function(leak["launched"]["stack"]).starts_with("uploaded_then_launched"))
       << leak["launched"].dump(1);
+  // The peak: the four nodes (two call sites), made live by the upload before any launch.
+  const json peak = report("peak", s)["devices"][0];
+  EXPECT_EQ(peak["sites"].size(), 2u) << peak.dump(1);
+  for (const json& site : peak["sites"]) EXPECT_EQ(site["launched"]["api"], "cudaGraphUpload");
   const json sum = report("summary", s);
   const json& d = sum["devices"][0];
   EXPECT_EQ(d["peak_bytes"], 52 * kMiB);
