@@ -176,14 +176,16 @@ struct SummaryModel final : public ReportModel {
     if (g.captures || g.capture_allocations)
       parts.push_back(fmt::format(
           "{} captured: {} of {} made while capturing (graph memory nodes, live from the launch "
-          "that runs them)",
+          "that runs them, or an upload before it)",
           plural(g.captures, "stream", "streams"),
           plural(g.capture_allocations, "allocation", "allocations"),
           size_and_bytes(g.capture_bytes)));
     if (g.launches || g.uploads)
       parts.push_back(fmt::format(
           "{} replayed{}, {} after the first launch", plural(g.launches, "launch", "launches"),
-          g.uploads ? fmt::format(" ({} before launching)", plural(g.uploads, "upload", "uploads"))
+          // An upload allocates the exec's nodes ahead of its launch (the H200, issue 12).
+          g.uploads ? fmt::format(" (and {}: nodes live from the upload)",
+                                  plural(g.uploads, "upload", "uploads"))
                     : std::string(),
           plural(g.allocations_between_launches, "allocation", "allocations")));
     if (parts.empty()) return;

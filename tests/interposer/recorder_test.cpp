@@ -412,11 +412,12 @@ TEST(GraphPool, LaunchesUploadsAndTrimsCarryUsedAndReservedBytes) {
   const Figures driver = {
       {kChunk, kChunk}, {kChunk, kChunk}, {0, kChunk},      {kChunk, kChunk}, {kChunk, kChunk},
       {0, 0},           {kChunk, kChunk}, {kChunk, kChunk}, {kChunk, kChunk}, {0, 0}};
-  // scenario_graph_upload.cpp: an 8 MiB node uploaded (reserved, nothing used), launched, freed
-  // and trimmed, uploaded again; a 40 MiB node instantiated with the upload flag (two chunks);
-  // a trim.
-  const Figures uploads = {{0, kChunk}, {kChunk, kChunk}, {0, 0},
-                           {0, kChunk}, {0, 2 * kChunk},  {0, 0}};
+  // scenario_graph_upload.cpp: an 8 MiB node uploaded (allocated there: a chunk used), launched
+  // (on that memory: the same figures), freed and trimmed, uploaded again (used again; the exec's
+  // destruction frees it, leaving the chunk reserved); a 40 MiB node instantiated with the upload
+  // flag (two chunks used), freed with its exec; a trim.
+  const Figures uploads = {{kChunk, kChunk}, {kChunk, kChunk},         {0, 0},
+                           {kChunk, kChunk}, {2 * kChunk, 2 * kChunk}, {0, 0}};
   for (auto [path, expected] :
        {std::pair{"runtime-symbol", runtime}, std::pair{"driver-symbol", driver}}) {
     SCOPED_TRACE(path);
