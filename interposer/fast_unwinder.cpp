@@ -144,7 +144,8 @@ int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, 
   return n + take;
 }
 
-__attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max) {
+__attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max,
+                                             StopRange stop) {
   using Walk = FrameRuleCache::Walk;
   using End = FrameRuleCache::End;
   // __builtin_frame_address gives this function a frame pointer whatever the flags: rbp points
@@ -159,7 +160,9 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   const uint64_t span = hi - lo - 7;
   Walk& cur = cache.tables_->walks[cache.which_];
   const Walk& last = cache.tables_->walks[cache.which_ ^ 1];
-  int last_count = cache.last_count_;
+  // A walk that stopped elsewhere (or not at all) ends elsewhere: its frames above the meeting
+  // point are not this walk's.
+  int last_count = cache.last_stop_ == stop ? cache.last_count_ : 0;
   int j = 0;  // the first frame of the last walk not below the current one
   uint32_t loads = 0;
   uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
@@ -192,6 +195,10 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
     ++n;
     if (n == max) {
       end = End::kMax;
+      break;
+    }
+    if (stop.holds(pc)) {
+      end = End::kStopped;
       break;
     }
     const FrameRule rule = cache.rule_at(pc);
@@ -236,6 +243,7 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   cache.which_ ^= 1;
   cache.last_count_ = n;
   cache.last_end_ = end;
+  cache.last_stop_ = stop;
   return n;
 }
 

@@ -9,6 +9,16 @@
 
 namespace gmemhook {
 
+// Code where a walk stops: the frame whose return address lies in [lo, hi) is the last one taken
+// (the innermost CPython interpreter loop when the event has Python frames, which carry the
+// callers from there). lo == hi: the walk goes to the end.
+struct StopRange {
+  uint64_t lo = 0, hi = 0;
+  // One compare: an empty range holds nothing. `pc` is a return address: the call is at pc - 1.
+  bool holds(uint64_t pc) const { return pc - 1 - lo < hi - lo; }
+  bool operator==(const StopRange&) const = default;
+};
+
 // One thread's rules by return address, the bounds of the stack it runs on, and its last walk.
 // A rule is kept until its entry is reused: an object unloaded (dlclose) and another loaded at
 // the same addresses would be walked with the old object's rules — wrong frames, never a fault
@@ -33,14 +43,15 @@ class FrameRuleCache {
   }
 
  private:
-  friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max);
+  friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop);
 
   struct Entry {
     uint64_t pc;
     FrameRule rule;
   };
-  // How a walk ended: at the thread's first frame, at a return address of 0, or at `max`.
-  enum class End : uint8_t { kOutermost, kZero, kMax };
+  // How a walk ended: at the thread's first frame, at a return address of 0, at `max`, or at a
+  // frame in its StopRange.
+  enum class End : uint8_t { kOutermost, kZero, kMax, kStopped };
   static constexpr unsigned kIndexBits = 12;
   static constexpr size_t kMaxSteps = 512;
   // A load from the stack a walk made: where, and what it found.
@@ -85,6 +96,7 @@ class FrameRuleCache {
   int which_ = 0;       // walks[which_ ^ 1] is the last walk
   int last_count_ = 0;  // its frames; 0: none to reuse
   End last_end_ = End::kMax;
+  StopRange last_stop_;  // the range the last walk stopped at: another range cannot reuse it
   uint64_t reused_walks_ = 0;
   uint64_t gave_up_pc_ = 0;
   const char* gave_up_why_ = nullptr;
@@ -98,7 +110,7 @@ class FrameRuleCache {
 // no rule of the simple shape (signal frames, DWARF expressions, code without unwind tables), a
 // step that would not move outward or would leave the thread's stack mapping. Every load stays
 // inside that mapping, between this frame and its top: a wrong rule gives a wrong frame, never a
-// fault.
-int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max);
+// fault. The walk ends after the first frame whose return address lies in `stop`.
+int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop = {});
 
 }  // namespace gmemhook

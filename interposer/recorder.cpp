@@ -287,11 +287,14 @@ void bump(std::atomic<uint64_t>& counter) {
 uint32_t capture_and_intern(ThreadLog* log) {
   uint64_t frames[kMaxDepth];
   const uint64_t start = g_config.stack_stats ? monotonic_ns() : 0;
-  size_t n = capture_stack(&log->frame_rules, frames, static_cast<size_t>(g_config.depth));
-  const uint64_t native_done = g_config.stack_stats ? monotonic_ns() : 0;
-  // PyCode records of code objects new to this file are written here, before the Stack record.
+  // Python first: whether the event has Python frames decides where the native walk ends. PyCode
+  // records of code objects new to this file are written here, before the Stack record.
   size_t npy = capture_python_frames(log->py_codes, log->file, log->py_frames, kMaxPyDepth);
-  if (g_config.stack_stats) note_capture(native_done - start, n, monotonic_ns() - native_done, npy);
+  StopRange stop;
+  if (npy > 0 && !g_config.full_native_stacks) interpreter_loop_range(&stop.lo, &stop.hi);
+  const uint64_t python_done = g_config.stack_stats ? monotonic_ns() : 0;
+  size_t n = capture_stack(&log->frame_rules, frames, static_cast<size_t>(g_config.depth), stop);
+  if (g_config.stack_stats) note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
   if (n == 0 && npy == 0) return 0;
   bool is_new = false;
   uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);

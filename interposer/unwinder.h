@@ -14,8 +14,10 @@ void init_unwinder();
 
 // Fills `out` with up to `max` return addresses, innermost first, starting at the first frame
 // outside libgmemhook.so (the recorder's own frames are never recorded). Returns the count.
-// `rules` is the calling thread's cache for the fast unwinder (null: libunwind only).
-size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max);
+// `rules` is the calling thread's cache for the fast unwinder (null: libunwind only). The stack
+// ends at the first frame whose return address lies in `stop` (fast_unwinder.h), whichever walk
+// took it.
+size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange stop = {});
 
 // True when `address` lies inside libgmemhook.so.
 bool is_own_address(uint64_t address);

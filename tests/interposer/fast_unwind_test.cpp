@@ -32,6 +32,7 @@ struct Seen {
   std::vector<uint64_t> slow;  // libunwind's, from the same frame outward (empty: not found)
   std::set<int> kinds;         // rule kinds of the fast walk's frames
   int max = kMax;
+  gmemhook::StopRange stop;
 };
 
 thread_local FrameRuleCache t_cache;
@@ -43,7 +44,7 @@ __attribute__((noinline)) void probe() {
   Seen& s = *t_seen;
   uint64_t fast[kMax];
   void* slow[kMax + 8];
-  s.fast_count = gmemhook::fast_backtrace(t_cache, fast, s.max);
+  s.fast_count = gmemhook::fast_backtrace(t_cache, fast, s.max, s.stop);
   int n = unw_backtrace(slow, s.max + 8);
   if (s.fast_count <= 1) return;
   s.fast.assign(fast + 1, fast + s.fast_count);
@@ -57,9 +58,11 @@ __attribute__((noinline)) void probe() {
   for (uint64_t pc : s.fast) s.kinds.insert(gmemhook::find_frame_rule(pc - 1).kind);
 }
 
-Seen walk(const std::vector<int>& shape, int depth, int max = kMax) {
+Seen walk(const std::vector<int>& shape, int depth, int max = kMax,
+          gmemhook::StopRange stop = {}) {
   Seen s;
   s.max = max;
+  s.stop = stop;
   t_seen = &s;
   unwind_shapes::Walk w{shape.data(), static_cast<int>(shape.size()), probe};
   unwind_shapes::step(depth, w);
@@ -144,6 +147,49 @@ TEST(FastUnwind, ShadowStackNoticesChangedCallers) {
   expect_same_as_libunwind(cut_short, "max 7 after a full walk");
   Seen full_again = walk(shape, 40);
   expect_same_as_libunwind(full_again, "full walk after a cut one");
+}
+
+// The recorder stops a walk at the innermost interpreter-loop call: the frame whose return
+// address lies in the range is the last, whether the walk steps or reuses the last walk's frames,
+// and a walk with another range (or none) never reuses a stopped one.
+TEST(FastUnwind, StopsAtTheFirstFrameInItsRange) {
+  const std::vector<int> shape{1, 2, 3, 0};
+  // Every walk from one call site (the loop below), so that a whole walk can be compared.
+  struct Case {
+    const char* what;
+    int max;
+    uint64_t lo, hi;  // the range as offsets from `at`: filled in after the first walk
+    bool stops;
+  };
+  const Case cases[] = {
+      {"full", kMax, 0, 0, false},
+      {"stopped", kMax, 1, 0, true},
+      {"stopped again (reusing the last walk)", kMax, 1, 0, true},
+      {"no range after a stopped walk", kMax, 0, 0, false},
+      {"the range after a full walk", kMax, 1, 0, true},
+      {"a range holding no frame", kMax, 0, 1, false},
+      {"max reached at the frame in the range", -1, 1, 0, true},
+  };
+  std::vector<uint64_t> full, expected;
+  uint64_t at = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const gmemhook::StopRange stop =
+        c.lo || c.hi ? gmemhook::StopRange{at - c.lo, at + c.hi} : gmemhook::StopRange{};
+    const int max = c.max > 0 ? c.max : static_cast<int>(expected.size()) + 1;
+    Seen s = walk(shape, 20, max, stop);
+    if (full.empty()) {
+      expect_same_as_libunwind(s, "full");
+      full = s.fast;
+      ASSERT_GT(full.size(), 12u);
+      at = full[10];
+      size_t first = 0;  // a recursion repeats return addresses: the first one stops the walk
+      while (full[first] != at) ++first;
+      expected.assign(full.begin(), full.begin() + static_cast<long>(first) + 1);
+      continue;
+    }
+    EXPECT_EQ(s.fast, c.stops ? expected : full);
+  }
 }
 
 TEST(FastUnwind, DeepRecursionStopsAtMax) {
