@@ -88,11 +88,14 @@ bool FrameRuleCache::ensure_tables() {
   return true;
 }
 
-FrameRule FrameRuleCache::learn(uint64_t pc) {
-  Entry& e = tables_->entries[(pc * 0x9e3779b97f4a7c15ull) >> (64 - kIndexBits)];
+FrameRule FrameRuleCache::learn(uint64_t pc, Set& set) {
   // pc - 1: a return address may be the first byte after the function that made the call.
-  e = Entry{pc, find_frame_rule(pc - 1)};
-  return e.rule;
+  const FrameRule rule = find_frame_rule(pc - 1, nullptr, &tables_->objects);
+  ++rules_learnt_;
+  // The oldest of the set makes room (insertion order: no bookkeeping on the hits).
+  for (int w = kWays - 1; w > 0; --w) set.ways[w] = set.ways[w - 1];
+  set.ways[0] = Entry{pc, rule};
+  return rule;
 }
 
 bool FrameRuleCache::stack_bounds(uint64_t sp, uint64_t* lo, uint64_t* hi) {

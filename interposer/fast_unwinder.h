@@ -36,6 +36,9 @@ class FrameRuleCache {
   void release();
   // Walks that ended by reusing the last walk's frames (for tests and stack statistics).
   uint64_t reused_walks() const { return reused_walks_; }
+  // Rules learnt from the unwind tables, and times the table of objects was made (stack stats).
+  uint64_t rules_learnt() const { return rules_learnt_; }
+  uint64_t object_tables_made() const { return tables_ ? tables_->objects.made : 0; }
   // Why the last walk that returned -1 gave up, and at which return address (0: no frame).
   const char* gave_up(uint64_t* pc) const {
     *pc = gave_up_pc_;
@@ -52,7 +55,11 @@ class FrameRuleCache {
   // How a walk ended: at the thread's first frame, at a return address of 0, at `max`, or at a
   // frame in its StopRange.
   enum class End : uint8_t { kOutermost, kZero, kMax, kStopped };
-  static constexpr unsigned kIndexBits = 12;
+  // Rules sit in sets of four, one cache line each, by a hash of the return address: a torch
+  // process's stacks meet thousands of return addresses, and a direct-mapped table re-learnt
+  // (microseconds each) wherever two of them shared an entry.
+  static constexpr unsigned kSetBits = 11;
+  static constexpr int kWays = 4;
   static constexpr size_t kMaxSteps = 512;
   // A load from the stack a walk made: where, and what it found.
   struct Load {
@@ -64,18 +71,23 @@ class FrameRuleCache {
     uint32_t first_load[kMaxSteps + 1];  // frame m's loads: [first_load[m], first_load[m + 1])
     Load loads[3 * kMaxSteps];  // a DRAP frame's step loads its CFA, rbp and return address
   };
+  struct alignas(64) Set {
+    Entry ways[kWays];  // the newest first; a zeroed entry (pc 0) matches no return address
+  };
   struct Tables {
-    Entry entries[size_t{1} << kIndexBits];  // direct-mapped, 64 KiB, pages touched as used
-    Walk walks[2];                           // the last walk and the one being made
+    Set sets[size_t{1} << kSetBits];  // 128 KiB, pages touched as used
+    Walk walks[2];                    // the last walk and the one being made
+    ObjectTable objects;              // where learn() finds each object's unwind tables
   };
 
-  // The rule of the frame whose return address is `pc`, looked up at the first meeting.
+  // The rule of the frame whose return address is `pc` (never 0), learnt at the first meeting.
   FrameRule rule_at(uint64_t pc) {
-    const Entry& e = tables_->entries[(pc * 0x9e3779b97f4a7c15ull) >> (64 - kIndexBits)];
-    if (e.pc == pc && e.rule.kind != FrameRule::kUnknown) return e.rule;
-    return learn(pc);
+    Set& set = tables_->sets[(pc * 0x9e3779b97f4a7c15ull) >> (64 - kSetBits)];
+    for (const Entry& e : set.ways)
+      if (e.pc == pc) return e.rule;
+    return learn(pc, set);
   }
-  FrameRule learn(uint64_t pc);
+  FrameRule learn(uint64_t pc, Set& set);
   int give_up(uint64_t pc, const char* why) {
     gave_up_pc_ = pc;
     gave_up_why_ = why;
@@ -98,6 +110,7 @@ class FrameRuleCache {
   End last_end_ = End::kMax;
   StopRange last_stop_;  // the range the last walk stopped at: another range cannot reuse it
   uint64_t reused_walks_ = 0;
+  uint64_t rules_learnt_ = 0;
   uint64_t gave_up_pc_ = 0;
   const char* gave_up_why_ = nullptr;
 };

@@ -3,11 +3,13 @@
 // recursion, other threads, signal handlers (which must go to libunwind). Wherever the fast walk
 // answers, its frames must be exactly libunwind's.
 #define UNW_LOCAL_ONLY
+#include <dlfcn.h>
 #include <libunwind.h>
 #include <signal.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -278,6 +280,44 @@ TEST(FrameRules, KnownShapes) {
   static const char data[64] = {};
   EXPECT_EQ(gmemhook::find_frame_rule(reinterpret_cast<uint64_t>(data)).kind,
             FrameRule::kUnsupported);
+}
+
+bool same_rule(const FrameRule& a, const FrameRule& b) {
+  return a.kind == b.kind && a.ra_offset == b.ra_offset && a.rbp_offset == b.rbp_offset &&
+         a.cfa_offset == b.cfa_offset;
+}
+
+// The remembered table of objects answers as a scan of every object does; it is made again when
+// an object is loaded, and never reads one that was unloaded.
+TEST(FrameRules, ObjectTableFollowsLoadsAndUnloads) {
+  auto table = std::make_unique<gmemhook::ObjectTable>();
+  Seen s = walk({0, 1, 2, 3, 4}, 30);
+  ASSERT_GT(s.fast_count, 20);
+  for (uint64_t pc : s.fast)
+    EXPECT_TRUE(same_rule(gmemhook::find_frame_rule(pc - 1, nullptr, table.get()),
+                          gmemhook::find_frame_rule(pc - 1)));
+  EXPECT_EQ(table->made, 1u) << "made once, then answered from";
+  EXPECT_TRUE(table->valid);
+
+  void* lib = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) GTEST_SKIP() << "libz.so.1 not found: " << dlerror();
+  auto code = reinterpret_cast<uint64_t>(dlsym(lib, "crc32"));
+  ASSERT_NE(code, 0u);
+  const FrameRule scanned = gmemhook::find_frame_rule(code + 1);
+  EXPECT_NE(scanned.kind, FrameRule::kUnsupported) << "crc32 has unwind tables";
+  EXPECT_TRUE(same_rule(gmemhook::find_frame_rule(code + 1, nullptr, table.get()), scanned));
+  EXPECT_EQ(table->made, 2u) << "a loaded object makes the table again";
+  // Unloaded: nothing is there any more, whatever the table held.
+  Dl_info info{};
+  const bool unloaded = dlclose(lib) == 0 && !dladdr(reinterpret_cast<void*>(code), &info);
+  if (!unloaded) GTEST_SKIP() << "libz.so.1 stayed loaded (another user holds it)";
+  const char* why = nullptr;
+  EXPECT_EQ(gmemhook::find_frame_rule(code + 1, &why, table.get()).kind,
+            FrameRule::kUnsupported);
+  EXPECT_STREQ(why, "not in any loaded object");
+  EXPECT_EQ(table->made, 3u);
+  EXPECT_TRUE(same_rule(gmemhook::find_frame_rule(s.fast[0] - 1, nullptr, table.get()),
+                        gmemhook::find_frame_rule(s.fast[0] - 1)));
 }
 
 }  // namespace
