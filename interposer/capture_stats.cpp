@@ -20,7 +20,7 @@ constexpr uint64_t kSlowNs = 10000;
 
 std::atomic<uint64_t> g_captures{0}, g_native_ns{0}, g_native_frames{0}, g_python_ns{0},
     g_python_frames{0}, g_slow{0}, g_slow_ns{0}, g_rules_learnt{0}, g_object_tables{0};
-std::atomic<uint64_t> g_walks[4];
+std::atomic<uint64_t> g_walks[5];
 std::atomic<uint64_t> g_gave_up_pc{0};
 std::atomic<const char*> g_gave_up_why{nullptr};
 
@@ -62,10 +62,11 @@ void note_gave_up(uint64_t pc, const char* why) {
   g_gave_up_pc.store(pc, std::memory_order_relaxed);
 }
 
-// ", walks: fast F (shadow S), libunwind L (stepped T); first given up at libx.so+0x12 (why)".
+// ", walks: fast F (recent R, shadow S), libunwind L (stepped T); first given up at libx.so+0x12 (why)".
 void append_walks(FixedString<640>& m) {
-  m.append("walks: fast ").append_uint(get(g_walks[1]) + get(g_walks[2]));
-  m.append(" (shadow ").append_uint(get(g_walks[2])).append("), libunwind ");
+  m.append("walks: fast ").append_uint(get(g_walks[1]) + get(g_walks[2]) + get(g_walks[4]));
+  m.append(" (recent ").append_uint(get(g_walks[4])).append(", shadow ");
+  m.append_uint(get(g_walks[2])).append("), libunwind ");
   m.append_uint(get(g_walks[3])).append(" (stepped ").append_uint(get(g_walks[0]));
   m.append("); rules learnt ").append_uint(get(g_rules_learnt)).append(" (object tables made ");
   m.append_uint(get(g_object_tables)).append(")");

@@ -103,6 +103,7 @@ bool FrameRuleCache::stack_bounds(uint64_t sp, uint64_t* lo, uint64_t* hi) {
     // A new thread, a main stack that grew, or a signal handler on an alternate stack. The last
     // walk's loads were checked against the old bounds only.
     last_count_ = 0;
+    ++generation_;
     if (!read_stack_mapping(sp, &stack_lo_, &stack_hi_)) {
       forget_stack();
       return false;
@@ -143,8 +144,63 @@ int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, 
     cur.first_load[n + m] = loads + (last.first_load[j + m] - from);
   }
   std::memcpy(cur.loads + loads, last.loads + from, (to - from) * sizeof(Load));
+  std::memcpy(cur.unused + loads, last.unused + from, (to - from) * sizeof(bool));
   cur.first_load[n + take] = loads + (to - from);
   return n + take;
+}
+
+int FrameRuleCache::reuse_recent(uint64_t rsp, uint64_t pc, uint64_t rbp, int max,
+                                 StopRange stop, uint64_t lo, uint64_t span, uint64_t* out) {
+  const RecentSet& set = recent_set(*tables_, rsp, pc);
+  for (int k = 0; k < kRecentWays; ++k) {
+    if (set.rsp[k] != rsp || set.pc[k] != pc) continue;
+    const RecentWalk& r = set.ways[k];
+    if (r.generation != generation_ || r.max != max || !(r.stop == stop) ||
+        (r.uses_rbp && r.rbp != rbp))
+      continue;
+    // Loaded inside this stack's mapping when it was made; still inside it (a stack only grows).
+    if (r.loads && (r.lowest - lo >= span || r.highest - lo >= span)) continue;
+    uint64_t differ = 0;
+    for (int i = 0; i < r.loads; ++i)
+      differ |= *reinterpret_cast<const uint64_t*>(r.load[i].at) ^ r.load[i].value;
+    if (differ) continue;
+    std::memcpy(out, r.out, r.count * sizeof(uint64_t));
+    ++recent_used_;
+    return r.count;
+  }
+  return -1;
+}
+
+void FrameRuleCache::keep_recent(int n, int max, StopRange stop, bool uses_rbp) {
+  const Walk& w = tables_->walks[which_ ^ 1];
+  if (n <= 0 || n > kRecentFrames) return;
+  // The oldest way makes room: a loop's paths come back in turn, each within its set's four.
+  RecentSet& set = recent_set(*tables_, w.rsp[0], w.pc[0]);
+  const uint32_t k = set.next++ % kRecentWays;
+  RecentWalk& r = set.ways[k];
+  set.rsp[k] = set.pc[k] = 0;  // empty until complete
+  r.loads = 0;
+  r.lowest = ~uint64_t{0};
+  r.highest = 0;
+  const uint32_t loads = w.first_load[n];
+  for (uint32_t i = 0; i < loads; ++i) {
+    if (w.unused[i]) continue;
+    if (r.loads == kRecentLoads) return;
+    r.load[r.loads++] = w.loads[i];
+    if (w.loads[i].at < r.lowest) r.lowest = w.loads[i].at;
+    if (w.loads[i].at > r.highest) r.highest = w.loads[i].at;
+  }
+  r.generation = generation_;
+  r.rsp = w.rsp[0];
+  r.pc = w.pc[0];
+  r.rbp = w.rbp[0];
+  r.stop = stop;
+  r.max = max;
+  r.count = static_cast<uint16_t>(n);
+  r.uses_rbp = uses_rbp;
+  std::memcpy(r.out, w.pc, static_cast<size_t>(n) * sizeof(uint64_t));
+  set.rsp[k] = r.rsp;
+  set.pc[k] = r.pc;
 }
 
 __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max,
@@ -171,9 +227,25 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
   uint64_t pc = fp[1];
   uint64_t rbp = fp[0];
+  if (pc != 0) {
+    const int got = cache.reuse_recent(rsp, pc, rbp, max, stop, lo, span, out);
+    if (got >= 0) return got;
+  }
   End end = End::kZero;
   int n = 0;
   bool reused = false;
+  // Which load rbp came from (-1: it is still the first frame's register), and whether a rule
+  // read the first frame's rbp (then a recent walk is only the same walk with the same rbp). A
+  // saved rbp that no rule reads is often data (code without frame pointers uses rbp as any
+  // register): it is marked unused, and recent walks do not require it unchanged.
+  int64_t rbp_load = -1;
+  bool uses_rbp = false;
+  auto rbp_read = [&] {
+    if (rbp_load < 0)
+      uses_rbp = true;
+    else
+      cur.unused[rbp_load] = false;
+  };
   while (pc != 0) {
     if (n == max) {
       end = End::kMax;
@@ -185,6 +257,7 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
       if (got >= 0) {
         n = got;
         reused = true;
+        rbp_read();  // the last walk's frames from here may read it
         ++cache.reused_walks_;
         break;
       }
@@ -212,6 +285,7 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
     const uint64_t cfa_offset = static_cast<uint64_t>(static_cast<int64_t>(rule.cfa_offset));
     const uint64_t rbp_offset = static_cast<uint64_t>(static_cast<int64_t>(rule.rbp_offset));
     uint64_t cfa = 0;
+    if (rule.kind == FrameRule::kFromRbp || rule.kind == FrameRule::kDerefRbp) rbp_read();
     if (rule.kind == FrameRule::kFromRsp) {
       cfa = rsp + cfa_offset;
     } else if (rule.kind == FrameRule::kFromRbp) {
@@ -222,8 +296,11 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
       if (cfa_at - lo >= span || rbp_at - lo >= span)
         return cache.give_up(pc, "step would leave the stack");
       cfa = *reinterpret_cast<const uint64_t*>(cfa_at);
+      cur.unused[loads] = false;
       cur.loads[loads++] = {cfa_at, cfa};
       rbp = *reinterpret_cast<const uint64_t*>(rbp_at);
+      cur.unused[loads] = true;
+      rbp_load = loads;
       cur.loads[loads++] = {rbp_at, rbp};
     } else {
       return cache.give_up(pc, "no simple rule");
@@ -236,9 +313,12 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
       const uint64_t rbp_at = cfa + static_cast<uint64_t>(static_cast<int64_t>(rule.rbp_offset));
       if (rbp_at - lo >= span) return cache.give_up(pc, "step would leave the stack");
       rbp = *reinterpret_cast<const uint64_t*>(rbp_at);
+      cur.unused[loads] = true;
+      rbp_load = loads;
       cur.loads[loads++] = {rbp_at, rbp};
     }
     pc = *reinterpret_cast<const uint64_t*>(ra_at);
+    cur.unused[loads] = false;
     cur.loads[loads++] = {ra_at, pc};
     rsp = cfa;
   }
@@ -247,6 +327,7 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   cache.last_count_ = n;
   cache.last_end_ = end;
   cache.last_stop_ = stop;
+  cache.keep_recent(n, max, stop, uses_rbp);
   return n;
 }
 

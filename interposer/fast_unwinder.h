@@ -32,10 +32,13 @@ class FrameRuleCache {
   void forget_stack() {
     stack_lo_ = stack_hi_ = 0;
     last_count_ = 0;
+    ++generation_;  // the recent walks were made on another stack
   }
   void release();
   // Walks that ended by reusing the last walk's frames (for tests and stack statistics).
   uint64_t reused_walks() const { return reused_walks_; }
+  // Walks found whole among the recent walks, no rule looked up (tests and stack statistics).
+  uint64_t recent_walks_used() const { return recent_used_; }
   // Rules learnt from the unwind tables, and times the table of objects was made (stack stats).
   uint64_t rules_learnt() const { return rules_learnt_; }
   uint64_t object_tables_made() const { return tables_ ? tables_->objects.made : 0; }
@@ -70,14 +73,44 @@ class FrameRuleCache {
     uint64_t rsp[kMaxSteps], rbp[kMaxSteps], pc[kMaxSteps];
     uint32_t first_load[kMaxSteps + 1];  // frame m's loads: [first_load[m], first_load[m + 1])
     Load loads[3 * kMaxSteps];  // a DRAP frame's step loads its CFA, rbp and return address
+    bool unused[3 * kMaxSteps];  // a saved rbp that no later rule read (see fast_backtrace)
   };
   struct alignas(64) Set {
     Entry ways[kWays];  // the newest first; a zeroed entry (pc 0) matches no return address
+  };
+  // A whole walk kept for reuse, found by where it started (the first frame's rsp and return
+  // address). A training loop repeats the same call paths at the same stack depths, but one
+  // after another rather than twice in a row: the last walk alone rarely matched, and walking
+  // frame by frame is a chain of dependent rule lookups that the program's own work between two
+  // events has evicted from the caches (~40 ns a frame on the H200, issue 9 point 5). Checking a
+  // recent walk's loads instead is a run of independent reads of the hot stack. Same argument
+  // as for the last walk: equal registers and equal loaded values make the same walk.
+  static constexpr unsigned kRecentBits = 6;
+  static constexpr int kRecentWays = 4;
+  static constexpr int kRecentFrames = 80;
+  static constexpr int kRecentLoads = 192;
+  struct RecentWalk {
+    uint64_t generation;  // 0 (zeroed) or not the cache's: empty
+    uint64_t rsp, pc, rbp;  // the first frame's registers; rbp only counts when `uses_rbp`
+    uint64_t lowest, highest;  // the lowest and highest address loaded
+    StopRange stop;
+    int32_t max;
+    uint16_t count, loads;
+    bool uses_rbp;  // the walk read the first frame's rbp before loading one from the stack
+    uint64_t out[kRecentFrames];
+    Load load[kRecentLoads];
+  };
+  struct RecentSet {
+    // The ways' first frames in one cache line: only a way that starts here is read.
+    uint64_t rsp[kRecentWays], pc[kRecentWays];
+    uint32_t next;  // the way replaced next (round robin)
+    RecentWalk ways[kRecentWays];
   };
   struct Tables {
     Set sets[size_t{1} << kSetBits];  // 128 KiB, pages touched as used
     Walk walks[2];                    // the last walk and the one being made
     ObjectTable objects;              // where learn() finds each object's unwind tables
+    RecentSet recent[size_t{1} << kRecentBits];  // 950 KiB, pages touched as used
   };
 
   // The rule of the frame whose return address is `pc` (never 0), learnt at the first meeting.
@@ -101,6 +134,14 @@ class FrameRuleCache {
   // -1 (then the walk goes on frame by frame).
   // `loads`: the loads `cur` holds so far.
   int reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, int n, int max, End* end);
+  // The recent walk that starts at these registers, copied to `out`: its count, or -1.
+  int reuse_recent(uint64_t rsp, uint64_t pc, uint64_t rbp, int max, StopRange stop, uint64_t lo,
+                   uint64_t span, uint64_t* out);
+  // Keeps the walk just made (walks[which_ ^ 1], `n` frames) among the recent ones.
+  void keep_recent(int n, int max, StopRange stop, bool uses_rbp);
+  static RecentSet& recent_set(Tables& t, uint64_t rsp, uint64_t pc) {
+    return t.recent[((rsp ^ (pc << 7)) * 0x9e3779b97f4a7c15ull) >> (64 - kRecentBits)];
+  }
 
   Tables* tables_ = nullptr;
   bool failed_ = false;  // mmap failed once: do not retry on every event
@@ -110,6 +151,8 @@ class FrameRuleCache {
   End last_end_ = End::kMax;
   StopRange last_stop_;  // the range the last walk stopped at: another range cannot reuse it
   uint64_t reused_walks_ = 0;
+  uint64_t recent_used_ = 0;
+  uint64_t generation_ = 1;  // recent walks of another generation are ignored
   uint64_t rules_learnt_ = 0;
   uint64_t gave_up_pc_ = 0;
   const char* gave_up_why_ = nullptr;

@@ -81,12 +81,16 @@ size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange
     // The fast walk reads /proc/self/maps once per thread for its stack's bounds: one more
     // reason to leave a thread's first captures to libunwind's stepping.
     const uint64_t shadow = rules ? rules->reused_walks() : 0;
+    const uint64_t recent = rules ? rules->recent_walks_used() : 0;
     const uint64_t learnt = rules ? rules->rules_learnt() : 0;
     const uint64_t made = rules ? rules->object_tables_made() : 0;
     if (rules && g_config.fast_unwind) n = fast_backtrace(*rules, raw, want, stop);
     if (rules && g_config.stack_stats)
       note_rules_learnt(rules->rules_learnt() - learnt, rules->object_tables_made() - made);
-    how = n < 0 ? Walk::kLibunwind : rules->reused_walks() != shadow ? Walk::kShadow : Walk::kFast;
+    how = n < 0                                  ? Walk::kLibunwind
+          : rules->recent_walks_used() != recent ? Walk::kRecent
+          : rules->reused_walks() != shadow      ? Walk::kShadow
+                                                 : Walk::kFast;
     if (n < 0) {
       if (rules && g_config.fast_unwind && g_config.stack_stats) {
         uint64_t pc = 0;

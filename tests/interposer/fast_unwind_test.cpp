@@ -131,13 +131,14 @@ __attribute__((noinline)) Seen walk_from_b(const std::vector<int>& shape, int de
 
 TEST(FastUnwind, ShadowStackNoticesChangedCallers) {
   const std::vector<int> shape{1, 2, 3, 0};
-  const uint64_t before = t_cache.reused_walks();
+  const uint64_t before = t_cache.reused_walks() + t_cache.recent_walks_used();
   Seen a[2];
   for (Seen& s : a) s = walk_from_a(shape, 20);  // one call site: equal stacks
   expect_same_as_libunwind(a[1], "second walk from a");
   EXPECT_EQ(a[0].fast, a[1].fast);
   const Seen& a2 = a[1];
-  EXPECT_GT(t_cache.reused_walks(), before) << "the repeated walk did not reuse the last one";
+  EXPECT_GT(t_cache.reused_walks() + t_cache.recent_walks_used(), before)
+      << "the repeated walk did not reuse the last one";
   Seen b = walk_from_b(shape, 20);
   expect_same_as_libunwind(b, "walk from b");
   EXPECT_NE(a2.fast, b.fast);
@@ -149,6 +150,31 @@ TEST(FastUnwind, ShadowStackNoticesChangedCallers) {
   expect_same_as_libunwind(cut_short, "max 7 after a full walk");
   Seen full_again = walk(shape, 40);
   expect_same_as_libunwind(full_again, "full walk after a cut one");
+}
+
+// Two call paths in turn, as a training loop's allocations come: each walk starts where the
+// one before the last did, and is taken whole from the recent walks once its loads are checked —
+// while the other path, alike in its first frames, never is.
+TEST(FastUnwind, RecentWalksServePathsThatComeInTurn) {
+  const std::vector<int> shape{1, 2, 3, 0, 4};
+  Seen first_a, first_b;
+  uint64_t before = 0;
+  for (int round = 0; round < 5; ++round) {
+    Seen a = walk_from_a(shape, 10);
+    Seen b = walk_from_b(shape, 10);
+    expect_same_as_libunwind(a, "a, round " + std::to_string(round));
+    expect_same_as_libunwind(b, "b, round " + std::to_string(round));
+    if (round == 0) {
+      first_a = a;
+      first_b = b;
+      before = t_cache.recent_walks_used();
+      continue;
+    }
+    EXPECT_EQ(a.fast, first_a.fast);
+    EXPECT_EQ(b.fast, first_b.fast);
+  }
+  EXPECT_NE(first_a.fast, first_b.fast);
+  EXPECT_GE(t_cache.recent_walks_used() - before, 8u) << "every walk of the rounds was a recent one";
 }
 
 // The recorder stops a walk at the innermost interpreter-loop call: the frame whose return
