@@ -149,62 +149,96 @@ int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, 
   return n + take;
 }
 
-int FrameRuleCache::reuse_recent(uint64_t rsp, uint64_t pc, uint64_t rbp, int max,
-                                 StopRange stop, uint64_t lo, uint64_t span, uint64_t* out) {
-  const RecentSet& set = recent_set(*tables_, rsp, pc);
-  for (int k = 0; k < kRecentWays; ++k) {
-    if (set.rsp[k] != rsp || set.pc[k] != pc) continue;
-    const RecentWalk& r = set.ways[k];
-    if (r.generation != generation_ || r.max != max || !(r.stop == stop) ||
-        (r.uses_rbp && r.rbp != rbp))
-      continue;
-    // Loaded inside this stack's mapping when it was made; still inside it (a stack only grows).
-    if (r.loads && (r.lowest - lo >= span || r.highest - lo >= span)) continue;
-    uint64_t differ = 0;
-    for (int i = 0; i < r.loads; ++i)
-      differ |= *reinterpret_cast<const uint64_t*>(r.load[i].at) ^ r.load[i].value;
-    if (differ) continue;
-    std::memcpy(out, r.out, r.count * sizeof(uint64_t));
-    ++recent_used_;
-    return r.count;
-  }
-  return -1;
+bool FrameRuleCache::recent_holds(const RecentWalk& r, const Start& s, int max, StopRange stop,
+                                  uint64_t lo, uint64_t span) const {
+  if (r.generation != generation_ || r.key != s.key || r.rsp != s.rsp || r.pc != s.pc ||
+      r.salt != s.salt || r.max != max || !(r.stop == stop) || (r.uses_rbp && r.rbp != s.rbp))
+    return false;
+  // Loaded inside this stack's mapping when it was made; still inside it (a stack only grows).
+  if (r.loads && (r.lowest - lo >= span || r.highest - lo >= span)) return false;
+  uint64_t differ = 0;
+  for (int i = 0; i < r.loads; ++i)
+    differ |= *reinterpret_cast<const uint64_t*>(r.load[i].at) ^ r.load[i].value;
+  return differ == 0;
 }
 
-void FrameRuleCache::keep_recent(int n, int max, StopRange stop, bool uses_rbp) {
+void FrameRuleCache::follow(uint32_t index) {
+  if (last_recent_) recent_at(last_recent_ - 1).next = index + 1;
+  last_recent_ = index + 1;
+  last_frames_hash_ = recent_at(index).frames_hash;
+}
+
+int FrameRuleCache::reuse_recent(const Start& s, int max, StopRange stop, uint64_t lo,
+                                 uint64_t span, uint64_t* out) {
+  uint32_t found = ~0u;
+  // The walk that came after the last one the time before: in a loop, usually this one.
+  const uint32_t hint = last_recent_ ? recent_at(last_recent_ - 1).next : 0;
+  if (hint && recent_holds(recent_at(hint - 1), s, max, stop, lo, span)) found = hint - 1;
+  const uint32_t set_index = recent_set_index(s.key);
+  const RecentSet& set = tables_->recent[set_index];
+  for (int k = 0; k < kRecentWays && found == ~0u; ++k)
+    if (set.key[k] == s.key && recent_holds(set.ways[k], s, max, stop, lo, span))
+      found = set_index * kRecentWays + static_cast<uint32_t>(k);
+  if (found == ~0u) return -1;
+  const RecentWalk& r = recent_at(found);
+  std::memcpy(out, r.out, r.count * sizeof(uint64_t));
+  ++recent_used_;
+  follow(found);
+  return r.count;
+}
+
+void FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange stop, bool uses_rbp) {
   const Walk& w = tables_->walks[which_ ^ 1];
-  if (n <= 0 || n > kRecentFrames) return;
-  // The oldest way makes room: a loop's paths come back in turn, each within its set's four.
-  RecentSet& set = recent_set(*tables_, w.rsp[0], w.pc[0]);
+  if (n <= 0 || n > kRecentFrames) {
+    last_recent_ = 0;
+    last_frames_hash_ = 0;
+    return;
+  }
+  // The oldest way makes room: a loop's paths come back in turn.
+  const uint32_t set_index = recent_set_index(s.key);
+  RecentSet& set = tables_->recent[set_index];
   const uint32_t k = set.next++ % kRecentWays;
+  const uint32_t index = set_index * kRecentWays + k;
   RecentWalk& r = set.ways[k];
-  set.rsp[k] = set.pc[k] = 0;  // empty until complete
+  set.key[k] = 0;  // empty until complete
+  r.generation = 0;
   r.loads = 0;
   r.lowest = ~uint64_t{0};
   r.highest = 0;
+  if (last_recent_ == index + 1) last_recent_ = 0;
   const uint32_t loads = w.first_load[n];
   for (uint32_t i = 0; i < loads; ++i) {
     if (w.unused[i]) continue;
-    if (r.loads == kRecentLoads) return;
+    if (r.loads == kRecentLoads) {
+      last_recent_ = 0;
+      last_frames_hash_ = 0;
+      return;
+    }
     r.load[r.loads++] = w.loads[i];
     if (w.loads[i].at < r.lowest) r.lowest = w.loads[i].at;
     if (w.loads[i].at > r.highest) r.highest = w.loads[i].at;
   }
   r.generation = generation_;
-  r.rsp = w.rsp[0];
-  r.pc = w.pc[0];
-  r.rbp = w.rbp[0];
+  r.key = s.key;
+  r.rsp = s.rsp;
+  r.pc = s.pc;
+  r.rbp = s.rbp;
+  r.salt = s.salt;
+  r.next = 0;
   r.stop = stop;
   r.max = max;
   r.count = static_cast<uint16_t>(n);
   r.uses_rbp = uses_rbp;
   std::memcpy(r.out, w.pc, static_cast<size_t>(n) * sizeof(uint64_t));
-  set.rsp[k] = r.rsp;
-  set.pc[k] = r.pc;
+  uint64_t h = static_cast<uint64_t>(n);
+  for (int i = 0; i < n; ++i) h = (h ^ w.pc[i]) * 0x100000001b3ull;
+  r.frames_hash = h;
+  set.key[k] = s.key;
+  follow(index);
 }
 
 __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max,
-                                             StopRange stop) {
+                                             StopRange stop, uint64_t salt) {
   using Walk = FrameRuleCache::Walk;
   using End = FrameRuleCache::End;
   // __builtin_frame_address gives this function a frame pointer whatever the flags: rbp points
@@ -227,8 +261,9 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
   uint64_t pc = fp[1];
   uint64_t rbp = fp[0];
+  const FrameRuleCache::Start start{rsp, pc, rbp, salt, FrameRuleCache::recent_key(rsp, pc, salt)};
   if (pc != 0) {
-    const int got = cache.reuse_recent(rsp, pc, rbp, max, stop, lo, span, out);
+    const int got = cache.reuse_recent(start, max, stop, lo, span, out);
     if (got >= 0) return got;
   }
   End end = End::kZero;
@@ -327,7 +362,7 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   cache.last_count_ = n;
   cache.last_end_ = end;
   cache.last_stop_ = stop;
-  cache.keep_recent(n, max, stop, uses_rbp);
+  cache.keep_recent(start, n, max, stop, uses_rbp);
   return n;
 }
 

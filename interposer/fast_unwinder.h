@@ -49,7 +49,8 @@ class FrameRuleCache {
   }
 
  private:
-  friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop);
+  friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop,
+                            uint64_t salt);
 
   struct Entry {
     uint64_t pc;
@@ -79,19 +80,28 @@ class FrameRuleCache {
     Entry ways[kWays];  // the newest first; a zeroed entry (pc 0) matches no return address
   };
   // A whole walk kept for reuse, found by where it started (the first frame's rsp and return
-  // address). A training loop repeats the same call paths at the same stack depths, but one
-  // after another rather than twice in a row: the last walk alone rarely matched, and walking
-  // frame by frame is a chain of dependent rule lookups that the program's own work between two
-  // events has evicted from the caches (~40 ns a frame on the H200, issue 9 point 5). Checking a
-  // recent walk's loads instead is a run of independent reads of the hot stack. Same argument
-  // as for the last walk: equal registers and equal loaded values make the same walk.
+  // address, and the caller's salt). A training loop repeats the same call paths at the same
+  // stack depths, but one after another rather than twice in a row: the last walk alone rarely
+  // matched, and walking frame by frame is a chain of dependent rule lookups that the program's
+  // own work between two events has evicted from the caches (~40 ns a frame on the H200, issue 9
+  // point 5). Checking a recent walk's loads instead is a run of independent reads of the hot
+  // stack. Same argument as for the last walk: equal registers and equal loaded values make the
+  // same walk. The first frame is the recorder's own, so its registers tell little more than
+  // the depth: the salt (the innermost Python frame, when there is one) tells paths apart, and
+  // so does the order a loop repeats: a walk's set is chosen by its start and by the frames of
+  // the walk used before it (so more paths at one depth than a set has ways do not evict each
+  // other), and
+  // each walk remembers which walk came after it, tried first next time.
   static constexpr unsigned kRecentBits = 6;
-  static constexpr int kRecentWays = 4;
+  static constexpr int kRecentWays = 8;
   static constexpr int kRecentFrames = 80;
-  static constexpr int kRecentLoads = 192;
+  static constexpr int kRecentLoads = 160;
   struct RecentWalk {
     uint64_t generation;  // 0 (zeroed) or not the cache's: empty
-    uint64_t rsp, pc, rbp;  // the first frame's registers; rbp only counts when `uses_rbp`
+    uint64_t key;         // recent_key() of rsp, pc and salt
+    uint64_t rsp, pc, rbp, salt;  // the first frame's registers; rbp only counts when `uses_rbp`
+    uint32_t next;        // the walk used after this one last time: its index + 1 (0: none)
+    uint64_t frames_hash; // of out[0, count): the same for every copy of one path
     uint64_t lowest, highest;  // the lowest and highest address loaded
     StopRange stop;
     int32_t max;
@@ -101,8 +111,8 @@ class FrameRuleCache {
     Load load[kRecentLoads];
   };
   struct RecentSet {
-    // The ways' first frames in one cache line: only a way that starts here is read.
-    uint64_t rsp[kRecentWays], pc[kRecentWays];
+    // The ways' keys in one cache line: only a way that starts here is read.
+    uint64_t key[kRecentWays];
     uint32_t next;  // the way replaced next (round robin)
     RecentWalk ways[kRecentWays];
   };
@@ -110,7 +120,7 @@ class FrameRuleCache {
     Set sets[size_t{1} << kSetBits];  // 128 KiB, pages touched as used
     Walk walks[2];                    // the last walk and the one being made
     ObjectTable objects;              // where learn() finds each object's unwind tables
-    RecentSet recent[size_t{1} << kRecentBits];  // 950 KiB, pages touched as used
+    RecentSet recent[size_t{1} << kRecentBits];  // 1.7 MiB, pages touched as used
   };
 
   // The rule of the frame whose return address is `pc` (never 0), learnt at the first meeting.
@@ -134,13 +144,31 @@ class FrameRuleCache {
   // -1 (then the walk goes on frame by frame).
   // `loads`: the loads `cur` holds so far.
   int reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, int n, int max, End* end);
-  // The recent walk that starts at these registers, copied to `out`: its count, or -1.
-  int reuse_recent(uint64_t rsp, uint64_t pc, uint64_t rbp, int max, StopRange stop, uint64_t lo,
-                   uint64_t span, uint64_t* out);
+  // The registers and salt of a walk's start, as the recent walks look them up (never 0).
+  struct Start {
+    uint64_t rsp, pc, rbp, salt, key;
+  };
+  static uint64_t recent_key(uint64_t rsp, uint64_t pc, uint64_t salt) {
+    const uint64_t h = ((rsp ^ (pc << 7)) * 0x9e3779b97f4a7c15ull ^ salt) * 0xff51afd7ed558ccdull;
+    return h | 1;
+  }
+  // The recent walk that starts at `s`, copied to `out`: its count, or -1.
+  int reuse_recent(const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
+                   uint64_t* out);
+  // Whether recent walk `r` is the walk that starts at `s` now.
+  bool recent_holds(const RecentWalk& r, const Start& s, int max, StopRange stop, uint64_t lo,
+                    uint64_t span) const;
   // Keeps the walk just made (walks[which_ ^ 1], `n` frames) among the recent ones.
-  void keep_recent(int n, int max, StopRange stop, bool uses_rbp);
-  static RecentSet& recent_set(Tables& t, uint64_t rsp, uint64_t pc) {
-    return t.recent[((rsp ^ (pc << 7)) * 0x9e3779b97f4a7c15ull) >> (64 - kRecentBits)];
+  void keep_recent(const Start& s, int n, int max, StopRange stop, bool uses_rbp);
+  // The walk at `index` was used now: the one used before it learns that it came next.
+  void follow(uint32_t index);
+  // The set of a walk that starts with `key` after the walk last used.
+  uint32_t recent_set_index(uint64_t key) const {
+    const uint64_t h = (key ^ (last_frames_hash_ * 0x9e3779b97f4a7c15ull)) * 0xc4ceb9fe1a85ec53ull;
+    return static_cast<uint32_t>(h >> (64 - kRecentBits));
+  }
+  RecentWalk& recent_at(uint32_t index) {
+    return tables_->recent[index / kRecentWays].ways[index % kRecentWays];
   }
 
   Tables* tables_ = nullptr;
@@ -152,6 +180,8 @@ class FrameRuleCache {
   StopRange last_stop_;  // the range the last walk stopped at: another range cannot reuse it
   uint64_t reused_walks_ = 0;
   uint64_t recent_used_ = 0;
+  uint32_t last_recent_ = 0;  // the recent walk used last: its index + 1 (0: none)
+  uint64_t last_frames_hash_ = 0;  // and its frames_hash
   uint64_t generation_ = 1;  // recent walks of another generation are ignored
   uint64_t rules_learnt_ = 0;
   uint64_t gave_up_pc_ = 0;
@@ -166,7 +196,10 @@ class FrameRuleCache {
 // no rule of the simple shape (signal frames, DWARF expressions, code without unwind tables), a
 // step that would not move outward or would leave the thread's stack mapping. Every load stays
 // inside that mapping, between this frame and its top: a wrong rule gives a wrong frame, never a
-// fault. The walk ends after the first frame whose return address lies in `stop`.
-int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop = {});
+// fault. The walk ends after the first frame whose return address lies in `stop`. `salt` tells
+// walks that start alike apart among the recent walks (any value that differs between call paths
+// helps; it never changes what a walk returns).
+int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop = {},
+                   uint64_t salt = 0);
 
 }  // namespace gmemhook

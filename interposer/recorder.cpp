@@ -293,7 +293,11 @@ uint32_t capture_and_intern(ThreadLog* log) {
   StopRange stop;
   if (npy > 0 && !g_config.full_native_stacks) interpreter_loop_range(&stop.lo, &stop.hi);
   const uint64_t python_done = g_config.stack_stats ? monotonic_ns() : 0;
-  size_t n = capture_stack(&log->frame_rules, frames, static_cast<size_t>(g_config.depth), stop);
+  // The innermost Python frames (code and instruction) tell call paths apart that enter the
+  // recorder at the same depth: the native walk finds its recent twin by them.
+  const uint64_t salt = npy == 0 ? 0 : log->py_frames[0] ^ (npy > 1 ? log->py_frames[1] << 17 : 0);
+  size_t n =
+      capture_stack(&log->frame_rules, frames, static_cast<size_t>(g_config.depth), stop, salt);
   if (g_config.stack_stats) note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
   if (n == 0 && npy == 0) return 0;
   bool is_new = false;

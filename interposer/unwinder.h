@@ -16,8 +16,9 @@ void init_unwinder();
 // outside libgmemhook.so (the recorder's own frames are never recorded). Returns the count.
 // `rules` is the calling thread's cache for the fast unwinder (null: libunwind only). The stack
 // ends at the first frame whose return address lies in `stop` (fast_unwinder.h), whichever walk
-// took it.
-size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange stop = {});
+// took it. `salt`: fast_backtrace's (what tells this call path from others, e.g. its Python frame).
+size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange stop = {},
+                     uint64_t salt = 0);
 
 // True when `address` lies inside libgmemhook.so.
 bool is_own_address(uint64_t address);
