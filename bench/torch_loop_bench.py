@@ -20,6 +20,8 @@ with NVML sampling off so that only the named part changes:
   gmemhook-stats      gmemhook-no-nvml timing its own stack captures (GMEMHOOK_STACK_STATS=1):
                       the table quotes the line it prints at exit (ns per capture, native and
                       Python frames, how many captures took over 10 us)
+  gmemhook-full-native  native walks past the Python interpreter loop, as before it ended
+                      there (GMEMHOOK_FULL_NATIVE_STACKS=1); -stats: timing its captures too
 And the controls, which say how much of a difference is the machine's noise:
   preload-empty       LD_PRELOAD of a library that defines nothing (libgmemhook_empty_preload.so
                       beside libgmemhook.so): what any preload costs
@@ -57,6 +59,8 @@ PARTS = {
     "gmemhook-no-stacks": {"GMEMHOOK_DEPTH": "0", "GMEMHOOK_PYTHON": "0"},
     "gmemhook-disabled": {"GMEMHOOK_DISABLE": "1"},
     "gmemhook-stats": {"GMEMHOOK_STACK_STATS": "1"},
+    "gmemhook-full-native": {"GMEMHOOK_FULL_NATIVE_STACKS": "1"},
+    "gmemhook-full-native-stats": {"GMEMHOOK_FULL_NATIVE_STACKS": "1", "GMEMHOOK_STACK_STATS": "1"},
 }
 CONTROLS = ["preload-empty", "plain-again"]
 ALL_MODES = MODES + list(PARTS) + CONTROLS
@@ -165,8 +169,9 @@ def compare(args):
         off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
         print("\nNVML sampling (gmemhook vs gmemhook-no-nvml): %+.1f %% (target: at most +1 %%)"
               % ((on / off - 1) * 100))
-    for r in runs.get("gmemhook-stats", []):
-        print("\ngmemhook-stats (%.3f ms/step): %s" % (r["ms_per_step"], r.get("stack_stats", "-")))
+    for mode in ("gmemhook-stats", "gmemhook-full-native-stats"):
+        for r in runs.get(mode, []):
+            print("\n%s (%.3f ms/step): %s" % (mode, r["ms_per_step"], r.get("stack_stats", "-")))
     for mode in modes:
         if mode.startswith("gmemhook") and mode != "gmemhook-disabled":
             logs = [r["log_bytes"] for r in runs[mode]]
