@@ -39,6 +39,9 @@ class FrameRuleCache {
   uint64_t reused_walks() const { return reused_walks_; }
   // Walks found whole among the recent walks, no rule looked up (tests and stack statistics).
   uint64_t recent_walks_used() const { return recent_used_; }
+  // A hash of the frames of the last walk when it is among the recent walks (found there or
+  // kept), 0 when not: what the recorder keys its memo of stack ids by.
+  uint64_t last_walk_hash() const { return last_frames_hash_; }
   // Rules learnt from the unwind tables, and times the table of objects was made (stack stats).
   uint64_t rules_learnt() const { return rules_learnt_; }
   uint64_t object_tables_made() const { return tables_ ? tables_->objects.made : 0; }

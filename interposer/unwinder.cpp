@@ -68,7 +68,8 @@ void init_unwinder() {
 bool is_own_address(uint64_t address) { return address >= g_self_lo && address < g_self_hi; }
 
 size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange stop,
-                     uint64_t salt) {
+                     uint64_t salt, uint64_t* walk_hash) {
+  if (walk_hash) *walk_hash = 0;
   uint64_t raw[kMaxDepth + 16];
   static_assert(sizeof(void*) == sizeof(uint64_t));
   void** as_pointers = reinterpret_cast<void**>(raw);
@@ -86,6 +87,7 @@ size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange
     const uint64_t learnt = rules ? rules->rules_learnt() : 0;
     const uint64_t made = rules ? rules->object_tables_made() : 0;
     if (rules && g_config.fast_unwind) n = fast_backtrace(*rules, raw, want, stop, salt);
+    if (n >= 0 && walk_hash) *walk_hash = rules->last_walk_hash();
     if (rules && g_config.stack_stats)
       note_rules_learnt(rules->rules_learnt() - learnt, rules->object_tables_made() - made);
     how = n < 0                                  ? Walk::kLibunwind
