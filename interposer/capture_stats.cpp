@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "frame_rules.h"
-
 #include "text.h"
 
 namespace gmemhook {
@@ -62,7 +61,8 @@ void note_gave_up(uint64_t pc, const char* why) {
   g_gave_up_pc.store(pc, std::memory_order_relaxed);
 }
 
-// ", walks: fast F (recent R, shadow S), libunwind L (stepped T); first given up at libx.so+0x12 (why)".
+// ", walks: fast F (recent R, shadow S), libunwind L (stepped T); first given up at libx.so+0x12
+// (why)".
 void append_walks(FixedString<640>& m) {
   m.append("walks: fast ").append_uint(get(g_walks[1]) + get(g_walks[2]) + get(g_walks[4]));
   m.append(" (recent ").append_uint(get(g_walks[4])).append(", shadow ");

@@ -76,7 +76,7 @@ class FrameRuleCache {
   struct Walk {
     uint64_t rsp[kMaxSteps], rbp[kMaxSteps], pc[kMaxSteps];
     uint32_t first_load[kMaxSteps + 1];  // frame m's loads: [first_load[m], first_load[m + 1])
-    Load loads[3 * kMaxSteps];  // a DRAP frame's step loads its CFA, rbp and return address
+    Load loads[3 * kMaxSteps];   // a DRAP frame's step loads its CFA, rbp and return address
     bool unused[3 * kMaxSteps];  // a saved rbp that no later rule read (see fast_backtrace)
   };
   struct alignas(64) Set {
@@ -100,12 +100,12 @@ class FrameRuleCache {
   static constexpr int kRecentFrames = 80;
   static constexpr int kRecentLoads = 160;
   struct RecentWalk {
-    uint64_t generation;  // 0 (zeroed) or not the cache's: empty
-    uint64_t key;         // recent_key() of rsp, pc and salt
+    uint64_t generation;          // 0 (zeroed) or not the cache's: empty
+    uint64_t key;                 // recent_key() of rsp, pc and salt
     uint64_t rsp, pc, rbp, salt;  // the first frame's registers; rbp only counts when `uses_rbp`
-    uint32_t next;        // the walk used after this one last time: its index + 1 (0: none)
-    uint64_t frames_hash; // of out[0, count): the same for every copy of one path
-    uint64_t lowest, highest;  // the lowest and highest address loaded
+    uint32_t next;                // the walk used after this one last time: its index + 1 (0: none)
+    uint64_t frames_hash;         // of out[0, count): the same for every copy of one path
+    uint64_t lowest, highest;     // the lowest and highest address loaded
     StopRange stop;
     int32_t max;
     uint16_t count, loads;
@@ -120,9 +120,9 @@ class FrameRuleCache {
     RecentWalk ways[kRecentWays];
   };
   struct Tables {
-    Set sets[size_t{1} << kSetBits];  // 128 KiB, pages touched as used
-    Walk walks[2];                    // the last walk and the one being made
-    ObjectTable objects;              // where learn() finds each object's unwind tables
+    Set sets[size_t{1} << kSetBits];             // 128 KiB, pages touched as used
+    Walk walks[2];                               // the last walk and the one being made
+    ObjectTable objects;                         // where learn() finds each object's unwind tables
     RecentSet recent[size_t{1} << kRecentBits];  // 1.7 MiB, pages touched as used
   };
 
@@ -183,9 +183,9 @@ class FrameRuleCache {
   StopRange last_stop_;  // the range the last walk stopped at: another range cannot reuse it
   uint64_t reused_walks_ = 0;
   uint64_t recent_used_ = 0;
-  uint32_t last_recent_ = 0;  // the recent walk used last: its index + 1 (0: none)
+  uint32_t last_recent_ = 0;       // the recent walk used last: its index + 1 (0: none)
   uint64_t last_frames_hash_ = 0;  // and its frames_hash
-  uint64_t generation_ = 1;  // recent walks of another generation are ignored
+  uint64_t generation_ = 1;        // recent walks of another generation are ignored
   uint64_t rules_learnt_ = 0;
   uint64_t gave_up_pc_ = 0;
   const char* gave_up_why_ = nullptr;
@@ -195,13 +195,13 @@ class FrameRuleCache {
 // return address of this call), and returns their count. Where the walk reaches a frame of the
 // last walk in the same state (rsp, rbp, return address), the rest is that walk's frames once
 // every return address and rbp it read further up is checked to be unchanged: independent loads
-// instead of a chain of dependent ones (a shadow stack, issue 14). Returns -1 when a frame needs libunwind:
-// no rule of the simple shape (signal frames, DWARF expressions, code without unwind tables), a
-// step that would not move outward or would leave the thread's stack mapping. Every load stays
-// inside that mapping, between this frame and its top: a wrong rule gives a wrong frame, never a
-// fault. The walk ends after the first frame whose return address lies in `stop`. `salt` tells
-// walks that start alike apart among the recent walks (any value that differs between call paths
-// helps; it never changes what a walk returns).
+// instead of a chain of dependent ones (a shadow stack, issue 14). Returns -1 when a frame needs
+// libunwind: no rule of the simple shape (signal frames, DWARF expressions, code without unwind
+// tables), a step that would not move outward or would leave the thread's stack mapping. Every load
+// stays inside that mapping, between this frame and its top: a wrong rule gives a wrong frame,
+// never a fault. The walk ends after the first frame whose return address lies in `stop`. `salt`
+// tells walks that start alike apart among the recent walks (any value that differs between call
+// paths helps; it never changes what a walk returns).
 int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop = {},
                    uint64_t salt = 0);
 

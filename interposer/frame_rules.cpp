@@ -497,7 +497,8 @@ int find_object(dl_phdr_info* info, size_t size, void* data) {
     }
     if (ph.p_type == PT_GNU_EH_FRAME) eh = &ph;
   }
-  const uint8_t* hdr = eh ? reinterpret_cast<const uint8_t*>(info->dlpi_addr + eh->p_vaddr) : nullptr;
+  const uint8_t* hdr =
+      eh ? reinterpret_cast<const uint8_t*>(info->dlpi_addr + eh->p_vaddr) : nullptr;
   const uint64_t hdr_size = eh ? eh->p_memsz : 0;
   if (inside && !q->found) rule_from(*q, hdr, hdr_size);
   if (!q->rebuilding) return q->found ? 1 : 0;

@@ -20,7 +20,7 @@ struct FrameRule {
     kFromRbp,      // CFA = rbp + cfa_offset
     kOutermost,    // the return address is undefined: the first frame of the thread
     kUnsupported,
-    kDerefRbp,     // CFA = *(rbp + cfa_offset); the caller's rbp is at rbp + rbp_offset
+    kDerefRbp,  // CFA = *(rbp + cfa_offset); the caller's rbp is at rbp + rbp_offset
   };
   Kind kind = kUnknown;
   int8_t ra_offset = 0;    // the return address is at CFA + ra_offset
@@ -36,7 +36,7 @@ struct FrameRule {
 // (zeroed = not made yet); one per thread, inside its rule cache.
 struct ObjectTable {
   struct Object {
-    uint64_t lo, hi;  // from the first PT_LOAD segment's start to the last one's end
+    uint64_t lo, hi;              // from the first PT_LOAD segment's start to the last one's end
     const uint8_t* eh_frame_hdr;  // null: the object has none
     uint64_t eh_frame_hdr_size;
   };
@@ -44,7 +44,7 @@ struct ObjectTable {
   bool valid = false;  // false: not made yet, or more objects than fit (every lookup scans)
   unsigned long long adds = 0, subs = 0;
   int count = 0;
-  uint64_t made = 0;  // times the table was made (for GMEMHOOK_STACK_STATS)
+  uint64_t made = 0;            // times the table was made (for GMEMHOOK_STACK_STATS)
   Object objects[kMaxObjects];  // sorted by lo
 };
 

@@ -4,9 +4,9 @@
 // answers, its frames must be exactly libunwind's.
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <libunwind.h>
 #include <signal.h>
-#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <memory>
@@ -61,8 +61,7 @@ __attribute__((noinline)) void probe() {
   for (uint64_t pc : s.fast) s.kinds.insert(gmemhook::find_frame_rule(pc - 1).kind);
 }
 
-Seen walk(const std::vector<int>& shape, int depth, int max = kMax,
-          gmemhook::StopRange stop = {}) {
+Seen walk(const std::vector<int>& shape, int depth, int max = kMax, gmemhook::StopRange stop = {}) {
   Seen s;
   s.max = max;
   s.stop = stop;
@@ -298,7 +297,8 @@ void raise_with_handler(bool alternate_stack) {
     ss.ss_size = alt.size();
     ASSERT_EQ(sigaltstack(&ss, nullptr), 0);
   }
-  struct sigaction sa{}, old{};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = on_signal;
   sa.sa_flags = alternate_stack ? SA_ONSTACK : 0;
   ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
@@ -376,8 +376,7 @@ TEST(FrameRules, ObjectTableFollowsLoadsAndUnloads) {
   const bool unloaded = dlclose(lib) == 0 && !dladdr(reinterpret_cast<void*>(code), &info);
   if (!unloaded) GTEST_SKIP() << "libz.so.1 stayed loaded (another user holds it)";
   const char* why = nullptr;
-  EXPECT_EQ(gmemhook::find_frame_rule(code + 1, &why, table.get()).kind,
-            FrameRule::kUnsupported);
+  EXPECT_EQ(gmemhook::find_frame_rule(code + 1, &why, table.get()).kind, FrameRule::kUnsupported);
   EXPECT_STREQ(why, "not in any loaded object");
   EXPECT_EQ(table->made, 3u);
   EXPECT_TRUE(same_rule(gmemhook::find_frame_rule(s.fast[0] - 1, nullptr, table.get()),
