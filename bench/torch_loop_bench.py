@@ -22,6 +22,7 @@ with NVML sampling off so that only the named part changes:
                       Python frames, how many captures took over 10 us)
   gmemhook-full-native  native walks past the Python interpreter loop, as before it ended
                       there (GMEMHOOK_FULL_NATIVE_STACKS=1); -stats: timing its captures too
+  gmemhook-no-recent-stats  gmemhook-stats without the recent walks (GMEMHOOK_RECENT_WALKS=0)
 And the controls, which say how much of a difference is the machine's noise:
   preload-empty       LD_PRELOAD of a library that defines nothing (libgmemhook_empty_preload.so
                       beside libgmemhook.so): what any preload costs
@@ -61,6 +62,7 @@ PARTS = {
     "gmemhook-stats": {"GMEMHOOK_STACK_STATS": "1"},
     "gmemhook-full-native": {"GMEMHOOK_FULL_NATIVE_STACKS": "1"},
     "gmemhook-full-native-stats": {"GMEMHOOK_FULL_NATIVE_STACKS": "1", "GMEMHOOK_STACK_STATS": "1"},
+    "gmemhook-no-recent-stats": {"GMEMHOOK_RECENT_WALKS": "0", "GMEMHOOK_STACK_STATS": "1"},
 }
 CONTROLS = ["preload-empty", "plain-again"]
 ALL_MODES = MODES + list(PARTS) + CONTROLS
@@ -169,7 +171,7 @@ def compare(args):
         off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
         print("\nNVML sampling (gmemhook vs gmemhook-no-nvml): %+.1f %% (target: at most +1 %%)"
               % ((on / off - 1) * 100))
-    for mode in ("gmemhook-stats", "gmemhook-full-native-stats"):
+    for mode in ("gmemhook-stats", "gmemhook-full-native-stats", "gmemhook-no-recent-stats"):
         for r in runs.get(mode, []):
             print("\n%s (%.3f ms/step): %s" % (mode, r["ms_per_step"], r.get("stack_stats", "-")))
     for mode in modes:

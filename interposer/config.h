@@ -45,6 +45,10 @@ struct Config {
   // frames say who called from there, and the interpreter's own frames above it were about half
   // of a PyTorch stack's frames and of its unwinding time (issue 9 point 5).
   bool full_native_stacks = false;
+  // GMEMHOOK_RECENT_WALKS=0: the fast unwinder walks every stack frame by frame instead of first
+  // looking for it among the thread's recent walks (for measuring what they save; see README
+  // "Performance").
+  bool recent_walks = true;
 };
 
 inline constexpr int kMaxDepth = 256;

@@ -267,7 +267,7 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   uint64_t pc = fp[1];
   uint64_t rbp = fp[0];
   const FrameRuleCache::Start start{rsp, pc, rbp, salt, FrameRuleCache::recent_key(rsp, pc, salt)};
-  if (pc != 0) {
+  if (pc != 0 && !cache.recent_off_) {
     const int got = cache.reuse_recent(start, max, stop, lo, span, out);
     if (got >= 0) return got;
   }
@@ -367,7 +367,7 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   cache.last_count_ = n;
   cache.last_end_ = end;
   cache.last_stop_ = stop;
-  cache.keep_recent(start, n, max, stop, uses_rbp);
+  if (!cache.recent_off_) cache.keep_recent(start, n, max, stop, uses_rbp);
   return n;
 }
 

@@ -42,6 +42,8 @@ class FrameRuleCache {
   // A hash of the frames of the last walk when it is among the recent walks (found there or
   // kept), 0 when not: what the recorder keys its memo of stack ids by.
   uint64_t last_walk_hash() const { return last_frames_hash_; }
+  // Off: no recent walks are looked up or kept (GMEMHOOK_RECENT_WALKS=0, for measuring them).
+  void use_recent_walks(bool on) { recent_off_ = !on; }
   // Rules learnt from the unwind tables, and times the table of objects was made (stack stats).
   uint64_t rules_learnt() const { return rules_learnt_; }
   uint64_t object_tables_made() const { return tables_ ? tables_->objects.made : 0; }
@@ -183,6 +185,7 @@ class FrameRuleCache {
   StopRange last_stop_;  // the range the last walk stopped at: another range cannot reuse it
   uint64_t reused_walks_ = 0;
   uint64_t recent_used_ = 0;
+  bool recent_off_ = false;
   uint32_t last_recent_ = 0;       // the recent walk used last: its index + 1 (0: none)
   uint64_t last_frames_hash_ = 0;  // and its frames_hash
   uint64_t generation_ = 1;        // recent walks of another generation are ignored

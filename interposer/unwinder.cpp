@@ -86,7 +86,10 @@ size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange
     const uint64_t recent = rules ? rules->recent_walks_used() : 0;
     const uint64_t learnt = rules ? rules->rules_learnt() : 0;
     const uint64_t made = rules ? rules->object_tables_made() : 0;
-    if (rules && g_config.fast_unwind) n = fast_backtrace(*rules, raw, want, stop, salt);
+    if (rules && g_config.fast_unwind) {
+      rules->use_recent_walks(g_config.recent_walks);
+      n = fast_backtrace(*rules, raw, want, stop, salt);
+    }
     if (n >= 0 && walk_hash) *walk_hash = rules->last_walk_hash();
     if (rules && g_config.stack_stats)
       note_rules_learnt(rules->rules_learnt() - learnt, rules->object_tables_made() - made);
