@@ -19,7 +19,8 @@ struct StopRange {
   bool operator==(const StopRange&) const = default;
 };
 
-// One thread's rules by return address, the bounds of the stack it runs on, and its last walk.
+// One thread's rules by return address, the bounds of the stack it runs on, its last walk and
+// its recent whole walks.
 // A rule is kept until its entry is reused: an object unloaded (dlclose) and another loaded at
 // the same addresses would be walked with the old object's rules — wrong frames, never a fault
 // (loads stay inside the stack); libunwind's own trace cache has the same blind spot.
@@ -95,8 +96,7 @@ class FrameRuleCache {
   // the depth: the salt (the innermost Python frame, when there is one) tells paths apart, and
   // so does the order a loop repeats: a walk's set is chosen by its start and by the frames of
   // the walk used before it (so more paths at one depth than a set has ways do not evict each
-  // other), and
-  // each walk remembers which walk came after it, tried first next time.
+  // other), and each walk remembers which walk came after it, tried first next time.
   static constexpr unsigned kRecentBits = 6;
   static constexpr int kRecentWays = 8;
   static constexpr int kRecentFrames = 80;
