@@ -53,7 +53,12 @@ struct ObjectTable {
 // `objects` when given) and parses its .eh_frame_hdr, CIE and FDE while the loader's lock is
 // held: never allocates, reads only the object's own mapped unwind tables. Slow (a microsecond
 // or more): the unwinder caches what it returns. For a kUnsupported rule, *why (when given) says
-// in a few words what did not fit (GMEMHOOK_STACK_STATS prints it).
+// in a few words what did not fit (GMEMHOOK_STACK_STATS prints it). In object_table.cpp.
 FrameRule find_frame_rule(uint64_t pc, const char** why = nullptr, ObjectTable* objects = nullptr);
+
+// The rule at `pc` from the unwind tables of the object that holds it: its .eh_frame_hdr of
+// `size` bytes (null: it has none). *why as for find_frame_rule (null for a supported rule).
+FrameRule rule_in_unwind_tables(const uint8_t* eh_frame_hdr, uint64_t size, uint64_t pc,
+                                const char** why);
 
 }  // namespace gmemhook
