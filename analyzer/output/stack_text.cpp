@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <regex>
 
 #include "analyzer/output/text_format.h"
 #include "analyzer/symbols/user_code.h"
@@ -36,6 +37,14 @@ void append_section(std::string& text, const std::vector<Frame>& frames, size_t 
     text += fmt::format("{}... {} (--depth 0 shows all)\n", indent,
                         plural(hidden, "more frame", "more frames"));
   }
+}
+
+// What a stack's lines say without frame numbers, folded runs' lengths or the count of frames not
+// shown: two stacks with the same shape differ only in library frames or beyond the depth.
+std::string shape_of(const std::string& lines) {
+  static const std::regex numbers(R"(#\d+(-#\d+ \d+ frames)? )");
+  static const std::regex not_shown(R"(\.\.\. \d+ more frames? \(--depth 0 shows all\)\n)");
+  return std::regex_replace(std::regex_replace(lines, not_shown, ""), numbers, "");
 }
 
 void append_native(std::string& text, const std::vector<Frame>& frames, size_t depth,
@@ -77,6 +86,10 @@ std::string user_frame_text(const std::vector<Frame>& frames, bool by_function) 
   if (frames.empty()) return "(no stack recorded)";
   const size_t i = user_frame(frames);
   if (i == kNoUserFrame) {
+    const std::string node = autograd_node(frames);
+    if (!node.empty())
+      return "backward pass, autograd node " + node +
+             " (PyTorch's autograd thread, no Python frames)";
     std::string text = "no frame of user code: every frame in ";
     const std::vector<std::string> libraries = libraries_of(frames);
     for (size_t k = 0; k < libraries.size(); ++k) text += (k ? ", " : "") + libraries[k];
@@ -112,19 +125,54 @@ void append_site_stacks(std::string& text, const std::vector<StackShare>& stacks
     return append_stack(text, *stacks[0].frames, style, indent);
   text += indent + user_frame_text(*stacks[0].frames, style.by_function) + "\n";
   if (stacks.size() == 1) return append_stack(text, *stacks[0].frames, style, indent + "  ");
-  const size_t shown = std::min(stacks.size(), kStacksPerRow);
-  for (size_t i = 0; i < shown; ++i) {
-    text += fmt::format("{}  stack {} of {}: {} in {}:\n", indent, i + 1, stacks.size(),
-                        human_size(stacks[i].bytes),
-                        plural(stacks[i].count, "allocation", "allocations"));
-    append_stack(text, *stacks[i].frames, style, indent + "    ");
+  // Stacks alike as written here — the same user frames and libraries, differing only inside
+  // folded library runs or beyond the depth shown — are one entry (the largest one's lines),
+  // their shares added; --native and --group-by stack still show every stack.
+  struct Shown {
+    std::string key, lines;
+    uint64_t bytes = 0, count = 0;
+    size_t stacks = 0;
+  };
+  std::vector<Shown> shown_stacks;
+  for (const StackShare& s : stacks) {
+    std::string lines;
+    append_stack(lines, *s.frames, style, indent + "    ");
+    const std::string key = style.native ? lines : shape_of(lines);
+    auto same = std::find_if(shown_stacks.begin(), shown_stacks.end(),
+                             [&](const Shown& x) { return x.key == key; });
+    if (same == shown_stacks.end()) same = shown_stacks.insert(shown_stacks.end(), {key, lines});
+    same->bytes += s.bytes;
+    same->count += s.count;
+    same->stacks += 1;
   }
-  if (shown < stacks.size()) {
-    uint64_t bytes = 0;
-    for (size_t i = shown; i < stacks.size(); ++i) bytes += stacks[i].bytes;
+  std::stable_sort(shown_stacks.begin(), shown_stacks.end(),
+                   [](const Shown& a, const Shown& b) { return a.bytes > b.bytes; });
+  auto alike = [&](const Shown& s) {
+    return s.stacks > 1 ? fmt::format(" ({} alike but for library frames and frames not shown)",
+                                      plural(s.stacks, "stack", "stacks"))
+                        : std::string();
+  };
+  if (shown_stacks.size() == 1) {
+    text += fmt::format(
+        "{}  {} alike but for library frames and frames not shown (--native shows each):\n", indent,
+        plural(stacks.size(), "stack", "stacks"));
+    text += shown_stacks[0].lines;
+    return;
+  }
+  const size_t shown = std::min(shown_stacks.size(), kStacksPerRow);
+  for (size_t i = 0; i < shown; ++i) {
+    const Shown& s = shown_stacks[i];
     text +=
-        fmt::format("{}  ... and {} holding {} (--group-by stack lists each)\n", indent,
-                    plural(stacks.size() - shown, "more stack", "more stacks"), human_size(bytes));
+        fmt::format("{}  stack {} of {}: {} in {}{}:\n", indent, i + 1, shown_stacks.size(),
+                    human_size(s.bytes), plural(s.count, "allocation", "allocations"), alike(s));
+    text += s.lines;
+  }
+  if (shown < shown_stacks.size()) {
+    uint64_t bytes = 0;
+    for (size_t i = shown; i < shown_stacks.size(); ++i) bytes += shown_stacks[i].bytes;
+    text += fmt::format("{}  ... and {} holding {} (--group-by stack lists each)\n", indent,
+                        plural(shown_stacks.size() - shown, "more stack", "more stacks"),
+                        human_size(bytes));
   }
 }
 

@@ -253,6 +253,9 @@ void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t dep
     json.null();
   else
     json.value(uint64_t(user));
+  // A backward pass's stack has no user frame; its autograd node says which operation it was.
+  const std::string node = user == kNoUserFrame ? autograd_node(frames) : std::string();
+  if (!node.empty()) json.field("autograd_node", node);
 }
 
 uint64_t at_time_ns(const ProcessReader& reader, double seconds) {

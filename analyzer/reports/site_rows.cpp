@@ -19,6 +19,9 @@ std::string row_key(const std::vector<Frame>& frames, GroupBy by) {
   if (by == GroupBy::Stack) return {};
   const size_t i = user_frame(frames);
   if (i == kNoUserFrame) {
+    // A backward pass: one row per autograd node (AddmmBackward0, ...), what its heading names.
+    const std::string node = autograd_node(frames);
+    if (!node.empty()) return "autograd\n" + node;
     // All library frames (e.g. autograd's backward threads): one row per set of libraries, so
     // the many stacks of one library's work are one row, not dozens of look-alike rows.
     std::vector<std::string> libraries = libraries_of(frames);

@@ -240,6 +240,25 @@ std::vector<StackLine> fold_library_frames(const std::vector<Frame>& frames) {
   return lines;
 }
 
+std::string autograd_node(const std::vector<Frame>& frames) {
+  // Innermost first: the frame just inside Node::operator() is the node's apply.
+  for (size_t i = 1; i < frames.size(); ++i) {
+    if (frames[i].python || !frames[i].function) continue;
+    const std::string& caller = *frames[i].function;
+    if (!caller.starts_with("torch::autograd::Node::operator()")) continue;
+    const std::optional<std::string>& callee = frames[i - 1].function;
+    if (!callee) return {};
+    // "torch::autograd::generated::AddmmBackward0::apply(std::vector<...>&&)": the last name
+    // before "::apply(".
+    const size_t apply = callee->find("::apply(");
+    if (apply == std::string::npos) return {};
+    const size_t start = callee->rfind("::", apply - 1);
+    return callee->substr(start == std::string::npos ? 0 : start + 2,
+                          apply - (start == std::string::npos ? 0 : start + 2));
+  }
+  return {};
+}
+
 std::string describe_fold(const StackLine& line) {
   std::string s = std::to_string(line.count) + " frames in ";
   for (size_t i = 0; i < line.libraries.size(); ++i) s += (i ? ", " : "") + line.libraries[i];

@@ -41,6 +41,13 @@ inline constexpr size_t kNoUserFrame = static_cast<size_t>(-1);
 // thread, which runs no Python).
 size_t user_frame(const std::vector<Frame>& frames);
 
+// The autograd node whose backward made this allocation, when the stack runs on one of PyTorch's
+// autograd threads: the class of the Node::apply that torch::autograd::Node::operator() called
+// ("AddmmBackward0", "AccumulateGrad"); empty for any other stack. Such stacks have no Python
+// frame and no user frame, and the node is the one thing in them that says which operation of the
+// model the memory is for (its forward line is not recorded anywhere a hook can see).
+std::string autograd_node(const std::vector<Frame>& frames);
+
 // A stack as a reader sees it: user frames one per line, each run of library frames one line.
 struct StackLine {
   size_t first = 0;  // index of the first (innermost) frame of the line

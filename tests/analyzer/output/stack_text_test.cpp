@@ -151,5 +151,62 @@ TEST(StackText, ARowShowsAtMostAFewStacks) {
       << text;
 }
 
+// A backward pass on PyTorch's autograd thread (as on the H200): no Python frame, no user frame.
+std::vector<Frame> backward_stack(const std::string& node, const std::string& op) {
+  return {native(kTorch + "lib/libc10_cuda.so", "c10::cuda::CUDACachingAllocator::malloc"),
+          native(kTorch + "lib/libtorch_cuda.so", "at::detail::empty_cuda"),
+          native(kTorch + "lib/libtorch_cpu.so", "at::_ops::" + op + "::call(at::Tensor const&)"),
+          native(kTorch + "lib/libtorch_cpu.so",
+                 "torch::autograd::generated::" + node + "::apply(std::vector<at::Tensor>&&)"),
+          native(kTorch + "lib/libtorch_cpu.so",
+                 "torch::autograd::Node::operator()(std::vector<at::Tensor>&&)"),
+          native(kTorch + "lib/libtorch_cpu.so",
+                 "torch::autograd::Engine::thread_main(std::shared_ptr<GraphTask> const&)"),
+          native("/lib/x86_64-linux-gnu/libc.so.6", "start_thread")};
+}
+
+TEST(StackText, ABackwardPassIsHeadedByItsAutogradNode) {
+  EXPECT_EQ(user_frame_text(backward_stack("AddmmBackward0", "mm")),
+            "backward pass, autograd node AddmmBackward0 (PyTorch's autograd thread, no Python "
+            "frames)");
+  // Without Node::operator() (any other all-library stack) nothing is guessed.
+  std::vector<Frame> other = backward_stack("AddmmBackward0", "mm");
+  other.erase(other.begin() + 4);
+  EXPECT_EQ(user_frame_text(other).rfind("no frame of user code: every frame in ", 0), 0u)
+      << user_frame_text(other);
+}
+
+TEST(StackText, StacksAlikeButForLibraryFramesAreOneEntryWithTheirSharesAdded) {
+  // Two stacks that differ only inside the folded torch frames (one has a frame more), and one
+  // called from another line.
+  std::vector<Frame> a = torch_stack(), b = torch_stack(), c = torch_stack();
+  b[2] = native(kTorch + "lib/libtorch_cuda.so", "at::detail::empty_strided_cuda");
+  b.insert(b.begin() + 2, native(kTorch + "lib/libtorch_cuda.so", "at::empty_like"));
+  c[8] = py("/w/train.py", "<module>", 81);
+  std::string text;
+  append_site_stacks(text, {{&a, 4 << 20, 2}, {&c, 3 << 20, 1}, {&b, 2 << 20, 1}}, StackStyle{},
+                     "");
+  EXPECT_NE(text.find("  stack 1 of 2: 6.0 MiB in 3 allocations (2 stacks alike but "
+                      "for library frames and frames not shown):\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  stack 2 of 2: 3.0 MiB in 1 allocation:\n"), std::string::npos) << text;
+
+  // All alike: one stack under the heading, saying how many it stands for.
+  std::string one;
+  append_site_stacks(one, {{&a, 4 << 20, 2}, {&b, 2 << 20, 1}}, StackStyle{}, "");
+  EXPECT_NE(
+      one.find(
+          "  2 stacks alike but for library frames and frames not shown (--native shows each):\n"),
+      std::string::npos)
+      << one;
+  EXPECT_EQ(one.find("stack 1 of"), std::string::npos) << one;
+
+  // --native writes each stack as recorded, so nothing is merged.
+  std::string all;
+  append_site_stacks(all, {{&a, 4 << 20, 2}, {&b, 2 << 20, 1}}, StackStyle{true, 0}, "");
+  EXPECT_NE(all.find("stack 2 of 2"), std::string::npos) << all;
+}
+
 }  // namespace
 }  // namespace gmemhook::analysis

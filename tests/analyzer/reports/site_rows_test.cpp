@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/symbols/user_code.h"
+
 namespace gmemhook::analysis {
 namespace {
 
@@ -84,6 +86,30 @@ TEST(SiteRows, StacksWithoutUserFrameShareARowPerSetOfLibraries) {
   EXPECT_EQ(user_frame_text(backward_a),
             "no frame of user code: every frame in libcudart.so.13, libc10_cuda.so, "
             "libtorch_cpu.so");
+}
+
+// A backward pass names its autograd node: one row per node, whatever path inside the node's
+// work allocated (the ops it runs, the allocator's entry point).
+TEST(SiteRows, BackwardPassesShareARowPerAutogradNode) {
+  auto backward = [](const std::string& node, const std::string& op) {
+    return std::vector<Frame>{
+        library("/t/libc10_cuda.so", "c10::cuda::CUDACachingAllocator::malloc"),
+        library("/t/libtorch_cpu.so", "at::_ops::" + op + "::call()"),
+        library("/t/libtorch_cpu.so", "torch::autograd::generated::" + node + "::apply(x&&)"),
+        library("/t/libtorch_cpu.so", "torch::autograd::Node::operator()(x&&)"),
+        library("/t/libtorch_cpu.so", "torch::autograd::Engine::thread_main()")};
+  };
+  const std::vector<Frame> mm1 = backward("AddmmBackward0", "mm"),
+                           mm2 = backward("AddmmBackward0", "sum"),
+                           grad = backward("AccumulateGrad", "clone");
+  const std::vector<SiteStack> sites = {
+      {&mm1, 8, 1, "block"}, {&grad, 6, 1, "block"}, {&mm2, 4, 2, "block"}};
+  const std::vector<SiteRow> rows = group_sites(sites, GroupBy::Line);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].members, (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(rows[0].bytes, 12u);
+  EXPECT_EQ(rows[1].members, (std::vector<size_t>{1}));
+  EXPECT_EQ(autograd_node(grad), "AccumulateGrad");
 }
 
 TEST(SiteRows, ByFunctionJoinsTheLinesOfOneFunction) {
