@@ -20,6 +20,9 @@ with NVML sampling off so that only the named part changes:
   gmemhook-stats      gmemhook-no-nvml timing its own stack captures (GMEMHOOK_STACK_STATS=1):
                       the table quotes the line it prints at exit (ns per capture, native and
                       Python frames, how many captures took over 10 us)
+  gmemhook-full-native  native walks past the Python interpreter loop, as before it ended
+                      there (GMEMHOOK_FULL_NATIVE_STACKS=1); -stats: timing its captures too
+  gmemhook-no-recent-stats  gmemhook-stats without the recent walks (GMEMHOOK_RECENT_WALKS=0)
 And the controls, which say how much of a difference is the machine's noise:
   preload-empty       LD_PRELOAD of a library that defines nothing (libgmemhook_empty_preload.so
                       beside libgmemhook.so): what any preload costs
@@ -32,7 +35,9 @@ than the few per cent being measured.
 
 --compare runs every mode (or those of --modes) REPS times, interleaved (plain, gmemhook, history-python, history-all,
 plain, ...) so that a noisy machine slows all modes alike, and prints a markdown table of the
-median ms/step of each mode and its overhead over plain. --mode runs one measurement and prints
+median ms/step of each mode and its overhead over plain, then the same by the CPU time of all the
+process's threads per step, which time the pinned CPU gave another tenant does not inflate (one
+run's two plain wall-time medians were 15 % apart). --mode runs one measurement and prints
 one JSON line (what --compare runs in each child).
 
   python3 bench/torch_loop_bench.py --compare --hook build/lib/libgmemhook.so [--reps 7]
@@ -57,6 +62,9 @@ PARTS = {
     "gmemhook-no-stacks": {"GMEMHOOK_DEPTH": "0", "GMEMHOOK_PYTHON": "0"},
     "gmemhook-disabled": {"GMEMHOOK_DISABLE": "1"},
     "gmemhook-stats": {"GMEMHOOK_STACK_STATS": "1"},
+    "gmemhook-full-native": {"GMEMHOOK_FULL_NATIVE_STACKS": "1"},
+    "gmemhook-full-native-stats": {"GMEMHOOK_FULL_NATIVE_STACKS": "1", "GMEMHOOK_STACK_STATS": "1"},
+    "gmemhook-no-recent-stats": {"GMEMHOOK_RECENT_WALKS": "0", "GMEMHOOK_STACK_STATS": "1"},
 }
 CONTROLS = ["preload-empty", "plain-again"]
 ALL_MODES = MODES + list(PARTS) + CONTROLS
@@ -89,13 +97,19 @@ def measure(mode, warmup, steps, batch):
         step()
     torch.cuda.synchronize()
     before = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
+    # CPU time of every thread of the process (the autograd engine's and the NVML sampler's
+    # count, as they should) as well as wall time: time the pinned CPU spent on another tenant
+    # inflates the wall time only (one H200 run had its two plain medians 15 % apart).
+    cpu_start = time.process_time()
     start = time.perf_counter()
     for _ in range(steps):
         step()
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     after = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
     return {"mode": mode, "ms_per_step": elapsed * 1e3 / steps,
+            "cpu_ms_per_step": cpu * 1e3 / steps,
             "blocks_per_step": (after - before) / steps, "torch": torch.__version__}
 
 
@@ -143,7 +157,8 @@ def compare(args):
             for mode in modes:
                 r = run_child(mode, args, log_root)
                 runs[mode].append(r)
-                print("rep %d %-15s %.3f ms/step" % (rep + 1, mode, r["ms_per_step"]),
+                print("rep %d %-15s %.3f ms/step, %.3f CPU ms/step"
+                      % (rep + 1, mode, r["ms_per_step"], r["cpu_ms_per_step"]),
                       file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(log_root, ignore_errors=True)
@@ -160,13 +175,23 @@ def compare(args):
         med = statistics.median(ms)
         overhead = "—" if mode == "plain" else "%+.1f %%" % ((med / plain - 1) * 100)
         print("| %s | %.3f | %.3f – %.3f | %s |" % (mode, med, min(ms), max(ms), overhead))
+    # The same runs by CPU time of the whole process (see measure()).
+    plain_cpu = statistics.median(r["cpu_ms_per_step"] for r in runs["plain"])
+    print("\n| mode | CPU ms/step, all threads (median) | min – max | overhead |")
+    print("|---|---|---|---|")
+    for mode in modes:
+        ms = [r["cpu_ms_per_step"] for r in runs[mode]]
+        med = statistics.median(ms)
+        overhead = "—" if mode == "plain" else "%+.1f %%" % ((med / plain_cpu - 1) * 100)
+        print("| %s | %.3f | %.3f – %.3f | %s |" % (mode, med, min(ms), max(ms), overhead))
     if "gmemhook" in runs and "gmemhook-no-nvml" in runs:
         on = statistics.median(r["ms_per_step"] for r in runs["gmemhook"])
         off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
         print("\nNVML sampling (gmemhook vs gmemhook-no-nvml): %+.1f %% (target: at most +1 %%)"
               % ((on / off - 1) * 100))
-    for r in runs.get("gmemhook-stats", []):
-        print("\ngmemhook-stats (%.3f ms/step): %s" % (r["ms_per_step"], r.get("stack_stats", "-")))
+    for mode in ("gmemhook-stats", "gmemhook-full-native-stats", "gmemhook-no-recent-stats"):
+        for r in runs.get(mode, []):
+            print("\n%s (%.3f ms/step): %s" % (mode, r["ms_per_step"], r.get("stack_stats", "-")))
     for mode in modes:
         if mode.startswith("gmemhook") and mode != "gmemhook-disabled":
             logs = [r["log_bytes"] for r in runs[mode]]

@@ -40,6 +40,15 @@ struct Config {
   // GMEMHOOK_FAST_UNWIND=0: every stack through libunwind, as before the fast unwinder (an escape
   // hatch, and the "before" of bench/run_hook_bench.sh's comparison).
   bool fast_unwind = true;
+  // GMEMHOOK_FULL_NATIVE_STACKS=1: an event with Python frames keeps its whole native stack. By
+  // default its native walk ends at the innermost CPython interpreter-loop frame: the Python
+  // frames say who called from there, and the interpreter's own frames above it were about half
+  // of a PyTorch stack's frames and of its unwinding time (issue 9 point 5).
+  bool full_native_stacks = false;
+  // GMEMHOOK_RECENT_WALKS=0: the fast unwinder walks every stack frame by frame instead of first
+  // looking for it among the thread's recent walks (for measuring what they save; see README
+  // "Performance").
+  bool recent_walks = true;
 };
 
 inline constexpr int kMaxDepth = 256;

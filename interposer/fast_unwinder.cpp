@@ -88,11 +88,14 @@ bool FrameRuleCache::ensure_tables() {
   return true;
 }
 
-FrameRule FrameRuleCache::learn(uint64_t pc) {
-  Entry& e = tables_->entries[(pc * 0x9e3779b97f4a7c15ull) >> (64 - kIndexBits)];
+FrameRule FrameRuleCache::learn(uint64_t pc, Set& set) {
   // pc - 1: a return address may be the first byte after the function that made the call.
-  e = Entry{pc, find_frame_rule(pc - 1)};
-  return e.rule;
+  const FrameRule rule = find_frame_rule(pc - 1, nullptr, &tables_->objects);
+  ++rules_learnt_;
+  // The oldest of the set makes room (insertion order: no bookkeeping on the hits).
+  for (int w = kWays - 1; w > 0; --w) set.ways[w] = set.ways[w - 1];
+  set.ways[0] = Entry{pc, rule};
+  return rule;
 }
 
 bool FrameRuleCache::stack_bounds(uint64_t sp, uint64_t* lo, uint64_t* hi) {
@@ -100,6 +103,7 @@ bool FrameRuleCache::stack_bounds(uint64_t sp, uint64_t* lo, uint64_t* hi) {
     // A new thread, a main stack that grew, or a signal handler on an alternate stack. The last
     // walk's loads were checked against the old bounds only.
     last_count_ = 0;
+    ++generation_;
     if (!read_stack_mapping(sp, &stack_lo_, &stack_hi_)) {
       forget_stack();
       return false;
@@ -140,11 +144,106 @@ int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, 
     cur.first_load[n + m] = loads + (last.first_load[j + m] - from);
   }
   std::memcpy(cur.loads + loads, last.loads + from, (to - from) * sizeof(Load));
+  std::memcpy(cur.unused + loads, last.unused + from, (to - from) * sizeof(bool));
   cur.first_load[n + take] = loads + (to - from);
   return n + take;
 }
 
-__attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max) {
+bool FrameRuleCache::recent_holds(const RecentWalk& r, const Start& s, int max, StopRange stop,
+                                  uint64_t lo, uint64_t span) const {
+  if (r.generation != generation_ || r.key != s.key || r.rsp != s.rsp || r.pc != s.pc ||
+      r.salt != s.salt || r.max != max || !(r.stop == stop) || (r.uses_rbp && r.rbp != s.rbp))
+    return false;
+  // Loaded inside this stack's mapping when it was made; still inside it (a stack only grows).
+  if (r.loads && (r.lowest - lo >= span || r.highest - lo >= span)) return false;
+  // Two at a time: independent loads, half the loop's bookkeeping (this is most of a hit's cost).
+  uint64_t differ = 0, differ2 = 0;
+  int i = 0;
+  for (; i + 1 < r.loads; i += 2) {
+    differ |= *reinterpret_cast<const uint64_t*>(r.load[i].at) ^ r.load[i].value;
+    differ2 |= *reinterpret_cast<const uint64_t*>(r.load[i + 1].at) ^ r.load[i + 1].value;
+  }
+  if (i < r.loads) differ |= *reinterpret_cast<const uint64_t*>(r.load[i].at) ^ r.load[i].value;
+  return (differ | differ2) == 0;
+}
+
+void FrameRuleCache::follow(uint32_t index) {
+  if (last_recent_) recent_at(last_recent_ - 1).next = index + 1;
+  last_recent_ = index + 1;
+  last_frames_hash_ = recent_at(index).frames_hash;
+}
+
+int FrameRuleCache::reuse_recent(const Start& s, int max, StopRange stop, uint64_t lo,
+                                 uint64_t span, uint64_t* out) {
+  uint32_t found = ~0u;
+  // The walk that came after the last one the time before: in a loop, usually this one.
+  const uint32_t hint = last_recent_ ? recent_at(last_recent_ - 1).next : 0;
+  if (hint && recent_holds(recent_at(hint - 1), s, max, stop, lo, span)) found = hint - 1;
+  const uint32_t set_index = recent_set_index(s.key);
+  const RecentSet& set = tables_->recent[set_index];
+  for (int k = 0; k < kRecentWays && found == ~0u; ++k)
+    if (set.key[k] == s.key && recent_holds(set.ways[k], s, max, stop, lo, span))
+      found = set_index * kRecentWays + static_cast<uint32_t>(k);
+  if (found == ~0u) return -1;
+  const RecentWalk& r = recent_at(found);
+  std::memcpy(out, r.out, r.count * sizeof(uint64_t));
+  ++recent_used_;
+  follow(found);
+  return r.count;
+}
+
+void FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange stop, bool uses_rbp) {
+  const Walk& w = tables_->walks[which_ ^ 1];
+  if (n <= 0 || n > kRecentFrames) {
+    last_recent_ = 0;
+    last_frames_hash_ = 0;
+    return;
+  }
+  // The oldest way makes room: a loop's paths come back in turn.
+  const uint32_t set_index = recent_set_index(s.key);
+  RecentSet& set = tables_->recent[set_index];
+  const uint32_t k = set.next++ % kRecentWays;
+  const uint32_t index = set_index * kRecentWays + k;
+  RecentWalk& r = set.ways[k];
+  set.key[k] = 0;  // empty until complete
+  r.generation = 0;
+  r.loads = 0;
+  r.lowest = ~uint64_t{0};
+  r.highest = 0;
+  if (last_recent_ == index + 1) last_recent_ = 0;
+  const uint32_t loads = w.first_load[n];
+  for (uint32_t i = 0; i < loads; ++i) {
+    if (w.unused[i]) continue;
+    if (r.loads == kRecentLoads) {
+      last_recent_ = 0;
+      last_frames_hash_ = 0;
+      return;
+    }
+    r.load[r.loads++] = w.loads[i];
+    if (w.loads[i].at < r.lowest) r.lowest = w.loads[i].at;
+    if (w.loads[i].at > r.highest) r.highest = w.loads[i].at;
+  }
+  r.generation = generation_;
+  r.key = s.key;
+  r.rsp = s.rsp;
+  r.pc = s.pc;
+  r.rbp = s.rbp;
+  r.salt = s.salt;
+  r.next = 0;
+  r.stop = stop;
+  r.max = max;
+  r.count = static_cast<uint16_t>(n);
+  r.uses_rbp = uses_rbp;
+  std::memcpy(r.out, w.pc, static_cast<size_t>(n) * sizeof(uint64_t));
+  uint64_t h = static_cast<uint64_t>(n);
+  for (int i = 0; i < n; ++i) h = (h ^ w.pc[i]) * 0x100000001b3ull;
+  r.frames_hash = h;
+  set.key[k] = s.key;
+  follow(index);
+}
+
+__attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max,
+                                             StopRange stop, uint64_t salt) {
   using Walk = FrameRuleCache::Walk;
   using End = FrameRuleCache::End;
   // __builtin_frame_address gives this function a frame pointer whatever the flags: rbp points
@@ -159,15 +258,34 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   const uint64_t span = hi - lo - 7;
   Walk& cur = cache.tables_->walks[cache.which_];
   const Walk& last = cache.tables_->walks[cache.which_ ^ 1];
-  int last_count = cache.last_count_;
+  // A walk that stopped elsewhere (or not at all) ends elsewhere: its frames above the meeting
+  // point are not this walk's.
+  int last_count = cache.last_stop_ == stop ? cache.last_count_ : 0;
   int j = 0;  // the first frame of the last walk not below the current one
   uint32_t loads = 0;
   uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
   uint64_t pc = fp[1];
   uint64_t rbp = fp[0];
+  const FrameRuleCache::Start start{rsp, pc, rbp, salt, FrameRuleCache::recent_key(rsp, pc, salt)};
+  if (pc != 0 && !cache.recent_off_) {
+    const int got = cache.reuse_recent(start, max, stop, lo, span, out);
+    if (got >= 0) return got;
+  }
   End end = End::kZero;
   int n = 0;
   bool reused = false;
+  // Which load rbp came from (-1: it is still the first frame's register), and whether a rule
+  // read the first frame's rbp (then a recent walk is only the same walk with the same rbp). A
+  // saved rbp that no rule reads is often data (code without frame pointers uses rbp as any
+  // register): it is marked unused, and recent walks do not require it unchanged.
+  int64_t rbp_load = -1;
+  bool uses_rbp = false;
+  auto rbp_read = [&] {
+    if (rbp_load < 0)
+      uses_rbp = true;
+    else
+      cur.unused[rbp_load] = false;
+  };
   while (pc != 0) {
     if (n == max) {
       end = End::kMax;
@@ -179,6 +297,7 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
       if (got >= 0) {
         n = got;
         reused = true;
+        rbp_read();  // the last walk's frames from here may read it
         ++cache.reused_walks_;
         break;
       }
@@ -194,6 +313,10 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
       end = End::kMax;
       break;
     }
+    if (stop.holds(pc)) {
+      end = End::kStopped;
+      break;
+    }
     const FrameRule rule = cache.rule_at(pc);
     if (rule.kind == FrameRule::kOutermost) {
       end = End::kOutermost;
@@ -202,6 +325,7 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
     const uint64_t cfa_offset = static_cast<uint64_t>(static_cast<int64_t>(rule.cfa_offset));
     const uint64_t rbp_offset = static_cast<uint64_t>(static_cast<int64_t>(rule.rbp_offset));
     uint64_t cfa = 0;
+    if (rule.kind == FrameRule::kFromRbp || rule.kind == FrameRule::kDerefRbp) rbp_read();
     if (rule.kind == FrameRule::kFromRsp) {
       cfa = rsp + cfa_offset;
     } else if (rule.kind == FrameRule::kFromRbp) {
@@ -212,8 +336,11 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
       if (cfa_at - lo >= span || rbp_at - lo >= span)
         return cache.give_up(pc, "step would leave the stack");
       cfa = *reinterpret_cast<const uint64_t*>(cfa_at);
+      cur.unused[loads] = false;
       cur.loads[loads++] = {cfa_at, cfa};
       rbp = *reinterpret_cast<const uint64_t*>(rbp_at);
+      cur.unused[loads] = true;
+      rbp_load = loads;
       cur.loads[loads++] = {rbp_at, rbp};
     } else {
       return cache.give_up(pc, "no simple rule");
@@ -226,9 +353,12 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
       const uint64_t rbp_at = cfa + static_cast<uint64_t>(static_cast<int64_t>(rule.rbp_offset));
       if (rbp_at - lo >= span) return cache.give_up(pc, "step would leave the stack");
       rbp = *reinterpret_cast<const uint64_t*>(rbp_at);
+      cur.unused[loads] = true;
+      rbp_load = loads;
       cur.loads[loads++] = {rbp_at, rbp};
     }
     pc = *reinterpret_cast<const uint64_t*>(ra_at);
+    cur.unused[loads] = false;
     cur.loads[loads++] = {ra_at, pc};
     rsp = cfa;
   }
@@ -236,6 +366,8 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   cache.which_ ^= 1;
   cache.last_count_ = n;
   cache.last_end_ = end;
+  cache.last_stop_ = stop;
+  if (!cache.recent_off_) cache.keep_recent(start, n, max, stop, uses_rbp);
   return n;
 }
 

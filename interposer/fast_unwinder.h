@@ -9,7 +9,18 @@
 
 namespace gmemhook {
 
-// One thread's rules by return address, the bounds of the stack it runs on, and its last walk.
+// Code where a walk stops: the frame whose return address lies in [lo, hi) is the last one taken
+// (the innermost CPython interpreter loop when the event has Python frames, which carry the
+// callers from there). lo == hi: the walk goes to the end.
+struct StopRange {
+  uint64_t lo = 0, hi = 0;
+  // One compare: an empty range holds nothing. `pc` is a return address: the call is at pc - 1.
+  bool holds(uint64_t pc) const { return pc - 1 - lo < hi - lo; }
+  bool operator==(const StopRange&) const = default;
+};
+
+// One thread's rules by return address, the bounds of the stack it runs on, its last walk and
+// its recent whole walks.
 // A rule is kept until its entry is reused: an object unloaded (dlclose) and another loaded at
 // the same addresses would be walked with the old object's rules — wrong frames, never a fault
 // (loads stay inside the stack); libunwind's own trace cache has the same blind spot.
@@ -22,10 +33,21 @@ class FrameRuleCache {
   void forget_stack() {
     stack_lo_ = stack_hi_ = 0;
     last_count_ = 0;
+    ++generation_;  // the recent walks were made on another stack
   }
   void release();
   // Walks that ended by reusing the last walk's frames (for tests and stack statistics).
   uint64_t reused_walks() const { return reused_walks_; }
+  // Walks found whole among the recent walks, no rule looked up (tests and stack statistics).
+  uint64_t recent_walks_used() const { return recent_used_; }
+  // A hash of the frames of the last walk when it is among the recent walks (found there or
+  // kept), 0 when not: what the recorder keys its memo of stack ids by.
+  uint64_t last_walk_hash() const { return last_frames_hash_; }
+  // Off: no recent walks are looked up or kept (GMEMHOOK_RECENT_WALKS=0, for measuring them).
+  void use_recent_walks(bool on) { recent_off_ = !on; }
+  // Rules learnt from the unwind tables, and times the table of objects was made (stack stats).
+  uint64_t rules_learnt() const { return rules_learnt_; }
+  uint64_t object_tables_made() const { return tables_ ? tables_->objects.made : 0; }
   // Why the last walk that returned -1 gave up, and at which return address (0: no frame).
   const char* gave_up(uint64_t* pc) const {
     *pc = gave_up_pc_;
@@ -33,15 +55,21 @@ class FrameRuleCache {
   }
 
  private:
-  friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max);
+  friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop,
+                            uint64_t salt);
 
   struct Entry {
     uint64_t pc;
     FrameRule rule;
   };
-  // How a walk ended: at the thread's first frame, at a return address of 0, or at `max`.
-  enum class End : uint8_t { kOutermost, kZero, kMax };
-  static constexpr unsigned kIndexBits = 12;
+  // How a walk ended: at the thread's first frame, at a return address of 0, at `max`, or at a
+  // frame in its StopRange.
+  enum class End : uint8_t { kOutermost, kZero, kMax, kStopped };
+  // Rules sit in sets of four, one cache line each, by a hash of the return address: a torch
+  // process's stacks meet thousands of return addresses, and a direct-mapped table re-learnt
+  // (microseconds each) wherever two of them shared an entry.
+  static constexpr unsigned kSetBits = 11;
+  static constexpr int kWays = 4;
   static constexpr size_t kMaxSteps = 512;
   // A load from the stack a walk made: where, and what it found.
   struct Load {
@@ -51,20 +79,63 @@ class FrameRuleCache {
   struct Walk {
     uint64_t rsp[kMaxSteps], rbp[kMaxSteps], pc[kMaxSteps];
     uint32_t first_load[kMaxSteps + 1];  // frame m's loads: [first_load[m], first_load[m + 1])
-    Load loads[3 * kMaxSteps];  // a DRAP frame's step loads its CFA, rbp and return address
+    Load loads[3 * kMaxSteps];   // a DRAP frame's step loads its CFA, rbp and return address
+    bool unused[3 * kMaxSteps];  // a saved rbp that no later rule read (see fast_backtrace)
+  };
+  struct alignas(64) Set {
+    Entry ways[kWays];  // the newest first; a zeroed entry (pc 0) matches no return address
+  };
+  // A whole walk kept for reuse, found by where it started (the first frame's rsp and return
+  // address, and the caller's salt). A training loop repeats the same call paths at the same
+  // stack depths, but one after another rather than twice in a row: the last walk alone rarely
+  // matched, and walking frame by frame is a chain of dependent rule lookups that the program's
+  // own work between two events has evicted from the caches (~40 ns a frame on the H200, issue 9
+  // point 5). Checking a recent walk's loads instead is a run of independent reads of the hot
+  // stack. Same argument as for the last walk: equal registers and equal loaded values make the
+  // same walk. The first frame is the recorder's own, so its registers tell little more than
+  // the depth: the salt (the innermost Python frame, when there is one) tells paths apart, and
+  // so does the order a loop repeats: a walk's set is chosen by its start and by the frames of
+  // the walk used before it (so more paths at one depth than a set has ways do not evict each
+  // other), and each walk remembers which walk came after it, tried first next time.
+  static constexpr unsigned kRecentBits = 6;
+  static constexpr int kRecentWays = 8;
+  static constexpr int kRecentFrames = 80;
+  static constexpr int kRecentLoads = 160;
+  struct RecentWalk {
+    uint64_t generation;          // 0 (zeroed) or not the cache's: empty
+    uint64_t key;                 // recent_key() of rsp, pc and salt
+    uint64_t rsp, pc, rbp, salt;  // the first frame's registers; rbp only counts when `uses_rbp`
+    uint32_t next;                // the walk used after this one last time: its index + 1 (0: none)
+    uint64_t frames_hash;         // of out[0, count): the same for every copy of one path
+    uint64_t lowest, highest;     // the lowest and highest address loaded
+    StopRange stop;
+    int32_t max;
+    uint16_t count, loads;
+    bool uses_rbp;  // the walk read the first frame's rbp before loading one from the stack
+    uint64_t out[kRecentFrames];
+    Load load[kRecentLoads];
+  };
+  struct RecentSet {
+    // The ways' keys in one cache line: only a way that starts here is read.
+    uint64_t key[kRecentWays];
+    uint32_t next;  // the way replaced next (round robin)
+    RecentWalk ways[kRecentWays];
   };
   struct Tables {
-    Entry entries[size_t{1} << kIndexBits];  // direct-mapped, 64 KiB, pages touched as used
-    Walk walks[2];                           // the last walk and the one being made
+    Set sets[size_t{1} << kSetBits];             // 128 KiB, pages touched as used
+    Walk walks[2];                               // the last walk and the one being made
+    ObjectTable objects;                         // where learn() finds each object's unwind tables
+    RecentSet recent[size_t{1} << kRecentBits];  // 1.7 MiB, pages touched as used
   };
 
-  // The rule of the frame whose return address is `pc`, looked up at the first meeting.
+  // The rule of the frame whose return address is `pc` (never 0), learnt at the first meeting.
   FrameRule rule_at(uint64_t pc) {
-    const Entry& e = tables_->entries[(pc * 0x9e3779b97f4a7c15ull) >> (64 - kIndexBits)];
-    if (e.pc == pc && e.rule.kind != FrameRule::kUnknown) return e.rule;
-    return learn(pc);
+    Set& set = tables_->sets[(pc * 0x9e3779b97f4a7c15ull) >> (64 - kSetBits)];
+    for (const Entry& e : set.ways)
+      if (e.pc == pc) return e.rule;
+    return learn(pc, set);
   }
-  FrameRule learn(uint64_t pc);
+  FrameRule learn(uint64_t pc, Set& set);
   int give_up(uint64_t pc, const char* why) {
     gave_up_pc_ = pc;
     gave_up_why_ = why;
@@ -78,6 +149,32 @@ class FrameRuleCache {
   // -1 (then the walk goes on frame by frame).
   // `loads`: the loads `cur` holds so far.
   int reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, int n, int max, End* end);
+  // The registers and salt of a walk's start, as the recent walks look them up (never 0).
+  struct Start {
+    uint64_t rsp, pc, rbp, salt, key;
+  };
+  static uint64_t recent_key(uint64_t rsp, uint64_t pc, uint64_t salt) {
+    const uint64_t h = ((rsp ^ (pc << 7)) * 0x9e3779b97f4a7c15ull ^ salt) * 0xff51afd7ed558ccdull;
+    return h | 1;
+  }
+  // The recent walk that starts at `s`, copied to `out`: its count, or -1.
+  int reuse_recent(const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
+                   uint64_t* out);
+  // Whether recent walk `r` is the walk that starts at `s` now.
+  bool recent_holds(const RecentWalk& r, const Start& s, int max, StopRange stop, uint64_t lo,
+                    uint64_t span) const;
+  // Keeps the walk just made (walks[which_ ^ 1], `n` frames) among the recent ones.
+  void keep_recent(const Start& s, int n, int max, StopRange stop, bool uses_rbp);
+  // The walk at `index` was used now: the one used before it learns that it came next.
+  void follow(uint32_t index);
+  // The set of a walk that starts with `key` after the walk last used.
+  uint32_t recent_set_index(uint64_t key) const {
+    const uint64_t h = (key ^ (last_frames_hash_ * 0x9e3779b97f4a7c15ull)) * 0xc4ceb9fe1a85ec53ull;
+    return static_cast<uint32_t>(h >> (64 - kRecentBits));
+  }
+  RecentWalk& recent_at(uint32_t index) {
+    return tables_->recent[index / kRecentWays].ways[index % kRecentWays];
+  }
 
   Tables* tables_ = nullptr;
   bool failed_ = false;  // mmap failed once: do not retry on every event
@@ -85,7 +182,14 @@ class FrameRuleCache {
   int which_ = 0;       // walks[which_ ^ 1] is the last walk
   int last_count_ = 0;  // its frames; 0: none to reuse
   End last_end_ = End::kMax;
+  StopRange last_stop_;  // the range the last walk stopped at: another range cannot reuse it
   uint64_t reused_walks_ = 0;
+  uint64_t recent_used_ = 0;
+  bool recent_off_ = false;
+  uint32_t last_recent_ = 0;       // the recent walk used last: its index + 1 (0: none)
+  uint64_t last_frames_hash_ = 0;  // and its frames_hash
+  uint64_t generation_ = 1;        // recent walks of another generation are ignored
+  uint64_t rules_learnt_ = 0;
   uint64_t gave_up_pc_ = 0;
   const char* gave_up_why_ = nullptr;
 };
@@ -94,11 +198,14 @@ class FrameRuleCache {
 // return address of this call), and returns their count. Where the walk reaches a frame of the
 // last walk in the same state (rsp, rbp, return address), the rest is that walk's frames once
 // every return address and rbp it read further up is checked to be unchanged: independent loads
-// instead of a chain of dependent ones (a shadow stack, issue 14). Returns -1 when a frame needs libunwind:
-// no rule of the simple shape (signal frames, DWARF expressions, code without unwind tables), a
-// step that would not move outward or would leave the thread's stack mapping. Every load stays
-// inside that mapping, between this frame and its top: a wrong rule gives a wrong frame, never a
-// fault.
-int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max);
+// instead of a chain of dependent ones (a shadow stack, issue 14). Returns -1 when a frame needs
+// libunwind: no rule of the simple shape (signal frames, DWARF expressions, code without unwind
+// tables), a step that would not move outward or would leave the thread's stack mapping. Every load
+// stays inside that mapping, between this frame and its top: a wrong rule gives a wrong frame,
+// never a fault. The walk ends after the first frame whose return address lies in `stop`. `salt`
+// tells walks that start alike apart among the recent walks (any value that differs between call
+// paths helps; it never changes what a walk returns).
+int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop = {},
+                   uint64_t salt = 0);
 
 }  // namespace gmemhook

@@ -4,8 +4,6 @@
 // tests/interposer/fast_unwind_test.cpp checks its results against libunwind's walk.
 #include "frame_rules.h"
 
-#include <link.h>
-
 #include <cstring>
 
 namespace gmemhook {
@@ -423,39 +421,12 @@ const uint8_t* find_fde(const uint8_t* hdr, uint64_t size, uint64_t pc) {
   return hdr + table[lo].fde;
 }
 
-struct Lookup {
-  uint64_t pc;
-  const uint8_t* hdr = nullptr;
-  uint64_t hdr_size = 0;
-};
-
-int find_object(dl_phdr_info* info, size_t, void* data) {
-  auto* q = static_cast<Lookup*>(data);
-  bool inside = false;
-  const ElfW(Phdr)* eh = nullptr;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    uint64_t lo = info->dlpi_addr + ph.p_vaddr;
-    if (ph.p_type == PT_LOAD && q->pc >= lo && q->pc - lo < ph.p_memsz) inside = true;
-    if (ph.p_type == PT_GNU_EH_FRAME) eh = &ph;
-  }
-  if (!inside) return 0;
-  if (eh) {
-    q->hdr = reinterpret_cast<const uint8_t*>(info->dlpi_addr + eh->p_vaddr);
-    q->hdr_size = eh->p_memsz;
-  }
-  return 1;
-}
-
 }  // namespace
 
-FrameRule find_frame_rule(uint64_t pc, const char** why) {
-  const char* ignored = nullptr;
-  if (!why) why = &ignored;
-  Lookup q{pc};
-  dl_iterate_phdr(find_object, &q);
-  *why = q.hdr ? "not in .eh_frame_hdr's table" : "no .eh_frame_hdr";
-  const uint8_t* fde = q.hdr ? find_fde(q.hdr, q.hdr_size, pc) : nullptr;
+FrameRule rule_in_unwind_tables(const uint8_t* eh_frame_hdr, uint64_t size, uint64_t pc,
+                                const char** why) {
+  *why = eh_frame_hdr ? "not in .eh_frame_hdr's table" : "no .eh_frame_hdr";
+  const uint8_t* fde = eh_frame_hdr ? find_fde(eh_frame_hdr, size, pc) : nullptr;
   if (!fde) return {FrameRule::kUnsupported};
   const FrameRule rule = rule_from_fde(fde, pc, why);
   if (rule.kind != FrameRule::kUnsupported) *why = nullptr;

@@ -5,6 +5,7 @@
 #include "python_frames.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -33,6 +34,7 @@ struct Interpreter {
   const PyLayout* layout = nullptr;
   void* (*this_thread_state)() = nullptr;
   uintptr_t code_type = 0, unicode_type = 0, bytes_type = 0, frame_type = 0;
+  uint64_t loop_lo = 0, loop_hi = 0;  // _PyEval_EvalFrameDefault's code; equal: unknown
 };
 
 std::atomic<int> g_state{kNotTried};
@@ -115,6 +117,20 @@ const char* check_debug_offsets_313(const PyLayout& L) {
   return same ? nullptr : "build with an unexpected layout not supported";
 }
 
+// The code of the interpreter loop, from the dynamic symbol table (CPython exports it for PEP
+// 523 frame evaluators, so stripped builds keep it). Its .cold part, when GCC split one off, is
+// a local symbol and not covered: a frame there is walked past, to the next loop call.
+void find_interpreter_loop(Interpreter& py) {
+  void* loop = symbol("_PyEval_EvalFrameDefault");
+  Dl_info info{};
+  ElfW(Sym)* sym = nullptr;
+  if (!loop || !dladdr1(loop, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) || !sym ||
+      sym->st_size == 0)
+    return;
+  py.loop_lo = reinterpret_cast<uint64_t>(loop);
+  py.loop_hi = py.loop_lo + sym->st_size;
+}
+
 void detect() {
   g_checked_at = current_load_counters();
   auto get = reinterpret_cast<void* (*)()>(symbol("PyGILState_GetThisThreadState"));
@@ -159,6 +175,7 @@ void detect() {
   if (!fits) return unsupported(version, "build with an unexpected layout not supported");
   if (version == 0x030d)
     if (const char* why = check_debug_offsets_313(L)) return unsupported(version, why);
+  find_interpreter_loop(py);
   g_py = py;
   g_state.store(kSupported, std::memory_order_release);
 }
@@ -313,6 +330,14 @@ void retry_python_detection() {
   detect();
   if (g_config.python_force_unsupported && g_state.load() == kSupported)
     unsupported(g_py.layout->version, "refused (GMEMHOOK_PYTHON_FORCE_UNSUPPORTED)");
+}
+
+bool interpreter_loop_range(uint64_t* lo, uint64_t* hi) {
+  if (g_state.load(std::memory_order_acquire) != kSupported || g_py.loop_lo == g_py.loop_hi)
+    return false;
+  *lo = g_py.loop_lo;
+  *hi = g_py.loop_hi;
+  return true;
 }
 
 // --- The walk ---------------------------------------------------------------------------------

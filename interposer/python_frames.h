@@ -57,6 +57,11 @@ void init_python_frames();
 // Cheap unless no interpreter was found and objects were loaded since the last look.
 void retry_python_detection();
 
+// The code of the supported interpreter's loop (_PyEval_EvalFrameDefault), [*lo, *hi); false
+// when there is none or its extent is unknown. Native stacks of events with Python frames end at
+// its innermost call: the Python frames carry the callers from there (GMEMHOOK_FULL_NATIVE_STACKS).
+bool interpreter_loop_range(uint64_t* lo, uint64_t* hi);
+
 // Fills `out` with the calling thread's Python frames, innermost first, as codec.h's
 // py_frame_word(code_id, where) (format.h: where = instruction byte offset << 1 | is_entry),
 // writing PyCode records for code objects `log` has not described yet. Returns the count; 0 when

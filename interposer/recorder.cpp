@@ -32,9 +32,32 @@ namespace {
 // a thread that records one event costs one page.
 constexpr LogFile::Chunks kThreadChunks{4u << 10, 1u << 20};
 
+// Stack ids by the fast walk's hash and the Python frames: a stack the thread recorded before is
+// known without hashing and looking up every frame again (in a training loop, consecutive events
+// come from different places, so StackTable's "same as the last one" rarely holds). Direct-mapped;
+// a wrong match needs two stacks to collide in 64 bits, as StackTable's own ids already do.
+struct StackMemo {
+  static constexpr size_t kSlots = 512;
+  struct Slot {
+    uint64_t key;  // 0: empty
+    uint32_t id;
+  };
+  Slot slots[kSlots];
+  static uint64_t key(uint64_t walk_hash, const uint64_t* py, size_t npy) {
+    uint64_t h = walk_hash ^ (npy * 0x9e3779b97f4a7c15ull);
+    for (size_t i = 0; i < npy; ++i) h = (h ^ py[i]) * 0x100000001b3ull;
+    return h | 1;
+  }
+  Slot& at(uint64_t key) { return slots[(key * 0xff51afd7ed558ccdull) >> 55]; }
+  void reset() {
+    for (Slot& s : slots) s = Slot{};
+  }
+};
+
 struct ThreadLog {
   LogFile file;
   StackTable stacks;
+  StackMemo stack_memo;  // ids of `stacks`: reset with it
   PyCodeTable py_codes;
   FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
   fmt::EventDeltas deltas;
@@ -101,6 +124,7 @@ ThreadLog* new_thread_log() {
 // Hands `log` (finished, out of the registry) to the spares, or its memory back to the system.
 void retire_thread_log(ThreadLog* log) {
   log->stacks.reset();
+  log->stack_memo.reset();
   log->py_codes.reset();
   log->frame_rules.forget_stack();
   log->file = LogFile{};
@@ -287,12 +311,27 @@ void bump(std::atomic<uint64_t>& counter) {
 uint32_t capture_and_intern(ThreadLog* log) {
   uint64_t frames[kMaxDepth];
   const uint64_t start = g_config.stack_stats ? monotonic_ns() : 0;
-  size_t n = capture_stack(&log->frame_rules, frames, static_cast<size_t>(g_config.depth));
-  const uint64_t native_done = g_config.stack_stats ? monotonic_ns() : 0;
-  // PyCode records of code objects new to this file are written here, before the Stack record.
+  // Python first: whether the event has Python frames decides where the native walk ends. PyCode
+  // records of code objects new to this file are written here, before the Stack record.
   size_t npy = capture_python_frames(log->py_codes, log->file, log->py_frames, kMaxPyDepth);
-  if (g_config.stack_stats) note_capture(native_done - start, n, monotonic_ns() - native_done, npy);
+  StopRange stop;
+  if (npy > 0 && !g_config.full_native_stacks) interpreter_loop_range(&stop.lo, &stop.hi);
+  const uint64_t python_done = g_config.stack_stats ? monotonic_ns() : 0;
+  // The innermost Python frames (code and instruction) tell call paths apart that enter the
+  // recorder at the same depth: the native walk finds its recent twin by them.
+  const uint64_t salt = npy == 0 ? 0 : log->py_frames[0] ^ (npy > 1 ? log->py_frames[1] << 17 : 0);
+  uint64_t walk_hash = 0;
+  size_t n = capture_stack(&log->frame_rules, frames, static_cast<size_t>(g_config.depth), stop,
+                           salt, &walk_hash);
+  if (g_config.stack_stats) note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
   if (n == 0 && npy == 0) return 0;
+  StackMemo::Slot* memo = nullptr;
+  uint64_t memo_key = 0;
+  if (walk_hash) {
+    memo_key = StackMemo::key(walk_hash, log->py_frames, npy);
+    memo = &log->stack_memo.at(memo_key);
+    if (memo->key == memo_key) return memo->id;
+  }
   bool is_new = false;
   uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);
   if (id && is_new) {
@@ -302,6 +341,7 @@ uint32_t capture_and_intern(ThreadLog* log) {
     retry_python_detection();
     if (!log->file.append(fmt::StackPayload{id, {frames, n}, {log->py_frames, npy}})) return 0;
   }
+  if (memo && id) *memo = StackMemo::Slot{memo_key, id};
   return id;
 }
 }  // namespace

@@ -41,7 +41,7 @@ int find_self(dl_phdr_info* info, size_t, void* data) {
   return 1;
 }
 
-int step_backtrace(void** out, int max) {
+int step_backtrace(void** out, int max, StopRange stop) {
   unw_context_t context;
   unw_cursor_t cursor;
   if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) return 0;
@@ -50,6 +50,7 @@ int step_backtrace(void** out, int max) {
     unw_word_t ip = 0;
     if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
     out[n++] = reinterpret_cast<void*>(ip);
+    if (stop.holds(ip)) break;
   } while (n < max && unw_step(&cursor) > 0);
   return n;
 }
@@ -66,7 +67,9 @@ void init_unwinder() {
 
 bool is_own_address(uint64_t address) { return address >= g_self_lo && address < g_self_hi; }
 
-size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max) {
+size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange stop,
+                     uint64_t salt, uint64_t* walk_hash) {
+  if (walk_hash) *walk_hash = 0;
   uint64_t raw[kMaxDepth + 16];
   static_assert(sizeof(void*) == sizeof(uint64_t));
   void** as_pointers = reinterpret_cast<void**>(raw);
@@ -75,13 +78,25 @@ size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max) {
   Walk how = Walk::kStepped;
   if (t_captures < kStepCaptures) {
     ++t_captures;
-    n = step_backtrace(as_pointers, want);
+    n = step_backtrace(as_pointers, want, stop);
   } else {
     // The fast walk reads /proc/self/maps once per thread for its stack's bounds: one more
     // reason to leave a thread's first captures to libunwind's stepping.
     const uint64_t shadow = rules ? rules->reused_walks() : 0;
-    if (rules && g_config.fast_unwind) n = fast_backtrace(*rules, raw, want);
-    how = n < 0 ? Walk::kLibunwind : rules->reused_walks() != shadow ? Walk::kShadow : Walk::kFast;
+    const uint64_t recent = rules ? rules->recent_walks_used() : 0;
+    const uint64_t learnt = rules ? rules->rules_learnt() : 0;
+    const uint64_t made = rules ? rules->object_tables_made() : 0;
+    if (rules && g_config.fast_unwind) {
+      rules->use_recent_walks(g_config.recent_walks);
+      n = fast_backtrace(*rules, raw, want, stop, salt);
+    }
+    if (n >= 0 && walk_hash) *walk_hash = rules->last_walk_hash();
+    if (rules && g_config.stack_stats)
+      note_rules_learnt(rules->rules_learnt() - learnt, rules->object_tables_made() - made);
+    how = n < 0                                  ? Walk::kLibunwind
+          : rules->recent_walks_used() != recent ? Walk::kRecent
+          : rules->reused_walks() != shadow      ? Walk::kShadow
+                                                 : Walk::kFast;
     if (n < 0) {
       if (rules && g_config.fast_unwind && g_config.stack_stats) {
         uint64_t pc = 0;
@@ -89,6 +104,9 @@ size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max) {
         note_gave_up(pc, why);
       }
       n = unw_backtrace(as_pointers, want);
+      // unw_backtrace cannot stop early: the same stack whichever walk took it (one interned id).
+      for (int i = 0; i < n; ++i)
+        if (stop.holds(raw[i])) n = i + 1;
     }
   }
   if (g_config.stack_stats) note_walk(how);

@@ -1,21 +1,22 @@
-// graph_upload.cu — cudaGraphUpload (issue 12): uploading an instantiated graph maps its memory
-// before the first launch (the CUDA programming guide's graph memory nodes, "First Launch /
-// cudaGraphUpload"), so the graph pool reserves at the upload; the allocations themselves only
-// begin when a launch reaches their nodes.
+// graph_upload.cu — cudaGraphUpload (issue 12): uploading an instantiated graph allocates its
+// allocation nodes before the first launch (the H200's driver counts them as used right after
+// cudaGraphUpload, driver 580, 2026-12-01), and the first launch then runs on that memory.
 //
 // uploaded_then_launched() makes a graph of three 4 MiB allocation nodes and one of 40 MiB,
-// instantiates it, uploads it, launches it once, and frees the 40 MiB with cudaFree: the three
-// 4 MiB stay allocated (the leak, 12 MiB; the peak, 52 MiB, is all four at the launch).
+// instantiates it, uploads it (all four allocated: the peak, 52 MiB), launches it once, and frees
+// the 40 MiB with cudaFree: the three 4 MiB stay allocated (the leak, 12 MiB).
 // uploaded_at_instantiation() instantiates a graph of one 16 MiB node with
-// cudaGraphInstantiateFlagUpload and never launches it: the pool reserves, nothing is allocated.
+// cudaGraphInstantiateFlagUpload and destroys the exec without launching it: the upload allocates
+// the 16 MiB, the destruction gives it back (the driver's used figure falls back after the trim).
 // Finally cudaDeviceGraphMemTrim.
 //
 // The program prints the driver's graph-pool figures (cudaDeviceGetGraphMemAttribute) after each
 // step ("graph pool after upload: used ... reserved ..."), the bytes it leaks ("expected leaked N
 // bytes") and its peak ("expected peak N bytes"). What gmemhook should show: `summary` counts the
-// peak as 52 MiB, nothing allocated at the upload, and beside device 0 the CUDA graph memory
-// pool with the driver's figures recorded after the upload, the launch and the trim (gpu-check
-// row graphupload compares them with the printed ones).
+// peak as 52 MiB, reached at the upload; `leaks` the 12 MiB, made live by cudaGraphUpload; and
+// beside device 0 the CUDA graph memory pool with the driver's figures recorded after the upload,
+// the launch and the trim (gpu-check row graphupload compares them with the printed ones, and
+// gmemhook's live bytes at the upload, in whole 32 MiB granules, with the driver's used figure).
 #include "graph_sample.h"
 
 namespace {
@@ -53,8 +54,8 @@ SAMPLE_FRAME void uploaded_then_launched(int device, cudaStream_t s) {
 SAMPLE_FRAME void uploaded_at_instantiation(int device, cudaStream_t s) {
   cudaGraph_t graph;
   CHECK_CUDA(cudaGraphCreate(&graph, 0));
-  void* never_allocated = nullptr;
-  add_alloc_nodes(graph, device, kUploadedOnlyBytes, 1, &never_allocated);
+  void* never_launched = nullptr;
+  add_alloc_nodes(graph, device, kUploadedOnlyBytes, 1, &never_launched);
   cudaGraphInstantiateParams params{};
   params.flags = cudaGraphInstantiateFlagUpload;
   params.uploadStream = s;

@@ -84,22 +84,23 @@ def graph_pool_printed(stdout):
     return out
 
 
-# The graph pool's physical granule: CUPTI shows its reservations as 32 MiB records on the H200,
-# and the driver's used figure counts a 4 MiB node as 32 MiB (the 2026-11-30 run: 160 MiB used
-# for 2 x 64 MiB + 4 MiB live).
+# The graph pool's physical granule: CUPTI shows its reservations as 32 MiB records on the H200.
+# The driver's used figure counts the live nodes of one graph packed into whole granules: the
+# 2026-11-30 run showed 160 MiB used for 2 x 64 MiB of one graph + 4 MiB of another, the
+# 2026-12-01 run 64 MiB for a graph of 3 x 4 MiB + 40 MiB (not 160 MiB, node by node).
 GRAPH_POOL_GRANULE = 32 << 20
 
 
-def leaked_in_granules(c, run):
-    """gmemhook's leaked bytes with each leaked allocation rounded up to the pool's granule (the
-    leaks report groups allocations by site: equal sizes per site in the graph samples)."""
-    total = 0
-    for proc in c.report("leaks", run)["processes"]:
-        for g in proc.get("leaks", []):
-            count = max(int(g.get("count", 1)), 1)
-            each = -(-int(g["bytes"]) // count)
-            total += count * (-(-each // GRAPH_POOL_GRANULE) * GRAPH_POOL_GRANULE)
-    return total
+def in_granules(nbytes):
+    return -(-nbytes // GRAPH_POOL_GRANULE) * GRAPH_POOL_GRANULE
+
+
+def leaked_in_granules(c, run, seq=None):
+    """gmemhook's bytes live at exit (or after event `seq`) in the pool's granules, each leak
+    site's bytes packed together: the leaks report does not say which graph a node was made in,
+    and where the graph samples call this each site's live nodes are one graph's."""
+    at = c.report("leaks", run, "--at-seq", str(seq)) if seq is not None else c.report("leaks", run)
+    return sum(in_granules(int(g["bytes"])) for proc in at["processes"] for g in proc.get("leaks", []))
 
 
 GRAPH_POOL_KINDS = ("graph-launch", "graph-upload", "graph-mem-trim", "graph-instantiate")
@@ -143,7 +144,7 @@ def check_graph_memory(c):
     c.row("graph_memory: leaked bytes in pool granules (driver's graph-pool used bytes at exit)",
           used, granules, used == granules,
           "cudaGraphMemAttrUsedMemCurrent after the trim counts whole %d MiB granules (the size of "
-          "CUPTI's pool reservations on the H200): each leaked node rounded up; %s bytes unrounded"
+          "CUPTI's pool reservations on the H200): each site's nodes packed; %s bytes unrounded"
           % (GRAPH_POOL_GRANULE >> 20, got))
     exe = sample(c, "graph_memory")
     sanitizer_leaks(c, "graph_memory", exe)
@@ -189,8 +190,7 @@ def check_graph_upload(c):
     """cudaGraphUpload and an instantiation with the upload flag (samples/graph_upload.cu): the
     driver's own figures, printed by the sample after each step, are the oracle for what the hook
     recorded at the upload and the uploading instantiation and for what the reports show; the
-    driver's used figure after the upload says whether anything was allocated there (gmemhook's
-    model: nothing until a launch runs the nodes)."""
+    driver's used figure after the upload says what was allocated there (the H200: the nodes)."""
     exe = sample(c, "graph_upload")
     out, run, _ = arithmetic_row(c, "graph_upload", exe,
                                  "3 x 4 MiB allocation nodes left by the launch; 40 MiB freed")
@@ -198,15 +198,33 @@ def check_graph_upload(c):
     recorded = [f for per in graph_pool_recorded(c, run).values() for f in per.get(0, [])]
     events = [(api, f) for d in process_dirs(run) for api, _, f in c.events(d)]
     upload_seq = next((int(f["seq"]) for api, f in events if api == "cudaGraphUpload"), None)
+    instantiate_seq = next((int(f["seq"]) for api, f in events
+                            if api == "cudaGraphInstantiateWithParams"), None)
     live = None
     if upload_seq is not None:
         at = c.report("leaks", run, "--at-seq", str(upload_seq))
         live = sum(p["total_bytes"] for p in at["processes"])
     driver_used = printed.get("after upload", (None,))[0]
+    # The driver counts whole pool granules: on 2026-12-01 the H200 showed 64 MiB used for the
+    # 52 MiB of nodes an upload had allocated (gmemhook then had 0: it allocated at the launch).
+    granules = None if live is None else in_granules(live)
     c.row("graph_upload: bytes allocated right after cudaGraphUpload (driver's used figure)",
-          driver_used, live, driver_used is not None and live == driver_used,
-          "gmemhook: live bytes at the upload (leaks --at-seq %s); its model: the pool reserves at "
-          "the upload, a launch allocates" % upload_seq)
+          driver_used, granules, driver_used is not None and granules == driver_used,
+          "gmemhook: live bytes at the upload (leaks --at-seq %s) = %s, in whole %d MiB granules; "
+          "an upload allocates the exec's nodes" % (upload_seq, live, GRAPH_POOL_GRANULE >> 20))
+    # The uploading instantiation allocates its 16 MiB node beside the first graph's 12 MiB
+    # still live (two graphs: a granule each); destroying that exec unlaunched gives it back.
+    exp = printed.get("after instantiate-upload", (None,))[0]
+    got = None if instantiate_seq is None else leaked_in_granules(c, run, instantiate_seq)
+    c.row("graph_upload: bytes live right after the uploading instantiation, in granules (driver's "
+          "used figure)", exp, got, exp is not None and got == exp,
+          "gmemhook: leaks --at-seq %s, each site's nodes packed into %d MiB granules"
+          % (instantiate_seq, GRAPH_POOL_GRANULE >> 20))
+    exp = printed.get("after trim", (None,))[0]
+    got = leaked_in_granules(c, run)
+    c.row("graph_upload: bytes live at exit, in granules (driver's used figure after the trim)",
+          exp, got, exp is not None and got == exp,
+          "the exec destroyed unlaunched gave its upload's 16 MiB back")
     for api, moment in (("cudaGraphUpload", "after upload"),
                         ("cudaGraphInstantiateWithParams", "after instantiate-upload"),
                         ("cudaDeviceGraphMemTrim", "after trim")):
@@ -280,7 +298,7 @@ def check_static(c):
     granules = leaked_in_granules(c, run)
     c.row("static-cudart graph_memory: leaked bytes in pool granules (driver's used bytes)",
           used, granules, used == granules,
-          "cudaGraphMemAttrUsedMemCurrent; each leaked node rounded up to %d MiB"
+          "cudaGraphMemAttrUsedMemCurrent; each site's nodes packed into %d MiB granules"
           % (GRAPH_POOL_GRANULE >> 20))
     c.row("static-cudart graph_memory: entry points (info)", "-", dict(c.counts(run)), True)
 

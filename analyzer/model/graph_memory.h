@@ -1,9 +1,10 @@
 // The memory nodes of CUDA graphs, as the replay needs them (issue 12). An allocation node's
 // address is fixed when the node is made (cudaGraphAddMemAllocNode, or a cudaMallocAsync on a
-// stream under capture), but its memory only comes into being when a launch runs the node, and
-// stays until a free node, a cudaFree, or a relaunch of an exec instantiated with auto-free on
-// launch gives it back. Graphs and execs only say which nodes a launch runs, in the order they
-// were added (a valid order: a node's dependencies exist before it).
+// stream under capture), but its memory only comes into being when a launch (or an upload of the
+// exec ahead of it) runs the node, and stays until a free node, a cudaFree, or a relaunch of an
+// exec instantiated with auto-free on launch gives it back. Graphs and execs only say which
+// nodes a launch runs, in the order they were added (a valid order: a node's dependencies exist
+// before it).
 #pragma once
 
 #include <cstdint>

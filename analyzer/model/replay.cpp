@@ -103,16 +103,21 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
       return end_capture(ev);
     case EventKind::GraphLaunch:
       return launch(ev, stack);
+    case EventKind::GraphInstantiate:
+      graph_call(ev, *api, stack);
+      // cudaGraphInstantiateFlagUpload: the instantiation uploads at once.
+      if (ev.result == 0 && (ev.f.flags & 2)) upload(ev, stack);
+      return;
+    case EventKind::GraphUpload:
+      return upload(ev, stack);
     case EventKind::GraphAllocNode:
     case EventKind::GraphFreeNode:
-    case EventKind::GraphInstantiate:
     case EventKind::GraphExecDestroy:
     case EventKind::GraphDestroy:
     case EventKind::GraphChild:
     case EventKind::GraphClone:
       return graph_call(ev, *api, stack);
     case EventKind::GraphMemTrim:
-    case EventKind::GraphUpload:  // the pool reserves (GraphPoolFigures): nothing is allocated yet
     case EventKind::Export:
       return;  // no memory comes or goes
     case EventKind::Import:
@@ -230,8 +235,8 @@ std::vector<SiteGroup> Replay::site_groups(uint16_t series, std::span<const int6
     if (i < minus_bytes.size()) bytes -= static_cast<uint64_t>(minus_bytes[i]);
     if (i < minus_count.size()) count -= static_cast<uint64_t>(minus_count[i]);
     if (count)
-      groups.push_back(
-          {series_[series].key, st.api, st.kind, st.stack, bytes, count, st.launch_stack});
+      groups.push_back({series_[series].key, st.api, st.kind, st.stack, bytes, count,
+                        st.launch_stack, st.launch_api});
   }
   sort_groups(groups);
   return groups;
@@ -319,7 +324,10 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
   if (ev.f.has(format::kHasPool) || ev.f.has(format::kHasStream))
     pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, s.key.device);
   const uint32_t site = site_index(stack, index, ev.api, LiveKind::Allocation);
-  if (launch_stack_ && !sites_[site].launch_stack) sites_[site].launch_stack = launch_stack_;
+  if (launch_stack_ && !sites_[site].launch_stack) {
+    sites_[site].launch_stack = launch_stack_;
+    sites_[site].launch_api = launch_api_;
+  }
   *a = {size, site, pool, index};
   became_live(site, index, size, ev);
   for (ReplayObserver* o : allocations_) o->allocated(*this, ev, *a);

@@ -13,9 +13,11 @@
 // - A free of an address not live is counted and kept as an example, never fatal. Events of api
 //   ids this build does not know are counted and skipped.
 // - CUDA graph memory (graph_memory.h) becomes live at the launch that runs its allocation node,
-//   under the node's call site (the launch's stack is kept beside it), and is freed by a free
-//   node, a cudaFree or an auto-free relaunch. Allocations made on a stream under capture are
-//   nodes, not memory.
+//   or earlier at an upload of the exec (cudaGraphUpload, an instantiation with the upload flag),
+//   under the node's call site (the launch's or upload's stack is kept beside it). It is freed by
+//   a free node, a cudaFree or an auto-free relaunch; what an upload made live for a launch that
+//   never came, by destroying the exec. Allocations made on a stream under capture are nodes,
+//   not memory.
 // - Imported memory (IPC handles, pool pointers, cuMemImportFromShareableHandle handles) is
 //   another process's: it counts as mapped, never as an allocation of this process, and its
 //   maps, unmaps and releases are never "unknown".
@@ -65,7 +67,10 @@ struct SiteGroup {
   LiveKind kind = LiveKind::Allocation;
   uint32_t stack = 0;  // StackInterner id
   uint64_t bytes = 0, count = 0;
-  uint32_t launch_stack = 0;  // graph memory: where a launch made it live (0 otherwise)
+  // Graph memory: where a launch or an upload made it live (0 otherwise), and which call
+  // (cudaGraphLaunch, cudaGraphUpload, an instantiation with the upload flag).
+  uint32_t launch_stack = 0;
+  uint8_t launch_api = 0;
 };
 
 // Largest bytes first; ties by count, then by stack id (the order stacks were first met), so the
@@ -110,7 +115,9 @@ struct Site {
   uint8_t api = 0;
   LiveKind kind = LiveKind::Allocation;
   uint64_t bytes = 0, count = 0;
-  uint32_t launch_stack = 0;  // graph memory: the stack of the first launch that made it live
+  // Graph memory: the stack of the first launch or upload that made it live, and its api.
+  uint32_t launch_stack = 0;
+  uint8_t launch_api = 0;
 };
 
 // A live allocation (cudaMalloc family, pinned host, managed, stream-ordered). Small on purpose:
@@ -272,6 +279,8 @@ class Replay : public EventVisitor {
   void end_capture(const format::Event& ev);
   void graph_call(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void launch(const format::Event& ev, uint32_t stack);
+  void upload(const format::Event& ev, uint32_t stack);
+  void destroy_exec(const format::Event& ev, uint32_t stack);
   void import(const format::Event& ev, uint32_t stack);
   void import_close(const format::Event& ev, uint32_t stack);
   void retain(const format::Event& ev);
@@ -314,7 +323,12 @@ class Replay : public EventVisitor {
   std::map<uint64_t, Reservation> reservations_;
   std::map<uint64_t, Mapping> imports_;
   GraphMemory graphs_;
-  uint32_t launch_stack_ = 0;  // while a launch applies its nodes
+  uint32_t launch_stack_ = 0;  // while a launch or an upload applies its nodes
+  uint8_t launch_api_ = 0;      // and its api
+  // By exec: the addresses of allocation nodes an upload made live and no launch has run since.
+  // The next launch finds them allocated (auto-free must not free and remake them); destroying
+  // the exec first frees them.
+  std::unordered_map<uint64_t, std::vector<uint64_t>> uploaded_;
   Anomalies anomalies_;
 
   uint32_t event_stack_ = 0;

@@ -2,6 +2,9 @@
 // replay.h, the graphs' bookkeeping in graph_memory.h).
 #include "analyzer/model/replay.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace gmemhook::analysis {
 
 using format::EventKind;
@@ -49,6 +52,7 @@ void Replay::graph_call(const format::Event& ev, const format::ApiInfo& api, uin
       return graphs_.instantiate(ev.f.handle, ev.f.graph,
                                  ev.f.flags & 1);  // cudaGraphInstantiateFlagAutoFreeOnLaunch
     case EventKind::GraphExecDestroy:
+      destroy_exec(ev, stack);
       return graphs_.destroy_exec(ev.f.handle);  // what its launches allocated stays live
     case EventKind::GraphDestroy:
       return graphs_.destroy_graph(ev.f.graph);
@@ -57,32 +61,85 @@ void Replay::graph_call(const format::Event& ev, const format::ApiInfo& api, uin
   }
 }
 
+namespace {
+// A node's allocation as the call that runs it (a launch or an upload) makes it.
+format::Event as_run_by(const GraphNode& n, const format::Event& ev) {
+  format::Event e = n.made;
+  e.seq = ev.seq;
+  e.time_ns = ev.time_ns;
+  e.result = 0;
+  // Graph memory comes from the graph's own pool, not from the stream's.
+  e.f.mask &= static_cast<uint16_t>(~(format::kHasStream | format::kHasPool));
+  return e;
+}
+}  // namespace
+
+// An upload (cudaGraphUpload, or an instantiation with the upload flag) allocates the exec's
+// allocation nodes ahead of its first launch: the H200's driver counts them as used right after
+// cudaGraphUpload (gpu-check row graphupload, 2026-12-01: 64 MiB used for 52 MiB of nodes, in
+// whole 32 MiB granules). They become live under the node's call site with the upload's stack
+// beside it. Free nodes wait for the launch; a node an earlier launch left live stays that
+// launch's.
+void Replay::upload(const format::Event& ev, uint32_t stack) {
+  if (ev.result != 0) return;
+  const GraphExec* exec = graphs_.exec(ev.f.handle);
+  if (!exec) return;
+  launch_stack_ = stack;
+  launch_api_ = ev.api;
+  std::vector<uint64_t>& made = uploaded_[ev.f.handle];
+  for (const GraphNode& n : exec->nodes) {
+    const format::Event e = as_run_by(n, ev);
+    if (n.alloc && !live_.find(e.f.address)) {
+      alloc(e, *apis_[e.api], n.stack);
+      made.push_back(e.f.address);
+    }
+  }
+  if (made.empty()) uploaded_.erase(ev.f.handle);
+  launch_stack_ = 0;
+}
+
+// What an upload made live for a launch that never came goes with the exec: on the H200 the used
+// figure fell back to the other graph's granule once such an exec was destroyed (row
+// graphupload). What launches made live stays (CUDA's rule for graph memory).
+void Replay::destroy_exec(const format::Event& ev, uint32_t stack) {
+  auto it = uploaded_.find(ev.f.handle);
+  if (it == uploaded_.end()) return;
+  for (uint64_t address : it->second) {
+    if (!live_.find(address)) continue;  // freed by hand meanwhile
+    format::Event e = ev;
+    e.f.address = address;
+    free(e, stack);
+  }
+  uploaded_.erase(it);
+}
+
 // A launch runs its exec's memory nodes in order: an allocation node whose memory is not live
 // becomes live (under the node's call site, with this launch's stack beside it); a free node
-// frees. With auto-free on launch, what the previous launch left live is freed first.
+// frees. With auto-free on launch, what the previous launch left live is freed first. What an
+// upload made live since the last launch is this launch's memory already.
 void Replay::launch(const format::Event& ev, uint32_t stack) {
   if (ev.result != 0) return;
   const GraphExec* exec = graphs_.exec(ev.f.handle);
   if (!exec) return;
-  launch_stack_ = stack;  // kept beside the sites of the memory this launch makes live
-  auto as_launched = [&](const GraphNode& n) {
-    format::Event e = n.made;
-    e.seq = ev.seq;
-    e.time_ns = ev.time_ns;
-    e.result = 0;
-    // Graph memory comes from the graph's own pool, not from the stream's.
-    e.f.mask &= static_cast<uint16_t>(~(format::kHasStream | format::kHasPool));
-    return e;
+  std::vector<uint64_t> uploaded;
+  if (auto it = uploaded_.find(ev.f.handle); it != uploaded_.end()) {
+    uploaded = std::move(it->second);
+    uploaded_.erase(it);
+  }
+  auto made_by_upload = [&](uint64_t address) {
+    return std::find(uploaded.begin(), uploaded.end(), address) != uploaded.end();
   };
+  launch_stack_ = stack;  // kept beside the sites of the memory this launch makes live
+  launch_api_ = ev.api;
   if (exec->auto_free)
     for (const GraphNode& n : exec->nodes)
-      if (n.alloc && live_.find(n.made.f.address)) {
-        format::Event e = as_launched(n);
+      if (n.alloc && live_.find(n.made.f.address) && !made_by_upload(n.made.f.address)) {
+        format::Event e = as_run_by(n, ev);
         e.api = ev.api;  // freed by this launch
         free(e, stack);
       }
   for (const GraphNode& n : exec->nodes) {
-    const format::Event e = as_launched(n);
+    const format::Event e = as_run_by(n, ev);
     const bool live = live_.find(e.f.address) != nullptr;
     if (n.alloc && !live) {
       alloc(e, *apis_[e.api], n.stack);

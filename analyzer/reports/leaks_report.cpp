@@ -143,11 +143,10 @@ class LeaksModel final : public ReportModel {
       text += fmt::format("\n{} {} in {} {}{}:\n", verb, size_and_bytes(row.bytes), things_held,
                           where(g), physical ? " created from" : " allocated from");
       append_site_stacks(text, row_stacks(row, sites), style, "    ");
-      // CUDA graph memory: the node above says where it was asked for, the launch when it came.
-      if (g.launch_stack) {
-        text += "  made live by a graph launch from:\n";
-        append_frames(text, frames_(g.launch_stack), style, "    ");
-      }
+      // CUDA graph memory: the node above says where it was asked for, the launch (or the upload
+      // ahead of it: cudaGraphUpload, an instantiation with the upload flag) when it came.
+      if (g.launch_stack)
+        append_made_live(text, g.launch_api, frames_(g.launch_stack), style, "  ");
     }
     if (omitted.count)
       text += fmt::format("\n... and {} more in {} (--top 0 shows all)\n",
@@ -253,12 +252,7 @@ class LeaksModel final : public ReportModel {
         json.field("bytes", g.bytes);
         json.field("count", g.count);
         write_frames(json, frames_(g.stack), depth);
-        if (g.launch_stack) {  // graph memory: where the launch that made it live was
-          json.key("launched");
-          json.begin_object();
-          write_frames(json, frames_(g.launch_stack), depth);
-          json.end_object();
-        }
+        if (g.launch_stack) write_made_live(json, g.launch_api, frames_(g.launch_stack), depth);
         json.end_object();
       }
       json.end_array();

@@ -113,6 +113,10 @@ class PeakModel final : public ReportModel {
                                               : plural(row.count, "allocation", "allocations"),
                           site_api_name(g.api));
       append_site_stacks(text, row_stacks(row, sites), stack_style(options_, kTextDepth), "      ");
+      // Graph memory at the peak: whether a launch or an upload ahead of it made it live.
+      if (g.launch_stack)
+        append_made_live(text, g.launch_api, frames_(g.launch_stack),
+                         stack_style(options_, kTextDepth), "    ");
     }
     if (rest_count)
       text +=
@@ -180,6 +184,7 @@ class PeakModel final : public ReportModel {
       json.field("share", whole ? double(g.bytes) / double(whole) : 0.0);
       json.field("api", api_name(g.api));
       write_frames(json, frames_(g.stack), depth);
+      if (g.launch_stack) write_made_live(json, g.launch_api, frames_(g.launch_stack), depth);
       json.end_object();
     }
     json.end_array();

@@ -209,6 +209,21 @@ void append_frames(std::string& text, const std::vector<Frame>& frames, const St
   append_site_stacks(text, {StackShare{&frames, 0, 0}}, style, indent);
 }
 
+void append_made_live(std::string& text, uint8_t api, const std::vector<Frame>& frames,
+                      const StackStyle& style, const std::string& indent) {
+  text += fmt::format("{}made live by {} from:\n", indent, api_name(api));
+  append_frames(text, frames, style, (indent + "  ").c_str());
+}
+
+void write_made_live(JsonWriter& json, uint8_t api, const std::vector<Frame>& frames,
+                     size_t depth) {
+  json.key("launched");
+  json.begin_object();
+  json.field("api", api_name(api));
+  write_frames(json, frames, depth);
+  json.end_object();
+}
+
 void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth) {
   const size_t shown = depth == 0 ? frames.size() : std::min(depth, frames.size());
   json.key("stack");

@@ -99,6 +99,13 @@ void append_frames(std::string& text, const std::vector<Frame>& frames, const St
 // "stack": [frame, ...] with the documented frame keys, each with its "owner" (user, cuda,
 // framework, interpreter, runtime), then "user_frame": the index of the user frame or null.
 void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth);
+// CUDA graph memory (issue 12): the site's stack says where the node was made; these say which
+// call made it live, a launch or an upload ahead of it (`api`), and its stack `frames`. Text: a
+// "made live by cudaGraphUpload from:" line at `indent`, the frames two spaces further in; JSON:
+// "launched": {"api", "stack"}.
+void append_made_live(std::string& text, uint8_t api, const std::vector<Frame>& frames,
+                      const StackStyle& style, const std::string& indent);
+void write_made_live(JsonWriter& json, uint8_t api, const std::vector<Frame>& frames, size_t depth);
 
 // A failed allocation's "api", "bytes", "result", "seq", "time_ns" and "stack" (`summary`'s
 // failures, `peak`'s first failure), into the object the caller has begun.

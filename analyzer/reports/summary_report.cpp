@@ -2,6 +2,7 @@
 // and frees by API, the peak and when, what was live at the end, failed allocations, and how
 // the process ended. One pass over the events.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -169,15 +170,26 @@ struct SummaryModel final : public ReportModel {
   // What CUDA graphs did, so graph memory is neither missed nor counted once per replay.
   static void append_graphs(const GraphActivity& g, std::string& text) {
     if (!g.any()) return;
-    text += fmt::format(
-        "  cuda graphs   {} captured: {} of {} made while capturing (graph memory nodes, live "
-        "from the launch that runs them); {} replayed{}, {} after the first launch\n",
-        plural(g.captures, "stream", "streams"),
-        plural(g.capture_allocations, "allocation", "allocations"), size_and_bytes(g.capture_bytes),
-        plural(g.launches, "launch", "launches"),
-        g.uploads ? fmt::format(" ({} before launching)", plural(g.uploads, "upload", "uploads"))
-                  : std::string(),
-        plural(g.allocations_between_launches, "allocation", "allocations"));
+    // Only what happened: a program that builds graphs node by node captures no stream, and one
+    // that captures but never launches has nothing to say about launches.
+    std::vector<std::string> parts;
+    if (g.captures || g.capture_allocations)
+      parts.push_back(fmt::format(
+          "{} captured: {} of {} made while capturing (graph memory nodes, live from the launch "
+          "that runs them, or an upload before it)",
+          plural(g.captures, "stream", "streams"),
+          plural(g.capture_allocations, "allocation", "allocations"),
+          size_and_bytes(g.capture_bytes)));
+    if (g.launches || g.uploads)
+      parts.push_back(fmt::format(
+          "{} replayed{}, {} after the first launch", plural(g.launches, "launch", "launches"),
+          // An upload allocates the exec's nodes ahead of its launch (the H200, issue 12).
+          g.uploads ? fmt::format(" (and {}: nodes live from the upload)",
+                                  plural(g.uploads, "upload", "uploads"))
+                    : std::string(),
+          plural(g.allocations_between_launches, "allocation", "allocations")));
+    if (parts.empty()) return;
+    text += fmt::format("  cuda graphs   {}\n", fmt::join(parts, "; "));
   }
 
   static void append_anomalies(const Anomalies& a, const std::vector<Series>& series,

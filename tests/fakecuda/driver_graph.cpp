@@ -5,15 +5,17 @@
 // each launch that finds it free; it stays allocated until a free node, cuMemFree or an
 // auto-free-on-launch relaunch gives it back. The device's graph memory pool keeps physical
 // memory in 32 MiB chunks (as CUPTI shows on an H200): a launch, or an upload before it
-// (cuGraphUpload maps the exec's memory ahead of its first launch, the programming guide's
-// "First Launch / cudaGraphUpload"), reserves what its nodes need beyond what the pool already
+// (cuGraphUpload allocates the exec's nodes ahead of its first launch: the H200's driver counts
+// them as used right after it), reserves what its nodes need beyond what the pool already
 // holds, frees leave it reserved, and only a trim gives back the chunks no live allocation needs.
-// cuDeviceGetGraphMemAttribute reports both figures; its used figure counts each live allocation
-// in whole chunks, as the H200 does (160 MiB used for 64 + 64 + 4 MiB).
+// cuDeviceGetGraphMemAttribute reports both figures; its used figure counts whole chunks, packing
+// the live allocations of one graph's nodes together (see graph_memory_used). An uploaded exec
+// destroyed before any launch gives back what its upload allocated.
 #include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "cuda_decls.h"
@@ -26,15 +28,28 @@ struct MemNode {
   uintptr_t address = 0;
   size_t size = 0, charged = 0;
   int device = 0;
+  uint64_t graph = 0;  // id of the graph the node was made in: its nodes share pool chunks
 };
+
+namespace {
+// Made under state().mu, like every graph. Ids, not pointers: a new graph may reuse a freed one's.
+uint64_t next_graph_id() {
+  static uint64_t last = 0;
+  return ++last;
+}
+}  // namespace
 
 struct CUgraph_st {
   std::vector<MemNode> nodes;
+  uint64_t id = next_graph_id();
 };
 
 struct CUgraphExec_st {
   std::vector<MemNode> nodes;
   unsigned long long flags = 0;
+  // Addresses an upload allocated that no launch has run since: the next launch runs on them,
+  // and destroying the exec before that gives them back.
+  std::set<uintptr_t> uploaded;
 };
 
 struct CUgraphNode_st {};
@@ -56,24 +71,30 @@ struct GraphPool {
 };
 std::map<int, GraphPool> g_pools;  // by device
 
-// What an allocation node holds of the pool while its memory is live: whole chunks.
-size_t pool_bytes(size_t size) { return round_up(size, kGraphPoolChunk); }
-
-// Bytes that launches of allocation nodes hold now on `device`, in the pool's chunks.
+// Bytes that allocation nodes hold now on `device`, in the pool's chunks, the live allocations of
+// one graph's nodes packed together. What the H200 showed (driver 580, gpu-check row graphupload,
+// 2026-12-01): 64 MiB used right after uploading a graph of 3 x 4 MiB + 40 MiB nodes (52 MiB
+// packed, not 32 + 32 + 32 + 64 rounded one by one); 64 MiB once the 40 MiB was freed and another
+// graph's 16 MiB node was uploaded (12 and 16 MiB in two graphs: a chunk each, not 28 MiB in one);
+// 32 MiB after that second exec was destroyed unlaunched and the pool trimmed. The 2026-11-30 run
+// (160 MiB for 2 x 64 MiB of one graph + 4 MiB of another) fits the same rule.
 size_t graph_memory_used(int device) {
-  size_t used = 0;
+  std::map<uint64_t, size_t> by_graph;
   for (const auto& [base, a] : state().allocations)
-    if (a.kind == AllocKind::Graph && a.device == device) used += pool_bytes(a.size);
+    if (a.kind == AllocKind::Graph && a.device == device)
+      by_graph[g_node_memory[base].graph] += a.size;
+  size_t used = 0;
+  for (const auto& [graph, bytes] : by_graph) used += round_up(bytes, kGraphPoolChunk);
   return used;
 }
 
-// After a launch (grow = true) or a trim: the pool holds whole chunks covering what is used,
-// and `ahead` bytes more an upload mapped for allocations its exec has not made yet.
-void settle_graph_pool(int device, bool grow, size_t ahead = 0) {
+// After a launch or an upload (grow = true) or a trim: the pool holds whole chunks covering what
+// is used. (The H200 reserved 96 MiB for the 64 MiB used after the upload above, in three 32 MiB
+// records; how it splits them is not modelled: here it reserves what is used.)
+void settle_graph_pool(int device, bool grow) {
   GraphPool& p = g_pools[device];
   const size_t used = graph_memory_used(device);
-  const size_t needed = used + ahead;
-  p.reserved = grow ? std::max(p.reserved, needed) : needed;
+  p.reserved = grow ? std::max(p.reserved, used) : used;
   p.used_high = std::max(p.used_high, used);
   p.reserved_high = std::max(p.reserved_high, p.reserved);
 }
@@ -82,6 +103,7 @@ CUresult add_alloc_node(CUgraph graph, int device, size_t size, uintptr_t* out) 
   if (size == 0 || !valid_device(device)) return CUDA_ERROR_INVALID_VALUE;
   MemNode n;
   n.address = 0;
+  n.graph = graph->id;
   n.size = size;
   n.charged = round_up(size, kAllocAlignment);
   n.device = device;
@@ -147,7 +169,7 @@ CUresult instantiate(CUgraphExec* exec, CUgraph graph, unsigned long long flags)
   if (!exec) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(state().mu);
   if (!g_graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
-  auto* e = new CUgraphExec_st{graph->nodes, flags};
+  auto* e = new CUgraphExec_st{graph->nodes, flags, {}};
   g_execs.insert(e);
   *exec = e;
   return CUDA_SUCCESS;
@@ -158,32 +180,26 @@ void free_graph_memory(uintptr_t address) {
   if (it != state().allocations.end() && it->second.kind == AllocKind::Graph) remove_allocation(it);
 }
 
-CUresult launch(CUgraphExec exec) {
-  if (CUresult r = require_init()) return r;
-  CUctx_st* ctx = nullptr;
-  if (CUresult r = current_context(&ctx)) return r;
+// Allocates the exec's allocation nodes that are not allocated now (a launch, or an upload ahead
+// of it), all or none; `made` gets their addresses. A launch passes `refuse_live`: CUDA refuses to
+// launch a graph whose allocation an earlier launch left allocated, unless the upload since made
+// it (`exec->uploaded`). The caller holds state().mu and settles the pool.
+CUresult allocate_nodes(CUgraphExec exec, CUctx_st* ctx, bool refuse_live,
+                        std::vector<uintptr_t>& made) {
   State& s = state();
-  std::lock_guard lock(s.mu);
-  if (!g_execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
-  // Auto-free on launch: what the previous launch left allocated goes first.
-  if (exec->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-    for (const MemNode& n : exec->nodes)
-      if (n.alloc) free_graph_memory(n.address);
-  // CUDA refuses to launch a graph whose allocation is still allocated (by an earlier launch
-  // nobody freed): checked before anything changes.
-  std::map<int, size_t> wanted;  // by device
+  std::map<int, size_t> wanted;  // by device; checked before anything changes
   for (const MemNode& n : exec->nodes)
     if (n.alloc) {
-      if (s.allocations.count(n.address)) return CUDA_ERROR_INVALID_VALUE;
+      if (s.allocations.count(n.address)) {
+        if (refuse_live && !exec->uploaded.count(n.address)) return CUDA_ERROR_INVALID_VALUE;
+        continue;
+      }
       wanted[n.device] += n.charged;
     }
   for (const auto& [device, bytes] : wanted)
     if (bytes > s.devices[device].capacity - s.devices[device].used) return CUDA_ERROR_OUT_OF_MEMORY;
   for (const MemNode& n : exec->nodes) {
-    if (!n.alloc) {
-      free_graph_memory(n.address);
-      continue;
-    }
+    if (!n.alloc || s.allocations.count(n.address)) continue;
     s.devices[n.device].used += n.charged;
     Allocation a;
     a.base = n.address;
@@ -194,22 +210,53 @@ CUresult launch(CUgraphExec exec) {
     a.ctx = ctx;
     a.id = s.next_id++;
     s.allocations.emplace(a.base, a);
+    made.push_back(n.address);
   }
-  for (const auto& [device, bytes] : wanted) settle_graph_pool(device, true);
   return CUDA_SUCCESS;
 }
 
-// An upload maps the memory of the exec's allocation nodes that are not allocated now, so its
-// first launch finds the pool ready; nothing is allocated until that launch.
-CUresult upload(CUgraphExec exec) {
+void settle_graph_pools(const CUgraphExec_st& exec) {
+  std::set<int> devices;
+  for (const MemNode& n : exec.nodes) devices.insert(n.device);
+  for (int device : devices) settle_graph_pool(device, true);
+}
+
+CUresult launch(CUgraphExec exec) {
   if (CUresult r = require_init()) return r;
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context(&ctx)) return r;
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!g_execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
-  std::map<int, size_t> ahead;  // by device
+  // Auto-free on launch: what the previous launch left allocated goes first; what an upload
+  // allocated since is this launch's own memory already.
+  if (exec->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+    for (const MemNode& n : exec->nodes)
+      if (n.alloc && !exec->uploaded.count(n.address)) free_graph_memory(n.address);
+  std::vector<uintptr_t> made;
+  if (CUresult r = allocate_nodes(exec, ctx, true, made)) return r;
+  exec->uploaded.clear();  // from now on the launch's, as if it had allocated them
   for (const MemNode& n : exec->nodes)
-    if (n.alloc && !s.allocations.count(n.address)) ahead[n.device] += pool_bytes(n.size);
-  for (const auto& [device, bytes] : ahead) settle_graph_pool(device, true, bytes);
+    if (!n.alloc) free_graph_memory(n.address);
+  settle_graph_pools(*exec);
+  return CUDA_SUCCESS;
+}
+
+// An upload allocates the exec's allocation nodes that are not allocated now, ahead of its first
+// launch: the H200's driver counts them as used right after cuGraphUpload (gpu-check row
+// graphupload, 2026-12-01). Free nodes wait for the launch. One an earlier launch left allocated
+// stays as it is: the next launch treats it as that launch's.
+CUresult upload(CUgraphExec exec) {
+  if (CUresult r = require_init()) return r;
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = current_context(&ctx)) return r;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (!g_execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<uintptr_t> made;
+  if (CUresult r = allocate_nodes(exec, ctx, false, made)) return r;
+  exec->uploaded.insert(made.begin(), made.end());
+  settle_graph_pools(*exec);
   return CUDA_SUCCESS;
 }
 
@@ -297,10 +344,13 @@ FAKECUDA_API CUresult cuGraphUpload(CUgraphExec exec, CUstream) { return upload(
 FAKECUDA_API CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream) { return upload(exec); }
 
 // Destroying an exec or a graph frees nothing a launch allocated: that memory stays until it is
-// freed (CUDA's rule too).
+// freed (CUDA's rule too). What an upload allocated for a launch that never came goes with the
+// exec: on the H200 the used figure fell back to the first graph's 32 MiB after such an exec was
+// destroyed (row graphupload, 2026-12-01).
 FAKECUDA_API CUresult cuGraphExecDestroy(CUgraphExec exec) {
   std::lock_guard lock(state().mu);
   if (g_execs.erase(exec) == 0) return CUDA_ERROR_INVALID_VALUE;
+  for (uintptr_t address : exec->uploaded) free_graph_memory(address);
   delete exec;
   return CUDA_SUCCESS;
 }

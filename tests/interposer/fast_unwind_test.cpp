@@ -3,15 +3,18 @@
 // recursion, other threads, signal handlers (which must go to libunwind). Wherever the fast walk
 // answers, its frames must be exactly libunwind's.
 #define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <libunwind.h>
 #include <signal.h>
-#include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "fast_unwinder.h"
@@ -32,6 +35,7 @@ struct Seen {
   std::vector<uint64_t> slow;  // libunwind's, from the same frame outward (empty: not found)
   std::set<int> kinds;         // rule kinds of the fast walk's frames
   int max = kMax;
+  gmemhook::StopRange stop;
 };
 
 thread_local FrameRuleCache t_cache;
@@ -43,7 +47,7 @@ __attribute__((noinline)) void probe() {
   Seen& s = *t_seen;
   uint64_t fast[kMax];
   void* slow[kMax + 8];
-  s.fast_count = gmemhook::fast_backtrace(t_cache, fast, s.max);
+  s.fast_count = gmemhook::fast_backtrace(t_cache, fast, s.max, s.stop);
   int n = unw_backtrace(slow, s.max + 8);
   if (s.fast_count <= 1) return;
   s.fast.assign(fast + 1, fast + s.fast_count);
@@ -57,9 +61,10 @@ __attribute__((noinline)) void probe() {
   for (uint64_t pc : s.fast) s.kinds.insert(gmemhook::find_frame_rule(pc - 1).kind);
 }
 
-Seen walk(const std::vector<int>& shape, int depth, int max = kMax) {
+Seen walk(const std::vector<int>& shape, int depth, int max = kMax, gmemhook::StopRange stop = {}) {
   Seen s;
   s.max = max;
+  s.stop = stop;
   t_seen = &s;
   unwind_shapes::Walk w{shape.data(), static_cast<int>(shape.size()), probe};
   unwind_shapes::step(depth, w);
@@ -126,13 +131,14 @@ __attribute__((noinline)) Seen walk_from_b(const std::vector<int>& shape, int de
 
 TEST(FastUnwind, ShadowStackNoticesChangedCallers) {
   const std::vector<int> shape{1, 2, 3, 0};
-  const uint64_t before = t_cache.reused_walks();
+  const uint64_t before = t_cache.reused_walks() + t_cache.recent_walks_used();
   Seen a[2];
   for (Seen& s : a) s = walk_from_a(shape, 20);  // one call site: equal stacks
   expect_same_as_libunwind(a[1], "second walk from a");
   EXPECT_EQ(a[0].fast, a[1].fast);
   const Seen& a2 = a[1];
-  EXPECT_GT(t_cache.reused_walks(), before) << "the repeated walk did not reuse the last one";
+  EXPECT_GT(t_cache.reused_walks() + t_cache.recent_walks_used(), before)
+      << "the repeated walk did not reuse the last one";
   Seen b = walk_from_b(shape, 20);
   expect_same_as_libunwind(b, "walk from b");
   EXPECT_NE(a2.fast, b.fast);
@@ -144,6 +150,111 @@ TEST(FastUnwind, ShadowStackNoticesChangedCallers) {
   expect_same_as_libunwind(cut_short, "max 7 after a full walk");
   Seen full_again = walk(shape, 40);
   expect_same_as_libunwind(full_again, "full walk after a cut one");
+}
+
+// Two call paths in turn, as a training loop's allocations come: each walk starts where the
+// one before the last did, and is taken whole from the recent walks once its loads are checked —
+// while the other path, alike in its first frames, never is.
+TEST(FastUnwind, RecentWalksServePathsThatComeInTurn) {
+  const std::vector<int> shape{1, 2, 3, 0, 4};
+  Seen first_a, first_b;
+  uint64_t before = 0;
+  for (int round = 0; round < 5; ++round) {
+    Seen a = walk_from_a(shape, 10);
+    Seen b = walk_from_b(shape, 10);
+    expect_same_as_libunwind(a, "a, round " + std::to_string(round));
+    expect_same_as_libunwind(b, "b, round " + std::to_string(round));
+    if (round == 0) {
+      first_a = a;
+      first_b = b;
+      before = t_cache.recent_walks_used();
+      continue;
+    }
+    EXPECT_EQ(a.fast, first_a.fast);
+    EXPECT_EQ(b.fast, first_b.fast);
+  }
+  EXPECT_NE(first_a.fast, first_b.fast);
+  // The first walk after round 0 follows another walk than it did then: it may be walked again.
+  EXPECT_GE(t_cache.recent_walks_used() - before, 7u) << "the later rounds' walks were recent ones";
+}
+
+// More paths at one depth than a set of recent walks has ways, in a repeating order (as the
+// backward pass's allocations come on PyTorch's autograd thread, with no Python frame to tell
+// them apart): each is still found whole, and each is its own.
+template <int kPath>
+__attribute__((noinline)) Seen walk_from_path(const std::vector<int>& shape, int depth) {
+  volatile int marker = kPath;
+  Seen s = walk(shape, depth);
+  s.max += marker - kPath;
+  return s;
+}
+
+template <int... kPaths>
+std::vector<Seen> walk_paths(const std::vector<int>& shape, int depth,
+                             std::integer_sequence<int, kPaths...>) {
+  return {walk_from_path<kPaths>(shape, depth)...};
+}
+
+TEST(FastUnwind, RecentWalksServeManyPathsAtOneDepth) {
+  const std::vector<int> shape{1, 3, 0};
+  std::vector<Seen> first;
+  uint64_t before = 0;
+  for (int round = 0; round < 4; ++round) {
+    std::vector<Seen> paths = walk_paths(shape, 8, std::make_integer_sequence<int, 20>());
+    for (size_t p = 0; p < paths.size(); ++p)
+      expect_same_as_libunwind(paths[p], "path " + std::to_string(p));
+    if (round == 0) {
+      first = paths;
+      before = t_cache.recent_walks_used();
+      continue;
+    }
+    for (size_t p = 0; p < paths.size(); ++p) EXPECT_EQ(paths[p].fast, first[p].fast) << p;
+  }
+  for (size_t p = 1; p < first.size(); ++p) EXPECT_NE(first[p].fast, first[0].fast) << p;
+  EXPECT_GE(t_cache.recent_walks_used() - before, 3 * 20u - 2) << "later rounds found whole";
+}
+
+// The recorder stops a walk at the innermost interpreter-loop call: the frame whose return
+// address lies in the range is the last, whether the walk steps or reuses the last walk's frames,
+// and a walk with another range (or none) never reuses a stopped one.
+TEST(FastUnwind, StopsAtTheFirstFrameInItsRange) {
+  const std::vector<int> shape{1, 2, 3, 0};
+  // Every walk from one call site (the loop below), so that a whole walk can be compared.
+  struct Case {
+    const char* what;
+    int max;
+    uint64_t lo, hi;  // the range as offsets from `at`: filled in after the first walk
+    bool stops;
+  };
+  const Case cases[] = {
+      {"full", kMax, 0, 0, false},
+      {"stopped", kMax, 1, 0, true},
+      {"stopped again (reusing the last walk)", kMax, 1, 0, true},
+      {"no range after a stopped walk", kMax, 0, 0, false},
+      {"the range after a full walk", kMax, 1, 0, true},
+      {"a range holding no frame", kMax, 0, 1, false},
+      {"max reached at the frame in the range", -1, 1, 0, true},
+  };
+  std::vector<uint64_t> full, expected;
+  uint64_t at = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const gmemhook::StopRange stop =
+        c.lo || c.hi ? gmemhook::StopRange{at - c.lo, at + c.hi} : gmemhook::StopRange{};
+    const int max = c.max > 0 ? c.max : static_cast<int>(expected.size()) + 1;
+    Seen s = walk(shape, 20, max, stop);
+    if (full.empty()) {
+      expect_same_as_libunwind(s, "full");
+      full = s.fast;
+      ASSERT_GT(full.size(), 12u);
+      at = full[10];
+      size_t first = 0;  // a recursion repeats return addresses: the first one stops the walk
+      while (full[first] != at) ++first;
+      expected.assign(full.begin(), full.begin() + static_cast<long>(first) + 1);
+      continue;
+    }
+    EXPECT_EQ(s.fast, c.stops ? expected : full);
+  }
 }
 
 TEST(FastUnwind, DeepRecursionStopsAtMax) {
@@ -186,7 +297,8 @@ void raise_with_handler(bool alternate_stack) {
     ss.ss_size = alt.size();
     ASSERT_EQ(sigaltstack(&ss, nullptr), 0);
   }
-  struct sigaction sa{}, old{};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = on_signal;
   sa.sa_flags = alternate_stack ? SA_ONSTACK : 0;
   ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
@@ -232,6 +344,43 @@ TEST(FrameRules, KnownShapes) {
   static const char data[64] = {};
   EXPECT_EQ(gmemhook::find_frame_rule(reinterpret_cast<uint64_t>(data)).kind,
             FrameRule::kUnsupported);
+}
+
+bool same_rule(const FrameRule& a, const FrameRule& b) {
+  return a.kind == b.kind && a.ra_offset == b.ra_offset && a.rbp_offset == b.rbp_offset &&
+         a.cfa_offset == b.cfa_offset;
+}
+
+// The remembered table of objects answers as a scan of every object does; it is made again when
+// an object is loaded, and never reads one that was unloaded.
+TEST(FrameRules, ObjectTableFollowsLoadsAndUnloads) {
+  auto table = std::make_unique<gmemhook::ObjectTable>();
+  Seen s = walk({0, 1, 2, 3, 4}, 30);
+  ASSERT_GT(s.fast_count, 20);
+  for (uint64_t pc : s.fast)
+    EXPECT_TRUE(same_rule(gmemhook::find_frame_rule(pc - 1, nullptr, table.get()),
+                          gmemhook::find_frame_rule(pc - 1)));
+  EXPECT_EQ(table->made, 1u) << "made once, then answered from";
+  EXPECT_TRUE(table->valid);
+
+  void* lib = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) GTEST_SKIP() << "libz.so.1 not found: " << dlerror();
+  auto code = reinterpret_cast<uint64_t>(dlsym(lib, "crc32"));
+  ASSERT_NE(code, 0u);
+  const FrameRule scanned = gmemhook::find_frame_rule(code + 1);
+  EXPECT_NE(scanned.kind, FrameRule::kUnsupported) << "crc32 has unwind tables";
+  EXPECT_TRUE(same_rule(gmemhook::find_frame_rule(code + 1, nullptr, table.get()), scanned));
+  EXPECT_EQ(table->made, 2u) << "a loaded object makes the table again";
+  // Unloaded: nothing is there any more, whatever the table held.
+  Dl_info info{};
+  const bool unloaded = dlclose(lib) == 0 && !dladdr(reinterpret_cast<void*>(code), &info);
+  if (!unloaded) GTEST_SKIP() << "libz.so.1 stayed loaded (another user holds it)";
+  const char* why = nullptr;
+  EXPECT_EQ(gmemhook::find_frame_rule(code + 1, &why, table.get()).kind, FrameRule::kUnsupported);
+  EXPECT_STREQ(why, "not in any loaded object");
+  EXPECT_EQ(table->made, 3u);
+  EXPECT_TRUE(same_rule(gmemhook::find_frame_rule(s.fast[0] - 1, nullptr, table.get()),
+                        gmemhook::find_frame_rule(s.fast[0] - 1)));
 }
 
 }  // namespace

@@ -273,10 +273,11 @@ TEST(Untouched, ExitStatusRecordedAndSummaryLinePrinted) {
 // The training scenario makes 66 captures on one thread: the first 32 step through libunwind
 // either way, the rest are the fast walk's, so both halves are compared.
 TEST(Stacks, FastUnwinderRecordsWhatLibunwindRecords) {
-  auto stacks_with = [](const std::string& fast) {
-    fs::path out = temp_dir("fast-unwind-" + fast);
+  auto stacks_with = [](const std::string& fast, const std::string& recent = "1") {
+    fs::path out = temp_dir("fast-unwind-" + fast + "-" + recent);
     auto env = traced_env(out);
     env["GMEMHOOK_FAST_UNWIND"] = fast;
+    env["GMEMHOOK_RECENT_WALKS"] = recent;
     RunResult r = run({scenario_path(), "training", "1"}, env);
     EXPECT_TRUE(r.exited(0)) << r.err;
     LoggedProcess p = only_process(out);
@@ -294,11 +295,14 @@ TEST(Stacks, FastUnwinderRecordsWhatLibunwindRecords) {
   };
   auto libunwind = stacks_with("0");
   auto fast = stacks_with("1");
+  auto frame_by_frame = stacks_with("1", "0");  // GMEMHOOK_RECENT_WALKS=0
   ASSERT_GT(libunwind.size(), 60u);
   ASSERT_EQ(fast.size(), libunwind.size());
+  ASSERT_EQ(frame_by_frame.size(), libunwind.size());
   size_t with_stack = 0;
   for (size_t i = 0; i < fast.size(); ++i) {
     EXPECT_EQ(fast[i], libunwind[i]) << "event " << i;
+    EXPECT_EQ(frame_by_frame[i], libunwind[i]) << "event " << i << ", no recent walks";
     with_stack += !fast[i].empty();
   }
   EXPECT_GT(with_stack, 60u);
@@ -412,11 +416,12 @@ TEST(GraphPool, LaunchesUploadsAndTrimsCarryUsedAndReservedBytes) {
   const Figures driver = {
       {kChunk, kChunk}, {kChunk, kChunk}, {0, kChunk},      {kChunk, kChunk}, {kChunk, kChunk},
       {0, 0},           {kChunk, kChunk}, {kChunk, kChunk}, {kChunk, kChunk}, {0, 0}};
-  // scenario_graph_upload.cpp: an 8 MiB node uploaded (reserved, nothing used), launched, freed
-  // and trimmed, uploaded again; a 40 MiB node instantiated with the upload flag (two chunks);
-  // a trim.
-  const Figures uploads = {{0, kChunk}, {kChunk, kChunk}, {0, 0},
-                           {0, kChunk}, {0, 2 * kChunk},  {0, 0}};
+  // scenario_graph_upload.cpp: an 8 MiB node uploaded (allocated there: a chunk used), launched
+  // (on that memory: the same figures), freed and trimmed, uploaded again (used again; the exec's
+  // destruction frees it, leaving the chunk reserved); a 40 MiB node instantiated with the upload
+  // flag (two chunks used), freed with its exec; a trim.
+  const Figures uploads = {{kChunk, kChunk}, {kChunk, kChunk},         {0, 0},
+                           {kChunk, kChunk}, {2 * kChunk, 2 * kChunk}, {0, 0}};
   for (auto [path, expected] :
        {std::pair{"runtime-symbol", runtime}, std::pair{"driver-symbol", driver}}) {
     SCOPED_TRACE(path);

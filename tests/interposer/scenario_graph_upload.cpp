@@ -1,7 +1,7 @@
 // The scenario's part for graph uploads (issue 12): cudaGraphUpload / cuGraphUpload and their
-// _ptsz twins map an exec's memory before its first launch, and an instantiation with the upload
-// flag does the same at once. On the simulated device the graph pool reserves at the upload and
-// allocates nothing until the launch; recorder_test.cpp checks the pool's figures each call
+// _ptsz twins allocate an exec's allocation nodes before its first launch, and an instantiation
+// with the upload flag does the same at once; destroying the exec before a launch gives that
+// memory back (as the H200 showed). recorder_test.cpp checks the pool's figures each call
 // records. Each hooked call is announced with say() just as in scenario.cpp.
 #include "scenario.h"
 
@@ -34,8 +34,9 @@ void exercise_runtime_graph_upload(void* runtime) {
 
   cudaStream_t s;
   CHECK_RT(cudaStreamCreate(&s));
-  // An 8 MiB allocation node: uploaded (the pool reserves a chunk), launched (now it is
-  // allocated), freed, trimmed, uploaded again through the _ptsz ABI.
+  // An 8 MiB allocation node: uploaded (allocated there, a chunk), launched (on that memory),
+  // freed, trimmed, uploaded again through the _ptsz ABI (allocated again), and the exec
+  // destroyed unlaunched (freed).
   cudaGraph_t g;
   CHECK_RT(cudaGraphCreate(&g, 0));
   cudaMemAllocNodeParams params{};
@@ -63,7 +64,8 @@ void exercise_runtime_graph_upload(void* runtime) {
   say("cudaGraphDestroy", 0, 0);
   CHECK_RT(r.destroy(g));
 
-  // A 40 MiB node instantiated with the upload flag: two chunks reserved, nothing allocated.
+  // A 40 MiB node instantiated with the upload flag: allocated there (two chunks), freed with the
+  // unlaunched exec.
   CHECK_RT(cudaGraphCreate(&g, 0));
   params.bytesize = 40 * kMiB;
   CHECK_RT(r.add_alloc(&node, g, nullptr, 0, &params));

@@ -185,6 +185,23 @@ def gc_callbacks():
         gc.callbacks.remove(on_gc)
 
 
+def site_a():
+    return alloc(192)
+
+
+def site_b():
+    return alloc(192)
+
+
+def sites_in_turn():
+    # Two places, same Python depth, the same native frames below the interpreter loop, taking
+    # turns as a training loop's allocations do: once the fast unwinder reuses its recent walks,
+    # only the Python frames tell these stacks apart (the recorder's memo of stack ids).
+    for _ in range(40):
+        site_a()
+        site_b()
+
+
 def loop_site():
     for _ in range(50):
         alloc(128)
@@ -204,6 +221,7 @@ def main():
     t.start()
     t.join()
     gc_callbacks()
+    sites_in_turn()
     loop_site()
 
 

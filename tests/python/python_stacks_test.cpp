@@ -188,12 +188,32 @@ TEST_P(PythonStacks, FramesFilesAndLinesMatchWhatTheInterpreterReports) {
     EXPECT_EQ(n.text.find("python"), std::string::npos) << n.text;
 }
 
+// How many of a native stack's frames are calls of the interpreter loop, and whether its last
+// (outermost) frame is one.
+struct LoopFrames {
+  size_t count = 0;
+  bool last = false;
+};
+LoopFrames loop_frames(const std::vector<uint64_t>& native, const Range& loop) {
+  LoopFrames l;
+  for (uint64_t pc : native) l.count += loop.contains(pc - 1);
+  l.last = !native.empty() && loop.contains(native.back() - 1);
+  return l;
+}
+
+// With the whole native walk (GMEMHOOK_FULL_NATIVE_STACKS=1) every loop call is in the stack.
 TEST_P(PythonStacks, EntryFramesMatchTheNativeInterpreterLoopCalls) {
-  TracedRun t = trace(GetParam());
+  TracedRun t = trace(GetParam(), {{"GMEMHOOK_FULL_NATIVE_STACKS", "1"}});
   ASSERT_TRUE(t.result.exited(0)) << t.result.err;
   auto loop = interpreter_loop(*t.reader);
   if (!loop) GTEST_SKIP() << "no _PyEval_EvalFrameDefault symbol in the interpreter's objects";
   ASSERT_FALSE(t.allocations.empty());
+  size_t past_loop = 0;  // stacks that go on past their innermost loop call
+  for (const Allocation& a : t.allocations) {
+    LoopFrames l = loop_frames(a.native, *loop);
+    past_loop += l.count >= 1 && !l.last;
+  }
+  EXPECT_EQ(past_loop, t.allocations.size()) << "the setting keeps the interpreter's callers";
   for (size_t i = 0; i < t.allocations.size(); ++i) {
     const Allocation& a = t.allocations[i];
     SCOPED_TRACE("allocation " + std::to_string(i));
@@ -229,13 +249,51 @@ TEST_P(PythonStacks, EntryFramesMatchTheNativeInterpreterLoopCalls) {
   }
 }
 
+// By default an event with Python frames ends its native walk at the innermost interpreter-loop
+// call, kept as its last frame: the Python frames carry the callers from there.
+TEST_P(PythonStacks, NativeStacksEndAtTheInnermostInterpreterLoopCall) {
+  TracedRun t = trace(GetParam());
+  ASSERT_TRUE(t.result.exited(0)) << t.result.err;
+  auto loop = interpreter_loop(*t.reader);
+  if (!loop) GTEST_SKIP() << "no _PyEval_EvalFrameDefault symbol in the interpreter's objects";
+  ASSERT_GT(t.allocations.size(), 60u);
+  for (size_t i = 0; i < t.allocations.size(); ++i) {
+    const Allocation& a = t.allocations[i];
+    SCOPED_TRACE("allocation " + std::to_string(i));
+    ASSERT_FALSE(a.python.empty());
+    LoopFrames l = loop_frames(a.native, *loop);
+    EXPECT_EQ(l.count, 1u) << "one loop call, the innermost";
+    EXPECT_TRUE(l.last) << "the stack ends at it";
+    // Merged: the native frames up to the loop, then every Python frame in order.
+    std::vector<analysis::Frame> native;
+    for (uint64_t pc : a.native) {
+      analysis::Frame f;
+      f.address = pc;
+      if (loop->contains(pc - 1)) f.function = "_PyEval_EvalFrameDefault";
+      native.push_back(f);
+    }
+    auto merged = analysis::merge_python_frames(native, a.python, *a.thread);
+    ASSERT_EQ(merged.size(), a.native.size() - 1 + a.python.size());
+    for (size_t k = 0; k < a.python.size(); ++k)
+      EXPECT_EQ(describe(merged[a.native.size() - 1 + k]),
+                describe(analysis::python_frame(a.python[k], *a.thread)));
+  }
+}
+
 TEST_P(PythonStacks, OffMeansNativeStacksOnly) {
   TracedRun t = trace(GetParam(), {{"GMEMHOOK_PYTHON", "0"}});
   ASSERT_TRUE(t.result.exited(0)) << t.result.err;
   ASSERT_GT(t.allocations.size(), 60u);
+  auto loop = interpreter_loop(*t.reader);
   for (const Allocation& a : t.allocations) {
     EXPECT_FALSE(a.native.empty());
     EXPECT_TRUE(a.python.empty());
+    // Without Python frames nothing else says who called: the walk goes past the loop.
+    if (loop) {
+      LoopFrames l = loop_frames(a.native, *loop);
+      EXPECT_GE(l.count, 1u);
+      EXPECT_FALSE(l.last);
+    }
   }
   for (size_t i = 0; i < t.reader->thread_count(); ++i)
     EXPECT_EQ(t.reader->thread(i).py_code_count(), 0u);

@@ -15,20 +15,25 @@ namespace {
 using analysis::ProcessReader;
 using format::ApiId;
 
-TEST(Reader, MergesThreeThreadFilesBySequence) {
+// Three threads (tids 100, 101, 102) whose events interleave, `per_thread` each: event seq n has
+// address 0x1000 * n and comes from thread 100 + (n - 1) % 3. Each file only knows its own seqs.
+ProcessLogs three_interleaved_threads(uint64_t per_thread) {
   ProcessLogs logs = small_two_thread_process(true);
   logs.threads.clear();
-  // Three threads whose events interleave; each file only knows its own seqs.
   for (uint64_t k = 0; k < 3; ++k) {
     ThreadLogBuilder t(logs.pid, 100 + k, kStartNs);
-    for (uint64_t i = 0; i < 5; ++i) {
+    for (uint64_t i = 0; i < per_thread; ++i) {
       auto ev = make_event(ApiId::cudaMalloc, 1 + k + 3 * i, kStartNs + 10 * (1 + k + 3 * i));
       ev.f.set_address(0x1000 * (1 + k + 3 * i));
       t.event(ev);
     }
     logs.threads.push_back({100 + k, t.file.bytes()});
   }
-  ProcessReader r = read_in_memory(logs);
+  return logs;
+}
+
+TEST(Reader, MergesThreeThreadFilesBySequence) {
+  ProcessReader r = read_in_memory(three_interleaved_threads(5));
   auto seen = collect_events(r);
   ASSERT_EQ(seen.size(), 15u);
   for (size_t i = 0; i < seen.size(); ++i) {
@@ -45,18 +50,7 @@ TEST(Reader, MergesThreeThreadFilesBySequence) {
 // upcoming() is how the replay prefetches: each event is announced once, before it is delivered,
 // and with several threads well before (its file's head waits while the others are merged).
 TEST(Reader, AnnouncesEachEventBeforeDeliveringIt) {
-  ProcessLogs logs = small_two_thread_process(true);
-  logs.threads.clear();
-  for (uint64_t k = 0; k < 3; ++k) {
-    ThreadLogBuilder t(logs.pid, 100 + k, kStartNs);
-    for (uint64_t i = 0; i < 4; ++i) {
-      auto ev = make_event(ApiId::cudaMalloc, 1 + k + 3 * i, kStartNs + 10 * (1 + k + 3 * i));
-      ev.f.set_address(0x1000 * (1 + k + 3 * i));
-      t.event(ev);
-    }
-    logs.threads.push_back({100 + k, t.file.bytes()});
-  }
-  ProcessReader r = read_in_memory(logs);
+  ProcessReader r = read_in_memory(three_interleaved_threads(4));
   struct Order : analysis::EventVisitor {
     std::vector<std::string> log;
     void on_event(const format::Event& ev, const analysis::ThreadFileReader&) override {

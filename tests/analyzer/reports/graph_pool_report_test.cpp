@@ -1,7 +1,8 @@
 // The CUDA graph memory pool in the reports (issue 12): on a process built event by event, the
 // driver's figures recorded after an upload, a launch and a trim appear beside device 0 in
-// `summary` (text and JSON) and `peak`, at the peak and after the last graph call, and are never
-// added to what the series counts; a device without graph calls reads as before.
+// `summary` (text and JSON) and `peak`, at the peak (here the upload, which allocates the
+// graph's nodes) and after the last graph call, and are never added to what the series counts;
+// a device without graph calls reads as before.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -17,10 +18,11 @@ using nlohmann::json;
 constexpr uint64_t kMiB = 1 << 20, kChunk = 32 * kMiB;
 constexpr uint64_t kGraph = 0x900, kExec = 0x901;
 
-// cudaMalloc 10 MiB; a graph of a 4 MiB and a 40 MiB allocation node, uploaded (the pool
-// reserves 128 MiB), launched (both allocated: the peak, 54 MiB; the driver says 96 MiB used in
-// whole chunks, 128 MiB reserved), the 40 MiB freed, the pool trimmed to the 32 MiB still used.
-// Device 1 only ever sees a cudaMalloc.
+// cudaMalloc 10 MiB; a graph of a 4 MiB and a 40 MiB allocation node, uploaded (both allocated
+// there: the peak, 54 MiB; the driver says 64 MiB used, the graph's 44 MiB in whole chunks, and
+// 96 MiB reserved, as the H200 did for its 52 MiB graph), launched (on that memory: the same
+// figures), the 40 MiB freed, the pool trimmed to the 32 MiB still used. Device 1 only ever sees
+// a cudaMalloc.
 class GraphPoolReport : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -41,8 +43,8 @@ class GraphPoolReport : public ::testing::Test {
     const auto pool_call = [&](ApiId api, uint64_t used, uint64_t reserved) {
       return s.graph_pool_call(11, api, kExec, used, reserved);
     };
-    upload_seq_ = pool_call(ApiId::cudaGraphUpload, 0, 4 * kChunk);
-    launch_seq_ = pool_call(ApiId::cudaGraphLaunch, 3 * kChunk, 4 * kChunk);
+    upload_seq_ = pool_call(ApiId::cudaGraphUpload, 2 * kChunk, 3 * kChunk);
+    launch_seq_ = pool_call(ApiId::cudaGraphLaunch, 2 * kChunk, 3 * kChunk);
     s.free(11, ApiId::cudaFree, 0x20000000);
     trim_seq_ = pool_call(ApiId::cudaDeviceGraphMemTrim, kChunk, kChunk);
     s.write(*run_, true, 0);
@@ -72,19 +74,19 @@ TEST_F(GraphPoolReport, SummaryJsonHasThePoolBesideTheDeviceNotInIt) {
   const json& d = p["devices"][0];
   ASSERT_EQ(d["device"], 0);
   EXPECT_EQ(d["peak_bytes"], 54 * kMiB) << "cudaMalloc + both nodes, nothing of the pool";
-  EXPECT_EQ(d["peak_seq"], launch_seq_);
+  EXPECT_EQ(d["peak_seq"], upload_seq_) << "the upload allocates the nodes";
   EXPECT_EQ(d["live_bytes_at_end"], 14 * kMiB);
   const json& g = d["graph_pool"];
   EXPECT_EQ(g["last"], json({{"reserved_bytes", kChunk},
                              {"used_bytes", kChunk},
                              {"spare_bytes", 0},
                              {"seq", trim_seq_}}));
-  EXPECT_EQ(g["at_peak"], json({{"reserved_bytes", 4 * kChunk},
-                                {"used_bytes", 3 * kChunk},
+  EXPECT_EQ(g["at_peak"], json({{"reserved_bytes", 3 * kChunk},
+                                {"used_bytes", 2 * kChunk},
                                 {"spare_bytes", kChunk},
-                                {"seq", launch_seq_}}));
-  EXPECT_EQ(g["reserved_high_bytes"], 4 * kChunk);
-  EXPECT_EQ(g["used_high_bytes"], 3 * kChunk);
+                                {"seq", upload_seq_}}));
+  EXPECT_EQ(g["reserved_high_bytes"], 3 * kChunk);
+  EXPECT_EQ(g["used_high_bytes"], 2 * kChunk);
   EXPECT_TRUE(p["devices"][1]["graph_pool"].is_null()) << "device 1 made no graph call";
   EXPECT_EQ(p["cuda_graphs"]["uploads"], 1);
   EXPECT_EQ(p["cuda_graphs"]["launches"], 1);
@@ -94,18 +96,19 @@ TEST_F(GraphPoolReport, SummaryTextSaysReservedHighWaterAndUsedAtThePeakAndAfter
   const CliResult r = run_cli("summary " + run());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("    graph pool    CUDA graph memory pool: reserved 32.0 MiB (high-water "
-                       "128.0 MiB), used by graph allocations 32.0 MiB, after the last graph "
+                       "96.0 MiB), used by graph allocations 32.0 MiB, after the last graph "
                        "launch, upload or trim (seq " +
                        std::to_string(trim_seq_) + ")\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("                  at the peak: reserved 128.0 MiB, used 96.0 MiB, spare "
+  EXPECT_NE(r.out.find("                  at the peak: reserved 96.0 MiB, used 64.0 MiB, spare "
                        "32.0 MiB: the pool's, not in the peak"),
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("graph pool", r.out.find("  device 1")), std::string::npos)
       << "one device's pool only: " << r.out;
-  EXPECT_NE(r.out.find("1 launch replayed (1 upload before launching)"), std::string::npos)
+  EXPECT_NE(r.out.find("1 launch replayed (and 1 upload: nodes live from the upload)"),
+            std::string::npos)
       << r.out;
 }
 
@@ -113,13 +116,20 @@ TEST_F(GraphPoolReport, PeakShowsThePoolAtThePeak) {
   const json p = report_json("peak");
   const json& d = p["devices"][0];
   EXPECT_EQ(d["peak_bytes"], 54 * kMiB);
-  EXPECT_EQ(d["graph_pool"]["at_peak"]["reserved_bytes"], 4 * kChunk);
+  // At the upload: both nodes, under their call site.
+  const json* nodes = nullptr;
+  for (const json& site : d["sites"])
+    if (site["api"] == "cudaGraphAddMemAllocNode") nodes = &site;
+  ASSERT_NE(nodes, nullptr) << d["sites"].dump(1);
+  EXPECT_EQ((*nodes)["bytes"], 44 * kMiB);
+  EXPECT_EQ((*nodes)["count"], 2);
+  EXPECT_EQ(d["graph_pool"]["at_peak"]["reserved_bytes"], 3 * kChunk);
   EXPECT_EQ(d["graph_pool"]["at_peak"]["spare_bytes"], kChunk);
   EXPECT_TRUE(p["devices"][1]["graph_pool"].is_null());
   const CliResult r = run_cli("peak " + run());
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("  CUDA graph memory pool at the peak: reserved 128.0 MiB (high-water "
-                       "128.0 MiB), used by graph allocations 96.0 MiB, spare 32.0 MiB "
+  EXPECT_NE(r.out.find("  CUDA graph memory pool at the peak: reserved 96.0 MiB (high-water "
+                       "96.0 MiB), used by graph allocations 64.0 MiB, spare 32.0 MiB "
                        "(33554432 bytes); not in the peak"),
             std::string::npos)
       << r.out;

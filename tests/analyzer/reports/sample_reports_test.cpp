@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -237,28 +238,53 @@ TEST(SampleReports, VmmKeepsPhysicalMappedAndReservedApart) {
   std::filesystem::remove_all(s.run);
 }
 
-// samples/graph_upload.cu (issue 12): nothing is allocated at the upload, the launch allocates
-// the four nodes (the peak), three stay; beside device 0 the graph pool with the figures the
-// sample printed from the driver after the trim.
+// The driver's graph-pool figures a graph sample printed "after <when>" (print_graph_pool):
+// used, reserved, used_high, reserved_high.
+std::array<unsigned long long, 4> printed_graph_pool(const std::string& out,
+                                                     const std::string& when) {
+  std::array<unsigned long long, 4> v{};
+  const std::string line =
+      "graph pool " + when + ": used %llu reserved %llu used_high %llu reserved_high %llu";
+  const size_t at = out.find("graph pool " + when + ":");
+  EXPECT_NE(at, std::string::npos) << out;
+  if (at == std::string::npos) return v;
+  EXPECT_EQ(std::sscanf(out.c_str() + at, line.c_str(), &v[0], &v[1], &v[2], &v[3]), 4) << out;
+  return v;
+}
+
+// samples/graph_upload.cu (issue 12): the upload allocates the four nodes (the peak, 52 MiB), the
+// launch runs on them, three stay, made live by cudaGraphUpload; the 16 MiB node uploaded by an
+// instantiation goes with its unlaunched exec. Beside device 0 the graph pool with the figures
+// the sample printed from the driver. The simulated device's used figures are the H200's of
+// 2026-12-01 (one graph's live nodes packed into 32 MiB granules): 64 MiB after the upload,
+// 64 MiB after the uploading instantiation (12 MiB and 16 MiB in two graphs), 32 MiB after the
+// trim.
 TEST(SampleReports, GraphUploadShowsThePoolBesideTheDeviceNotInIt) {
   RUN_SAMPLE_OR_SKIP(s, "graph_upload");
-  unsigned long long used = 0, reserved = 0, used_high = 0, reserved_high = 0;
-  const size_t at = s.out.find("graph pool after trim:");
-  ASSERT_NE(at, std::string::npos) << s.out;
-  ASSERT_EQ(std::sscanf(s.out.c_str() + at,
-                        "graph pool after trim: used %llu reserved %llu used_high %llu "
-                        "reserved_high %llu",
-                        &used, &reserved, &used_high, &reserved_high),
-            4)
-      << s.out;
+  const auto uploaded = printed_graph_pool(s.out, "after upload");
+  const auto trimmed = printed_graph_pool(s.out, "after trim");
+  EXPECT_EQ(uploaded[0], 64 * kMiB);
+  EXPECT_EQ(printed_graph_pool(s.out, "after instantiate-upload")[0], 64 * kMiB);
+  EXPECT_EQ(trimmed[0], 32 * kMiB);
   const json p = report("leaks", s);
   EXPECT_EQ(p["total_bytes"], 3 * 4 * kMiB);
+  ASSERT_EQ(p["leaks"].size(), 1u) << p["leaks"].dump(1);
+  const json& leak = p["leaks"][0];
+  EXPECT_EQ(leak["api"], "cudaGraphAddMemAllocNode");
+  EXPECT_EQ(leak["launched"]["api"], "cudaGraphUpload");
+  EXPECT_TRUE(top_function(leak["launched"]["stack"]).starts_with("uploaded_then_launched"))
+      << leak["launched"].dump(1);
+  // The peak: the four nodes (two call sites), made live by the upload before any launch.
+  const json peak = report("peak", s)["devices"][0];
+  EXPECT_EQ(peak["sites"].size(), 2u) << peak.dump(1);
+  for (const json& site : peak["sites"]) EXPECT_EQ(site["launched"]["api"], "cudaGraphUpload");
   const json sum = report("summary", s);
   const json& d = sum["devices"][0];
   EXPECT_EQ(d["peak_bytes"], 52 * kMiB);
-  EXPECT_EQ(d["graph_pool"]["last"]["used_bytes"], used);
-  EXPECT_EQ(d["graph_pool"]["last"]["reserved_bytes"], reserved);
-  EXPECT_EQ(d["graph_pool"]["reserved_high_bytes"], reserved_high);
+  EXPECT_EQ(d["graph_pool"]["at_peak"]["used_bytes"], uploaded[0]) << "the peak is at the upload";
+  EXPECT_EQ(d["graph_pool"]["last"]["used_bytes"], trimmed[0]);
+  EXPECT_EQ(d["graph_pool"]["last"]["reserved_bytes"], trimmed[1]);
+  EXPECT_EQ(d["graph_pool"]["reserved_high_bytes"], trimmed[3]);
   EXPECT_EQ(sum["cuda_graphs"]["uploads"], 2);
   std::filesystem::remove_all(s.run);
 }
