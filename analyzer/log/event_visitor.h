@@ -18,6 +18,10 @@ class EventVisitor {
   virtual ~EventVisitor() = default;
   // Events arrive in increasing seq across all thread files of the process.
   virtual void on_event(const format::Event& ev, const ThreadFileReader& thread) = 0;
+  // An event of `thread` just decoded, whose on_event comes later (after other threads' events,
+  // and after stacks not delivered yet): a hint to start loading what on_event will touch, so
+  // the cache misses of several events overlap. It must change nothing a report can see.
+  virtual void upcoming(const format::Event& /*ev*/, const ThreadFileReader& /*thread*/) {}
   // A stack record of `thread`, delivered after the events that precede it in its file and
   // before the first event that refers to it.
   virtual void on_stack(uint32_t /*id*/, std::span<const uint64_t> /*frames*/,

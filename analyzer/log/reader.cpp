@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <queue>
+
+#include "analyzer/log/merge_heads.h"
 
 namespace gmemhook::analysis {
 
@@ -51,9 +52,7 @@ void ProcessReader::read_events(EventVisitor& v) {
   pass_warnings_.clear();
   damaged_chunks_ = process_.stream_end == StreamEnd::DamagedChunk ? 1 : 0;
 
-  // Min-heap of (current seq, thread index): each file contributes its next unread event.
-  using Head = std::pair<uint64_t, size_t>;
-  std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+  MergeHeads heads;
   auto finish = [&](ThreadFileReader& t) {
     t.deliver_pending(v);  // stacks and notes after the file's last event
     if (t.stream_end() == StreamEnd::DamagedChunk) {
@@ -67,20 +66,17 @@ void ProcessReader::read_events(EventVisitor& v) {
   };
   for (auto& t : threads_) {
     t->rewind();
-    if (t->advance())
-      heads.push({t->current().seq, t->index()});
-    else
+    if (t->advance()) {
+      heads.push({t->current().seq, static_cast<uint32_t>(t->index())});
+      v.upcoming(t->current(), *t);
+    } else {
       finish(*t);
+    }
   }
 
   const ThreadFileReader* previous = nullptr;
-  ThreadFileReader* next = nullptr;  // a file whose next event precedes every queued one
-  while (next || !heads.empty()) {
-    ThreadFileReader& t = next ? *next : *threads_[heads.top().second];
-    if (next)
-      next = nullptr;
-    else
-      heads.pop();
+  while (!heads.empty()) {
+    ThreadFileReader& t = *threads_[heads.top().file];
     const format::Event& ev = t.current();
     // Sequence numbers are handed out process-wide, so two files can never share one.
     if (previous && ev.seq == last_seq_)
@@ -93,12 +89,15 @@ void ProcessReader::read_events(EventVisitor& v) {
     ++events_read_;
     last_seq_ = ev.seq;
     previous = &t;
-    if (!t.advance())
+    if (t.advance()) {
+      // With several threads, this event is delivered a few others later: time enough for the
+      // visitor's loads to arrive.
+      v.upcoming(t.current(), t);
+      heads.replace_top(t.current().seq);
+    } else {
       finish(t);
-    else if (heads.empty() || t.current().seq < heads.top().first)
-      next = &t;  // most programs allocate from one thread: skip the heap while it leads
-    else
-      heads.push({t.current().seq, t.index()});
+      heads.pop_top();
+    }
   }
 }
 

@@ -73,7 +73,8 @@ void ThreadFileReader::read_event(const Record& r) {
            "event record: payload malformed (expected " + std::to_string(kMinEventPayload) + ".." +
                std::to_string(format::kMaxEventPayload) + " bytes, got " + std::to_string(n) + ")");
   const uint64_t previous_seq = deltas_.last_seq;
-  format::Event& ev = decoded_;
+  // Decoded in place: damage throws, and the merge reads current_ only after a true advance().
+  format::Event& ev = current_;
   if (!format::decode_event(r.type, r.payload.data(), n, &ev, deltas_))
     damage(r.offset, "event record: payload malformed (" + std::to_string(n) +
                          " bytes do not decode as an event)");
@@ -86,7 +87,6 @@ void ThreadFileReader::read_event(const Record& r) {
     damage(r.offset, "event record: expected a stack id recorded earlier in this file (1.." +
                          std::to_string(stacks_.size()) + " or 0), got " +
                          std::to_string(ev.stack_id));
-  current_ = ev;
   current_offset_ = r.offset;
   ++events_read_;
 }

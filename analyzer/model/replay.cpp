@@ -70,6 +70,14 @@ void Replay::on_py_code(const PyCode& code, const ThreadFileReader& thread) {
   stacks_->add_code(thread.index(), code);
 }
 
+void Replay::upcoming(const format::Event& ev, const ThreadFileReader& thread) {
+  if (!ev.f.has(format::kHasAddress)) return;
+  live_.prefetch(ev.f.address);
+  // A stack met for the first time is not interned yet: id 0, whose line is as good as any.
+  const uint32_t stack = stacks_->id(thread.index(), ev.stack_id);
+  if (stack < sites_by_stack_.size()) prefetch(&sites_by_stack_[stack]);
+}
+
 void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
   // Observers waiting for a moment see the state after every event before this one.
   if (ev.seq > wake_seq_ || ev.time_ns > wake_time_ns_) wake(ev);

@@ -203,6 +203,10 @@ class Replay : public EventVisitor {
   void observe(ReplayObserver& observer);
 
   void on_event(const format::Event& ev, const ThreadFileReader& thread) override;
+  // Prefetches the live set's slot of an allocation's or free's address (its probe was ~40 % of
+  // `summary` on a run with 20 000 live allocations at random addresses) and the line of its
+  // stack's sites.
+  void upcoming(const format::Event& ev, const ThreadFileReader& thread) override;
   void on_stack(uint32_t id, std::span<const uint64_t> frames,
                 const ThreadFileReader& thread) override;
   void on_py_code(const PyCode& code, const ThreadFileReader& thread) override;

@@ -15,20 +15,25 @@ namespace {
 using analysis::ProcessReader;
 using format::ApiId;
 
-TEST(Reader, MergesThreeThreadFilesBySequence) {
+// Three threads (tids 100, 101, 102) whose events interleave, `per_thread` each: event seq n has
+// address 0x1000 * n and comes from thread 100 + (n - 1) % 3. Each file only knows its own seqs.
+ProcessLogs three_interleaved_threads(uint64_t per_thread) {
   ProcessLogs logs = small_two_thread_process(true);
   logs.threads.clear();
-  // Three threads whose events interleave; each file only knows its own seqs.
   for (uint64_t k = 0; k < 3; ++k) {
     ThreadLogBuilder t(logs.pid, 100 + k, kStartNs);
-    for (uint64_t i = 0; i < 5; ++i) {
+    for (uint64_t i = 0; i < per_thread; ++i) {
       auto ev = make_event(ApiId::cudaMalloc, 1 + k + 3 * i, kStartNs + 10 * (1 + k + 3 * i));
       ev.f.set_address(0x1000 * (1 + k + 3 * i));
       t.event(ev);
     }
     logs.threads.push_back({100 + k, t.file.bytes()});
   }
-  ProcessReader r = read_in_memory(logs);
+  return logs;
+}
+
+TEST(Reader, MergesThreeThreadFilesBySequence) {
+  ProcessReader r = read_in_memory(three_interleaved_threads(5));
   auto seen = collect_events(r);
   ASSERT_EQ(seen.size(), 15u);
   for (size_t i = 0; i < seen.size(); ++i) {
@@ -40,6 +45,27 @@ TEST(Reader, MergesThreeThreadFilesBySequence) {
   EXPECT_EQ(r.last_seq(), 15u);
   // A second pass gives the same stream.
   EXPECT_EQ(collect_events(r), seen);
+}
+
+// upcoming() is how the replay prefetches: each event is announced once, before it is delivered,
+// and with several threads well before (its file's head waits while the others are merged).
+TEST(Reader, AnnouncesEachEventBeforeDeliveringIt) {
+  ProcessReader r = read_in_memory(three_interleaved_threads(4));
+  struct Order : analysis::EventVisitor {
+    std::vector<std::string> log;
+    void on_event(const format::Event& ev, const analysis::ThreadFileReader&) override {
+      log.push_back("e" + std::to_string(ev.seq));
+    }
+    void upcoming(const format::Event& ev, const analysis::ThreadFileReader& t) override {
+      log.push_back("u" + std::to_string(ev.seq) + "/" + std::to_string(t.tid()));
+    }
+  } order;
+  r.read_events(order);
+  EXPECT_EQ(order.log,
+            (std::vector<std::string>{"u1/100", "u2/101", "u3/102", "e1", "u4/100", "e2", "u5/101",
+                                      "e3", "u6/102", "e4", "u7/100", "e5", "u8/101", "e6",
+                                      "u9/102", "e7", "u10/100", "e8", "u11/101", "e9", "u12/102",
+                                      "e10", "e11", "e12"}));
 }
 
 TEST(Reader, LooksUpStacksPerFile) {
