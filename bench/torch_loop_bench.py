@@ -141,6 +141,18 @@ def run_child(mode, args, log_root):
     return result
 
 
+def print_table(modes, runs, key, heading):
+    """One markdown table: each mode's median of `key`, its range, and its overhead over plain."""
+    plain = statistics.median(r[key] for r in runs["plain"])
+    print("| mode | %s | min – max | overhead |" % heading)
+    print("|---|---|---|---|")
+    for mode in modes:
+        ms = [r[key] for r in runs[mode]]
+        med = statistics.median(ms)
+        overhead = "—" if mode == "plain" else "%+.1f %%" % ((med / plain - 1) * 100)
+        print("| %s | %.3f | %.3f – %.3f | %s |" % (mode, med, min(ms), max(ms), overhead))
+
+
 def compare(args):
     if not args.hook or not os.path.exists(args.hook):
         sys.exit("torch_loop_bench: --hook must name libgmemhook.so")
@@ -162,28 +174,15 @@ def compare(args):
                       file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(log_root, ignore_errors=True)
-    plain = statistics.median(r["ms_per_step"] for r in runs["plain"])
     first = runs["plain"][0]
     print("torch %s, %d steps after %d warm-up, batch %d, ~%.0f block allocations per step, "
           "median of %d interleaved runs, each pinned to CPU %d\n"
           % (first["torch"], args.steps, args.warmup, args.batch, first["blocks_per_step"],
              args.reps, args.cpu))
-    print("| mode | ms/step (median) | min – max | overhead |")
-    print("|---|---|---|---|")
-    for mode in modes:
-        ms = [r["ms_per_step"] for r in runs[mode]]
-        med = statistics.median(ms)
-        overhead = "—" if mode == "plain" else "%+.1f %%" % ((med / plain - 1) * 100)
-        print("| %s | %.3f | %.3f – %.3f | %s |" % (mode, med, min(ms), max(ms), overhead))
+    print_table(modes, runs, "ms_per_step", "ms/step (median)")
     # The same runs by CPU time of the whole process (see measure()).
-    plain_cpu = statistics.median(r["cpu_ms_per_step"] for r in runs["plain"])
-    print("\n| mode | CPU ms/step, all threads (median) | min – max | overhead |")
-    print("|---|---|---|---|")
-    for mode in modes:
-        ms = [r["cpu_ms_per_step"] for r in runs[mode]]
-        med = statistics.median(ms)
-        overhead = "—" if mode == "plain" else "%+.1f %%" % ((med / plain_cpu - 1) * 100)
-        print("| %s | %.3f | %.3f – %.3f | %s |" % (mode, med, min(ms), max(ms), overhead))
+    print()
+    print_table(modes, runs, "cpu_ms_per_step", "CPU ms/step, all threads (median)")
     if "gmemhook" in runs and "gmemhook-no-nvml" in runs:
         on = statistics.median(r["ms_per_step"] for r in runs["gmemhook"])
         off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
