@@ -221,12 +221,16 @@ void settle_graph_pools(const CUgraphExec_st& exec) {
   for (int device : devices) settle_graph_pool(device, true);
 }
 
-CUresult launch(CUgraphExec exec) {
+// What a launch or an upload needs first: an initialized driver and a current context.
+CUresult initialized_context(CUctx_st** ctx) {
   if (CUresult r = require_init()) return r;
+  return current_context(ctx);
+}
+
+CUresult launch(CUgraphExec exec) {
   CUctx_st* ctx = nullptr;
-  if (CUresult r = current_context(&ctx)) return r;
-  State& s = state();
-  std::lock_guard lock(s.mu);
+  if (CUresult r = initialized_context(&ctx)) return r;
+  std::lock_guard lock(state().mu);
   if (!g_execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
   // Auto-free on launch: what the previous launch left allocated goes first; what an upload
   // allocated since is this launch's own memory already.
@@ -247,11 +251,9 @@ CUresult launch(CUgraphExec exec) {
 // graphupload, 2026-12-01). Free nodes wait for the launch. One an earlier launch left allocated
 // stays as it is: the next launch treats it as that launch's.
 CUresult upload(CUgraphExec exec) {
-  if (CUresult r = require_init()) return r;
   CUctx_st* ctx = nullptr;
-  if (CUresult r = current_context(&ctx)) return r;
-  State& s = state();
-  std::lock_guard lock(s.mu);
+  if (CUresult r = initialized_context(&ctx)) return r;
+  std::lock_guard lock(state().mu);
   if (!g_execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
   std::vector<uintptr_t> made;
   if (CUresult r = allocate_nodes(exec, ctx, false, made)) return r;
