@@ -22,9 +22,10 @@ ProcessFile read_process_file(const LogBytes& file, std::vector<ReadWarning>& wa
   ProcessFile p;
   auto header = read_file_header(file, format::FileKind::Process);
   if (!header)
-    throw ReadError(file.name(), 0,
-                    "expected a file header, the file holds no data (the process was probably "
-                    "killed while starting)");
+    throw NothingRecordedError(
+        file.name(), 0,
+        "expected a file header, the file holds no data (the process was probably "
+        "killed while starting)");
   p.header = *header;
 
   RecordCursor cursor(file, p.header);
@@ -32,8 +33,9 @@ ProcessFile read_process_file(const LogBytes& file, std::vector<ReadWarning>& wa
   if (!cursor.next(&r)) {
     if (cursor.end() == StreamEnd::DamagedChunk)  // the process itself is unknown: nothing to use
       throw ReadError(file.name(), cursor.damage_warning().offset, cursor.damage_warning().message);
-    throw ReadError(file.name(), cursor.offset(),
-                    "expected a process-info record, found no committed data");
+    throw NothingRecordedError(file.name(), cursor.offset(),
+                               "expected a process-info record, found no committed data (the "
+                               "process was probably killed while starting)");
   }
   if (r.type != static_cast<uint8_t>(RecordType::ProcessInfo))
     throw ReadError(file.name(), r.offset,
@@ -70,9 +72,9 @@ ProcessFile read_process_file(const LogBytes& file, std::vector<ReadWarning>& wa
         p.end_offset = r.offset;
         break;
       default:
-        throw ReadError(
-            file.name(), r.offset,
-            "expected a process-file record (modules, note, nvml sample, end), found " + a_record(r.type));
+        throw ReadError(file.name(), r.offset,
+                        "expected a process-file record (modules, note, nvml sample, end), found " +
+                            a_record(r.type));
     }
   }
   p.stream_end = cursor.end();

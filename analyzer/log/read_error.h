@@ -25,6 +25,14 @@ class ReadError : public std::runtime_error {
   std::string expected_;
 };
 
+// A process's log holds nothing: the process was killed while starting, after making its
+// directory and before its first record was committed. A report over a whole run skips such a
+// process (and says so) rather than refusing the run; named alone, it is an error like any other.
+class NothingRecordedError : public ReadError {
+ public:
+  using ReadError::ReadError;
+};
+
 // Something the user should know about that does not stop the analysis, e.g. a file that ends
 // inside a record because the process was killed while the page was half written.
 struct ReadWarning {

@@ -22,8 +22,9 @@ namespace {
 
 struct Slot {
   bool done = false;
-  bool skipped = false;  // not the --pid asked for, or an old directory of no CUDA call
-  bool no_cuda = false;  // the latter (made_no_cuda_call)
+  bool skipped = false;     // not the --pid asked for, or an old directory of no CUDA call
+  bool no_cuda = false;     // the latter (made_no_cuda_call)
+  std::string not_started;  // a process killed while starting: its directory's name
   std::unique_ptr<ProcessResult> result;
   std::string read_error;        // a ReadError's message: the log is unreadable
   std::exception_ptr exception;  // anything else, rethrown on the calling thread
@@ -63,6 +64,13 @@ int walk_processes_parallel(
           s.skipped = s.no_cuda = true;
         else
           s.result = analyze(std::move(reader));
+      } catch (const NothingRecordedError& e) {
+        if (whole_run) {
+          s.skipped = true;
+          s.not_started = dirs[i].filename().string();
+        } else {
+          s.read_error = e.what();
+        }
       } catch (const ReadError& e) {
         s.read_error = e.what();
       } catch (...) {
@@ -81,6 +89,7 @@ int walk_processes_parallel(
   for (size_t t = 0; t < std::min<size_t>(jobs, dirs.size()); ++t) workers.emplace_back(work);
 
   size_t visited = 0, no_cuda = 0;
+  std::vector<std::string> not_started;
   int status = kExitOk;
   std::exception_ptr failure;
   for (size_t i = 0; i < slots.size(); ++i) {
@@ -101,6 +110,7 @@ int walk_processes_parallel(
       break;
     }
     no_cuda += s.no_cuda;
+    if (!s.not_started.empty()) not_started.push_back(s.not_started);
     if (s.skipped) continue;
     ++visited;
     deliver(*s.result);
@@ -109,6 +119,7 @@ int walk_processes_parallel(
   if (failure) std::rethrow_exception(failure);
   if (status != kExitOk) return status;
   say_skipped_no_cuda(err, no_cuda);
+  say_not_started(err, not_started);
   if (only_pid && visited == 0) {
     fmt::print(err, "gmemhook: no process with pid {} in {}\n", *only_pid, run.string());
     return kExitReportFailure;

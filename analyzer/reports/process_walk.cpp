@@ -32,15 +32,33 @@ void say_skipped_no_cuda(std::FILE* err, size_t skipped) {
              skipped, skipped == 1 ? "y" : "ies", kDirectoryAtFirstCudaCall);
 }
 
+void say_not_started(std::FILE* err, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  fmt::print(err, "gmemhook: {} killed while starting, before recording anything, skipped: {}\n",
+             names.size() == 1 ? "1 process was" : fmt::format("{} processes were", names.size()),
+             list);
+}
+
 int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> only_pid,
                    std::FILE* out, std::FILE* err, const std::function<void(ProcessReader&)>& visit,
                    bool say_skipped) {
   size_t visited = 0, skipped = 0;
+  std::vector<std::string> not_started;
   try {
     // One named process directory is shown whatever it holds: the user asked for it.
     const bool whole_run = names_whole_run(run);
     for (const std::filesystem::path& dir : find_process_dirs(run)) {
-      ProcessReader reader = ProcessReader::open(dir);
+      std::optional<ProcessReader> opened;
+      try {
+        opened.emplace(ProcessReader::open(dir));
+      } catch (const NothingRecordedError&) {
+        if (!whole_run) throw;  // one named process directory: its log is unreadable
+        not_started.push_back(dir.filename().string());
+        continue;
+      }
+      ProcessReader& reader = *opened;
       if (only_pid && reader.info().pid != *only_pid) continue;
       if (whole_run && !only_pid && made_no_cuda_call(reader)) {
         ++skipped;
@@ -55,6 +73,7 @@ int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> onl
     return kExitUnreadable;
   }
   if (say_skipped) say_skipped_no_cuda(err, skipped);
+  say_not_started(err, not_started);
   if (only_pid && visited == 0) {
     fmt::print(err, "gmemhook: no process with pid {} in {}\n", *only_pid, run.string());
     return kExitReportFailure;

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "analyzer/log/reader.h"
 
@@ -39,5 +41,9 @@ bool made_no_cuda_call(const ProcessReader& reader);
 bool names_whole_run(const std::filesystem::path& run);
 // The one line that says how many such directories were skipped (nothing when none).
 void say_skipped_no_cuda(std::FILE* err, size_t skipped);
+
+// On stderr, once: the processes of the run that were killed while starting (their logs hold
+// nothing, NothingRecordedError) and were skipped, by directory name.
+void say_not_started(std::FILE* err, const std::vector<std::string>& names);
 
 }  // namespace gmemhook::analysis

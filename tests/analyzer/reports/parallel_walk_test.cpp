@@ -111,5 +111,29 @@ TEST_F(ParallelWalk, AnUnreadableLogStopsTheReportAsWithOneWorker) {
   EXPECT_NE(one.err.find("gmemhook: "), std::string::npos) << one.err;
 }
 
+TEST_F(ParallelWalk, AProcessKilledWhileStartingIsSkippedAndSaid) {
+  // Killed after making its directory, before its first record: process.gmh holds only the
+  // zeros the writer allocated ahead (as left by SIGKILL in the soak test).
+  const std::filesystem::path dir = run_ / "rank.999";
+  std::filesystem::create_directories(dir);
+  std::FILE* f = std::fopen((dir / "process.gmh").c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  const std::string zeros(65536, '\0');
+  std::fwrite(zeros.data(), 1, zeros.size(), f);
+  std::fclose(f);
+  const std::string said =
+      "gmemhook: 1 process was killed while starting, before recording anything, skipped: "
+      "rank.999\n";
+  for (unsigned jobs : {1u, 4u}) {
+    const Output r = report("summary", run_, jobs);
+    EXPECT_EQ(r.status, analysis::kExitOk) << "-j " << jobs << ": " << r.err;
+    EXPECT_EQ(r.err, said) << "-j " << jobs;
+    for (uint32_t p = 0; p < kProcesses; ++p)
+      EXPECT_NE(r.out.find("process " + std::to_string(400 + 10 * p)), std::string::npos);
+  }
+  // Named alone, its directory is an unreadable log like any other.
+  EXPECT_EQ(report("summary", dir, 1).status, analysis::kExitUnreadable);
+}
+
 }  // namespace
 }  // namespace gmemhook::test_logs
