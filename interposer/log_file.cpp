@@ -20,11 +20,14 @@ namespace gmemhook {
 using format::RecordType;
 
 namespace {
-// Stores the 2-byte record header after everything before it: the commit point. A compiler
-// barrier suffices: the only observer that matters is the page cache after the process is gone,
-// and a dying process never undoes a store it has executed.
+// Stores the 2-byte record header after everything before it: the commit point. Two observers:
+// the page cache after the process is gone (a dying process never undoes a store it has
+// executed, so program order is enough), and `gmemhook top` reading the file while it is written
+// (record_cursor.cpp's acquire fence after the header). The release fence pairs with that: on
+// x86-64 it is only a compiler barrier (stores are not reordered with stores), on ARM a `dmb`,
+// without which the header could become visible before the payload.
 inline void commit_header(uint8_t* at, uint16_t header) {
-  asm volatile("" ::: "memory");
+  std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(at, &header, sizeof(header));
 }
 
