@@ -5,23 +5,41 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "busy.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
 
 namespace gmemhook {
 
+bool recording_enabled();
+
+// How deep the calling thread is in hooked calls, and the depth of a signal handler's call
+// counted as skipped (CallScope), 0 when none. initial-exec: a preloaded library's TLS is static,
+// and the dynamic model could call malloc on first access.
+inline thread_local int t_call_depth __attribute__((tls_model("initial-exec"))) = 0;
+inline thread_local int t_skipped_depth __attribute__((tls_model("initial-exec"))) = 0;
+
 // Marks the current thread as inside a hooked call. A runtime call that reaches the driver
 // through our wrappers (cudaMalloc → cuMemAlloc_v2) is nested: only the outermost records.
+// Inline: every wrapper makes one, nested driver calls included.
 class CallScope {
  public:
-  CallScope();
-  ~CallScope();
+  CallScope() : records_(t_call_depth++ == 0 && recording_enabled()) {
+    if (thread_busy()) [[unlikely]]
+      inside_recorder();
+  }
+  ~CallScope() {
+    if (t_call_depth == t_skipped_depth) t_skipped_depth = 0;
+    --t_call_depth;
+  }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
   // True for the outermost hooked call of a thread while recording is on.
   bool records() const { return records_; }
 
  private:
+  // A call made while the thread is inside the recorder (busy.h): it passes through.
+  void inside_recorder();
   bool records_;
 };
 
@@ -71,8 +89,7 @@ Totals totals();
 // logs may be mid-append and stay unsealed: their last chunk is read unchecked.
 void seal_own_thread_log();
 
-// Library lifecycle (lifecycle.cpp): whether hooks may record at all.
-bool recording_enabled();
+// Library lifecycle (lifecycle.cpp): recording_enabled() (above) says whether hooks may record.
 void init_recorder();
 void recorder_fork_child();
 
