@@ -13,6 +13,7 @@
 
 #include "capture_stats.h"
 #include "config.h"
+#include "event_time.h"
 #include "nvml_sampler.h"
 #include "process_log.h"
 #include "python_frames.h"
@@ -95,6 +96,7 @@ __attribute__((constructor)) void start() {
   init_exec_hooks();
   if (g_config.disabled) return;
   init_unwinder();
+  init_event_time(g_config.tsc);
   init_recorder();
   // No directory yet: it is made at the first CUDA call (process_log.h, ensure_process_log).
   init_python_frames();

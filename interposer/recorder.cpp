@@ -12,6 +12,7 @@
 #include "busy.h"
 #include "capture_stats.h"
 #include "config.h"
+#include "event_time.h"
 #include "log_file.h"
 #include "nvml_sampler.h"
 #include "process_log.h"
@@ -388,7 +389,7 @@ void CallScope::inside_recorder() {
 
 EventClock clock_before_call(EventKind kind) {
   if (!is_release_kind(kind)) return {};
-  return {next_seq(), monotonic_ns()};
+  return {next_seq(), event_time_ns()};
 }
 
 void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
@@ -419,7 +420,7 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   if (g_config.depth > 0 && (!releases || g_config.free_stacks))
     stack_id = capture_and_intern(log);
 
-  if (clock.seq == 0) clock = {next_seq(), monotonic_ns()};
+  if (clock.seq == 0) clock = {next_seq(), event_time_ns()};
   fmt::EventCore ev;
   ev.api = static_cast<uint8_t>(api);
   ev.seq = clock.seq;
