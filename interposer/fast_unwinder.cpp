@@ -282,8 +282,6 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
                                              StopRange stop, uint64_t salt,
                                              const uint64_t** frames) {
   if (frames) *frames = out;
-  using Walk = FrameRuleCache::Walk;
-  using End = FrameRuleCache::End;
   // __builtin_frame_address gives this function a frame pointer whatever the flags: rbp points
   // at the caller's saved rbp, the return address sits above it, the caller's rsp above that.
   const auto* fp = static_cast<const uint64_t*>(__builtin_frame_address(0));
@@ -294,21 +292,31 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
     max = static_cast<int>(FrameRuleCache::kMaxSteps);
   // A load at `a` is safe when a - lo < span: inside the mapping, all 8 bytes (one compare).
   const uint64_t span = hi - lo - 7;
-  Walk& cur = cache.tables_->walks[cache.which_];
-  const Walk& last = cache.tables_->walks[cache.which_ ^ 1];
-  // A walk that stopped elsewhere (or not at all) ends elsewhere: its frames above the meeting
-  // point are not this walk's.
-  int last_count = cache.last_stop_ == stop ? cache.last_count_ : 0;
-  int j = 0;  // the first frame of the last walk not below the current one
-  uint32_t loads = 0;
-  uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
-  uint64_t pc = fp[1];
-  uint64_t rbp = fp[0];
+  const uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
+  const uint64_t pc = fp[1];
+  const uint64_t rbp = fp[0];
   const FrameRuleCache::Start start{rsp, pc, rbp, salt, FrameRuleCache::recent_key(rsp, pc, salt)};
   if (pc != 0 && !cache.recent_off_) {
     const int got = cache.reuse_recent(start, max, stop, lo, span, out, frames);
     if (got >= 0) return got;
   }
+  // This frame stays below the walk's first frame while walk() runs.
+  return cache.walk(start, out, max, stop, lo, span);
+}
+
+__attribute__((noinline)) int FrameRuleCache::walk(const Start& start, uint64_t* out, int max,
+                                                   StopRange stop, uint64_t lo, uint64_t span) {
+  FrameRuleCache& cache = *this;
+  Walk& cur = tables_->walks[which_];
+  const Walk& last = tables_->walks[which_ ^ 1];
+  // A walk that stopped elsewhere (or not at all) ends elsewhere: its frames above the meeting
+  // point are not this walk's.
+  int last_count = last_stop_ == stop ? last_count_ : 0;
+  int j = 0;  // the first frame of the last walk not below the current one
+  uint32_t loads = 0;
+  uint64_t rsp = start.rsp;
+  uint64_t pc = start.pc;
+  uint64_t rbp = start.rbp;
   End end = End::kZero;
   int n = 0;
   bool reused = false;

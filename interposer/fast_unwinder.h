@@ -163,6 +163,9 @@ class FrameRuleCache {
     const uint64_t h = ((rsp ^ (pc << 7)) * 0x9e3779b97f4a7c15ull ^ salt) * 0xff51afd7ed558ccdull;
     return h | 1;
   }
+  // The walk frame by frame from `s` (fast_backtrace's own frame), when no recent walk is it: a
+  // function of its own, so that finding a recent walk pays for none of its registers.
+  int walk(const Start& s, uint64_t* out, int max, StopRange stop, uint64_t lo, uint64_t span);
   // The recent walk that starts at `s`: its count, or -1. Its frames are copied to `out`, or
   // when `frames` is given, *frames points at the walk's own copy.
   int reuse_recent(const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,

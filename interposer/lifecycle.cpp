@@ -27,7 +27,6 @@ namespace {
 
 namespace fmt = gmemhook::format;
 
-std::atomic<bool> g_enabled{false};
 std::atomic<bool> g_ended{false};
 
 void print_summary() {
@@ -102,12 +101,10 @@ __attribute__((constructor)) void start() {
   init_python_frames();
   pthread_atfork(nullptr, nullptr, fork_child);
   on_exit(at_exit, nullptr);
-  g_enabled.store(true, std::memory_order_release);
+  g_recording_enabled.store(true, std::memory_order_release);
 }
 
 }  // namespace
-
-bool recording_enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
 }  // namespace gmemhook
 

@@ -295,11 +295,6 @@ bool is_graph_kind(EventKind k) {
   }
 }
 
-bool is_release_kind(EventKind k) {
-  return k == EventKind::Free || k == EventKind::Release || k == EventKind::AddressFree ||
-         k == EventKind::Unmap || k == EventKind::BlockFree || k == EventKind::ImportClose;
-}
-
 // A thread's counters are written by that thread only (totals() reads them from any): a plain
 // increment, not a locked read-modify-write on every event.
 void bump(std::atomic<uint64_t>& counter) {
@@ -387,10 +382,7 @@ void CallScope::inside_recorder() {
   }
 }
 
-EventClock clock_before_call(EventKind kind) {
-  if (!is_release_kind(kind)) return {};
-  return {next_seq(), event_time_ns()};
-}
+EventClock clock_now() { return {next_seq(), event_time_ns()}; }
 
 void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                   EventClock clock) {
@@ -420,7 +412,7 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   if (g_config.depth > 0 && (!releases || g_config.free_stacks))
     stack_id = capture_and_intern(log);
 
-  if (clock.seq == 0) clock = {next_seq(), event_time_ns()};
+  if (clock.seq == 0) clock = clock_now();
   fmt::EventCore ev;
   ev.api = static_cast<uint8_t>(api);
   ev.seq = clock.seq;

@@ -2,6 +2,7 @@
 // Called by the generated wrappers in hooks.cpp; per-thread state, no locks on this path.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 
@@ -11,7 +12,10 @@
 
 namespace gmemhook {
 
-bool recording_enabled();
+// Set by the library constructor (lifecycle.cpp) once it is ready: whether hooks may record.
+// Inline: every wrapper asks.
+inline std::atomic<bool> g_recording_enabled{false};
+inline bool recording_enabled() { return g_recording_enabled.load(std::memory_order_relaxed); }
 
 // How deep the calling thread is in hooked calls, and the depth of a signal handler's call
 // counted as skipped (CallScope), 0 when none. initial-exec: a preloaded library's TLS is static,
@@ -60,7 +64,18 @@ struct EventClock {
   uint64_t seq = 0;
   uint64_t time_ns = 0;
 };
-EventClock clock_before_call(format::EventKind kind);
+// The sequence number and time of an event now.
+EventClock clock_now();
+// Kinds that give memory back (their clock is taken before the call).
+constexpr bool is_release_kind(format::EventKind k) {
+  using K = format::EventKind;
+  return k == K::Free || k == K::Release || k == K::AddressFree || k == K::Unmap ||
+         k == K::BlockFree || k == K::ImportClose;
+}
+// Inline: a wrapper's kind is a constant, and for allocations this is nothing at all.
+inline EventClock clock_before_call(format::EventKind kind) {
+  return is_release_kind(kind) ? clock_now() : EventClock{};
+}
 
 // The memory type is not passed: it follows from the api id (overrides travel in `fields`).
 void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
@@ -89,7 +104,7 @@ Totals totals();
 // logs may be mid-append and stay unsealed: their last chunk is read unchecked.
 void seal_own_thread_log();
 
-// Library lifecycle (lifecycle.cpp): recording_enabled() (above) says whether hooks may record.
+// Library lifecycle (lifecycle.cpp).
 void init_recorder();
 void recorder_fork_child();
 

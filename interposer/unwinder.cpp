@@ -23,9 +23,6 @@ namespace {
 constexpr uint32_t kStepCaptures = 32;
 __attribute__((tls_model("initial-exec"))) thread_local uint32_t t_captures = 0;
 
-uint64_t g_self_lo = 0;
-uint64_t g_self_hi = 0;
-
 int find_self(dl_phdr_info* info, size_t, void* data) {
   auto self_base = reinterpret_cast<uintptr_t>(data);
   if (info->dlpi_addr != self_base) return 0;
@@ -63,8 +60,6 @@ void init_unwinder() {
     dl_iterate_phdr(find_self, info.dli_fbase);
   }
 }
-
-bool is_own_address(uint64_t address) { return address >= g_self_lo && address < g_self_hi; }
 
 size_t capture_stack(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames, size_t max,
                      StopRange stop, uint64_t salt, uint64_t* walk_hash) {

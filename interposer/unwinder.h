@@ -28,7 +28,10 @@ inline constexpr size_t kCaptureScratch = kMaxDepth + 16;
 size_t capture_stack(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames, size_t max,
                      StopRange stop = {}, uint64_t salt = 0, uint64_t* walk_hash = nullptr);
 
-// True when `address` lies inside libgmemhook.so.
-bool is_own_address(uint64_t address);
+// libgmemhook.so's address range, [lo, hi): set by init_unwinder().
+inline uint64_t g_self_lo = 0, g_self_hi = 0;
+
+// True when `address` lies inside libgmemhook.so. Inline: asked of every frame recorded.
+inline bool is_own_address(uint64_t address) { return address - g_self_lo < g_self_hi - g_self_lo; }
 
 }  // namespace gmemhook
