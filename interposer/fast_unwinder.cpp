@@ -179,13 +179,19 @@ bool FrameRuleCache::recent_holds(const RecentWalk& r, const Start& s, int max, 
 }
 
 void FrameRuleCache::follow(uint32_t index) {
-  if (last_recent_) recent_at(last_recent_ - 1).next = index + 1;
+  // Usually already so (the loop repeats): then the line stays clean.
+  if (last_recent_) {
+    uint32_t& next = recent_at(last_recent_ - 1).next;
+    if (next != index + 1) next = index + 1;
+  }
   last_recent_ = index + 1;
   last_frames_hash_ = recent_at(index).frames_hash;
 }
 
-int FrameRuleCache::reuse_recent(const Start& s, int max, StopRange stop, uint64_t lo,
-                                 uint64_t span, uint64_t* out, const uint64_t** frames) {
+// Inline in fast_backtrace: its one caller, on every event's path.
+__attribute__((always_inline)) inline int FrameRuleCache::reuse_recent(
+    const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span, uint64_t* out,
+    const uint64_t** frames) {
   uint32_t found = ~0u;
   // The walk that came after the last one the time before: in a loop, usually this one.
   const uint32_t hint = last_recent_ ? recent_at(last_recent_ - 1).next : 0;

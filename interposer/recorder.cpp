@@ -301,7 +301,8 @@ void bump(std::atomic<uint64_t>& counter) {
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-uint32_t capture_and_intern(ThreadLog* log) {
+// Inline in record_event, its one caller.
+__attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log) {
   uint64_t scratch[kCaptureScratch];
   const uint64_t* frames = scratch;
   const uint64_t start = g_config.stack_stats ? monotonic_ns() : 0;
