@@ -62,7 +62,7 @@ void count_file(const fs::path& path, fmt::FileKind kind, Totals& t) {
       t.event_headers += header_size;
       t.event_payloads += r.payload.size();
       // Re-encoded the way today's writer would: for an older log, what it would take now.
-      fmt::encode_event_to(t.parts, ev, sizing);
+      fmt::encode_event_to(t.parts, ev, ev.f, sizing);
     } else if (r.type == static_cast<uint8_t>(fmt::RecordType::Stack)) {
       t.stacks += n;
     } else if (r.type == static_cast<uint8_t>(fmt::RecordType::PyCode)) {

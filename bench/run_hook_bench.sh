@@ -12,8 +12,10 @@
 # out time spent waiting for a core and heaptrack_interpret's process; that is the cost the
 # traced thread itself pays. And what NVML sampling adds (issue 13:
 # the fake libnvidia-ml.so.1, the hook's side of it; run_torch_loop_bench.sh measures the real one).
-# Without heaptrack on PATH its columns read "-".
-# Usage: [REPS=N] [PAIRS=N] bench/run_hook_bench.sh [BUILD_DIR]
+# Without heaptrack on PATH its columns read "-". BASE_HOOK=/path/to/another/libgmemhook.so adds
+# that build as one more mode in the same rounds (a before/after of a change, interleaved) and
+# prints its thread figures after the table.
+# Usage: [REPS=N] [PAIRS=N] [BASE_HOOK=LIB] bench/run_hook_bench.sh [BUILD_DIR]
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 BENCH="$BUILD/bin/hook_bench"
@@ -48,6 +50,11 @@ declare -A cmd=(
 )
 modes=(plain hooked nvml mplain)
 [ -z "$HEAPTRACK" ] || modes+=(heaptrack)
+if [ -n "${BASE_HOOK:-}" ]; then
+  cmd[base]="LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$BASE_HOOK GMEMHOOK_OUT=$OUT/run GMEMHOOK_QUIET=1 GMEMHOOK_NVML=0 $BENCH"
+  modes+=(base)
+fi
+baseline=""
 
 printf "%-5s %13s %13s %7s %15s %15s %10s %10s %10s %7s\n" depth "gmemhook ns/ev" "heaptrack ns/ev" \
   ratio "gmemhook cpu/ev" "heaptrack cpu/ev" "NVML cost" "gmh thr/ev" "ht thr/ev" ratio
@@ -87,8 +94,17 @@ for d in 8 32 64; do
     tratio = htt == "" ? "-" : sprintf("%.2f", gthr / ((htt - mt) / 2))
     printf "%-5d %13.1f %13s %7s %15.1f %15s %+9.1f%% %10.1f %10s %7s\n", d, gw, hwall, ratio,
            (h - p) / 2, hcpu, (nw / hw - 1) * 100, gthr, hthr, tratio }'
+  if [ -n "${BASE_HOOK:-}" ]; then
+    baseline+=$(awk -v d="$d" -v pt="$pt" -v bt="$(median <<<"${thread[base]}")" -v gt="$ht_" \
+      -v mt="$mt" -v htt="$htt" 'BEGIN{
+      b = (bt - pt) / 2; g = (gt - pt) / 2
+      r = htt == "" ? "-" : sprintf("%.2f", b / ((htt - mt) / 2))
+      printf "%-5d base %.1f ns/ev (ratio %s), this build %.1f ns/ev\n", d, b, r, g }')$'\n'
+  fi
   unset marginal wall thread
 done
+[ -z "$baseline" ] || printf "CPU time of the loop's thread, BASE_HOOK=%s next to this build:\n%s" \
+  "$BASE_HOOK" "$baseline"
 echo "(ns added per event: by the loop's own clock (ratio = gmemhook / heaptrack), and in CPU time of" \
   "all processes at the margin (heaptrack_interpret's share included; 10 ms resolution), and in" \
   "CPU time of the loop's thread (thr/ev, ratio = gmemhook / heaptrack);" \

@@ -93,6 +93,7 @@ void load_config() {
   g_config.fast_unwind = env_flag("GMEMHOOK_FAST_UNWIND", true);
   g_config.full_native_stacks = env_flag("GMEMHOOK_FULL_NATIVE_STACKS");
   g_config.recent_walks = env_flag("GMEMHOOK_RECENT_WALKS", true);
+  g_config.tsc = env_flag("GMEMHOOK_TSC", true);
   g_config.test_disk_full_after =
       env_number("GMEMHOOK_TEST_DISK_FULL_AFTER", -1, 1L << 30, -1, "a number of chunks");
   g_config.test_delay_record_us =

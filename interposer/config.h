@@ -49,6 +49,9 @@ struct Config {
   // looking for it among the thread's recent walks (for measuring what they save; see README
   // "Performance").
   bool recent_walks = true;
+  // GMEMHOOK_TSC=0: every event time from clock_gettime, not from the time-stamp counter
+  // (event_time.h; an escape hatch, and the "before" of measuring what the counter saves).
+  bool tsc = true;
 };
 
 inline constexpr int kMaxDepth = 256;

@@ -5,6 +5,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <emmintrin.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -156,25 +158,40 @@ bool FrameRuleCache::recent_holds(const RecentWalk& r, const Start& s, int max, 
     return false;
   // Loaded inside this stack's mapping when it was made; still inside it (a stack only grows).
   if (r.loads && (r.lowest - lo >= span || r.highest - lo >= span)) return false;
-  // Two at a time: independent loads, half the loop's bookkeeping (this is most of a hit's cost).
-  uint64_t differ = 0, differ2 = 0;
+  // Independent loads; two a compare where they are adjacent, eight loads an iteration. The
+  // bits in which the two at i, i + 1 (i even, below r.paired) differ from what they found:
+  const auto pair_differs = [&r](int i) {
+    const __m128i now = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r.at[i]));
+    return _mm_xor_si128(now, _mm_load_si128(reinterpret_cast<const __m128i*>(&r.value[i])));
+  };
+  __m128i a = _mm_setzero_si128(), b = _mm_setzero_si128();
   int i = 0;
-  for (; i + 1 < r.loads; i += 2) {
-    differ |= *reinterpret_cast<const uint64_t*>(r.load[i].at) ^ r.load[i].value;
-    differ2 |= *reinterpret_cast<const uint64_t*>(r.load[i + 1].at) ^ r.load[i + 1].value;
+  for (; i + 7 < r.paired; i += 8) {
+    a = _mm_or_si128(a, _mm_or_si128(pair_differs(i), pair_differs(i + 2)));
+    b = _mm_or_si128(b, _mm_or_si128(pair_differs(i + 4), pair_differs(i + 6)));
   }
-  if (i < r.loads) differ |= *reinterpret_cast<const uint64_t*>(r.load[i].at) ^ r.load[i].value;
-  return (differ | differ2) == 0;
+  for (; i < r.paired; i += 2) a = _mm_or_si128(a, pair_differs(i));
+  a = _mm_or_si128(a, b);
+  uint64_t differ = static_cast<uint64_t>(_mm_cvtsi128_si64(a)) |
+                    static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(a, a)));
+  for (; i < r.loads; ++i) differ |= *reinterpret_cast<const uint64_t*>(r.at[i]) ^ r.value[i];
+  return differ == 0;
 }
 
 void FrameRuleCache::follow(uint32_t index) {
-  if (last_recent_) recent_at(last_recent_ - 1).next = index + 1;
+  // Usually already so (the loop repeats): then the line stays clean.
+  if (last_recent_) {
+    uint32_t& next = recent_at(last_recent_ - 1).next;
+    if (next != index + 1) next = index + 1;
+  }
   last_recent_ = index + 1;
   last_frames_hash_ = recent_at(index).frames_hash;
 }
 
-int FrameRuleCache::reuse_recent(const Start& s, int max, StopRange stop, uint64_t lo,
-                                 uint64_t span, uint64_t* out) {
+// Inline in fast_backtrace: its one caller, on every event's path.
+__attribute__((always_inline)) inline int FrameRuleCache::reuse_recent(
+    const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span, uint64_t* out,
+    const uint64_t** frames) {
   uint32_t found = ~0u;
   // The walk that came after the last one the time before: in a loop, usually this one.
   const uint32_t hint = last_recent_ ? recent_at(last_recent_ - 1).next : 0;
@@ -186,7 +203,10 @@ int FrameRuleCache::reuse_recent(const Start& s, int max, StopRange stop, uint64
       found = set_index * kRecentWays + static_cast<uint32_t>(k);
   if (found == ~0u) return -1;
   const RecentWalk& r = recent_at(found);
-  std::memcpy(out, r.out, r.count * sizeof(uint64_t));
+  if (frames)
+    *frames = r.out;
+  else
+    std::memcpy(out, r.out, r.count * sizeof(uint64_t));
   ++recent_used_;
   follow(found);
   return r.count;
@@ -211,18 +231,40 @@ void FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange stop,
   r.lowest = ~uint64_t{0};
   r.highest = 0;
   if (last_recent_ == index + 1) last_recent_ = 0;
+  // Adjacent loads in twos first (RecentWalk::paired), the others after them.
   const uint32_t loads = w.first_load[n];
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < loads; ++i) kept += !w.unused[i];
+  if (kept > kRecentLoads) {
+    last_recent_ = 0;
+    last_frames_hash_ = 0;
+    return;
+  }
+  uint16_t paired = 0, single = static_cast<uint16_t>(kept);
   for (uint32_t i = 0; i < loads; ++i) {
     if (w.unused[i]) continue;
-    if (r.loads == kRecentLoads) {
-      last_recent_ = 0;
-      last_frames_hash_ = 0;
-      return;
+    const Load& a = w.loads[i];
+    if (a.at < r.lowest) r.lowest = a.at;
+    if (a.at > r.highest) r.highest = a.at;
+    uint32_t next = i + 1;
+    while (next < loads && w.unused[next]) ++next;
+    if (next < loads && w.loads[next].at == a.at + 8) {
+      const Load& b = w.loads[next];
+      if (b.at > r.highest) r.highest = b.at;
+      r.at[paired] = a.at;
+      r.value[paired++] = a.value;
+      r.at[paired] = b.at;
+      r.value[paired++] = b.value;
+      i = next;
+    } else {
+      // The others fill from the end down, to meet the twos: no load is in both.
+      --single;
+      r.at[single] = a.at;
+      r.value[single] = a.value;
     }
-    r.load[r.loads++] = w.loads[i];
-    if (w.loads[i].at < r.lowest) r.lowest = w.loads[i].at;
-    if (w.loads[i].at > r.highest) r.highest = w.loads[i].at;
   }
+  r.paired = paired;
+  r.loads = static_cast<uint16_t>(kept);
   r.generation = generation_;
   r.key = s.key;
   r.rsp = s.rsp;
@@ -243,9 +285,9 @@ void FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange stop,
 }
 
 __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max,
-                                             StopRange stop, uint64_t salt) {
-  using Walk = FrameRuleCache::Walk;
-  using End = FrameRuleCache::End;
+                                             StopRange stop, uint64_t salt,
+                                             const uint64_t** frames) {
+  if (frames) *frames = out;
   // __builtin_frame_address gives this function a frame pointer whatever the flags: rbp points
   // at the caller's saved rbp, the return address sits above it, the caller's rsp above that.
   const auto* fp = static_cast<const uint64_t*>(__builtin_frame_address(0));
@@ -256,21 +298,31 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
     max = static_cast<int>(FrameRuleCache::kMaxSteps);
   // A load at `a` is safe when a - lo < span: inside the mapping, all 8 bytes (one compare).
   const uint64_t span = hi - lo - 7;
-  Walk& cur = cache.tables_->walks[cache.which_];
-  const Walk& last = cache.tables_->walks[cache.which_ ^ 1];
-  // A walk that stopped elsewhere (or not at all) ends elsewhere: its frames above the meeting
-  // point are not this walk's.
-  int last_count = cache.last_stop_ == stop ? cache.last_count_ : 0;
-  int j = 0;  // the first frame of the last walk not below the current one
-  uint32_t loads = 0;
-  uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
-  uint64_t pc = fp[1];
-  uint64_t rbp = fp[0];
+  const uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
+  const uint64_t pc = fp[1];
+  const uint64_t rbp = fp[0];
   const FrameRuleCache::Start start{rsp, pc, rbp, salt, FrameRuleCache::recent_key(rsp, pc, salt)};
   if (pc != 0 && !cache.recent_off_) {
-    const int got = cache.reuse_recent(start, max, stop, lo, span, out);
+    const int got = cache.reuse_recent(start, max, stop, lo, span, out, frames);
     if (got >= 0) return got;
   }
+  // This frame stays below the walk's first frame while walk() runs.
+  return cache.walk(start, out, max, stop, lo, span);
+}
+
+__attribute__((noinline)) int FrameRuleCache::walk(const Start& start, uint64_t* out, int max,
+                                                   StopRange stop, uint64_t lo, uint64_t span) {
+  FrameRuleCache& cache = *this;
+  Walk& cur = tables_->walks[which_];
+  const Walk& last = tables_->walks[which_ ^ 1];
+  // A walk that stopped elsewhere (or not at all) ends elsewhere: its frames above the meeting
+  // point are not this walk's.
+  int last_count = last_stop_ == stop ? last_count_ : 0;
+  int j = 0;  // the first frame of the last walk not below the current one
+  uint32_t loads = 0;
+  uint64_t rsp = start.rsp;
+  uint64_t pc = start.pc;
+  uint64_t rbp = start.rbp;
   End end = End::kZero;
   int n = 0;
   bool reused = false;

@@ -56,7 +56,7 @@ class FrameRuleCache {
 
  private:
   friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop,
-                            uint64_t salt);
+                            uint64_t salt, const uint64_t** frames);
 
   struct Entry {
     uint64_t pc;
@@ -111,9 +111,15 @@ class FrameRuleCache {
     StopRange stop;
     int32_t max;
     uint16_t count, loads;
+    // The first `paired` loads come in twos at adjacent addresses (at[i + 1] == at[i] + 8, i
+    // even): a frame-pointer frame's saved rbp and return address. Each two is checked with one
+    // 16-byte compare — checking is most of a hit's cost, a chain of eight instructions a load.
+    uint16_t paired;
     bool uses_rbp;  // the walk read the first frame's rbp before loading one from the stack
     uint64_t out[kRecentFrames];
-    Load load[kRecentLoads];
+    // The loads, where and what they found, apart: a two's values are one 16-byte operand.
+    uint64_t at[kRecentLoads];
+    alignas(16) uint64_t value[kRecentLoads];
   };
   struct RecentSet {
     // The ways' keys in one cache line: only a way that starts here is read.
@@ -157,9 +163,13 @@ class FrameRuleCache {
     const uint64_t h = ((rsp ^ (pc << 7)) * 0x9e3779b97f4a7c15ull ^ salt) * 0xff51afd7ed558ccdull;
     return h | 1;
   }
-  // The recent walk that starts at `s`, copied to `out`: its count, or -1.
+  // The walk frame by frame from `s` (fast_backtrace's own frame), when no recent walk is it: a
+  // function of its own, so that finding a recent walk pays for none of its registers.
+  int walk(const Start& s, uint64_t* out, int max, StopRange stop, uint64_t lo, uint64_t span);
+  // The recent walk that starts at `s`: its count, or -1. Its frames are copied to `out`, or
+  // when `frames` is given, *frames points at the walk's own copy.
   int reuse_recent(const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
-                   uint64_t* out);
+                   uint64_t* out, const uint64_t** frames);
   // Whether recent walk `r` is the walk that starts at `s` now.
   bool recent_holds(const RecentWalk& r, const Start& s, int max, StopRange stop, uint64_t lo,
                     uint64_t span) const;
@@ -204,8 +214,10 @@ class FrameRuleCache {
 // stays inside that mapping, between this frame and its top: a wrong rule gives a wrong frame,
 // never a fault. The walk ends after the first frame whose return address lies in `stop`. `salt`
 // tells walks that start alike apart among the recent walks (any value that differs between call
-// paths helps; it never changes what a walk returns).
+// paths helps; it never changes what a walk returns). `frames` (when given) is set to where the
+// frames are: `out`, or the cache's own copy of a recent walk found whole, valid until the cache's
+// next walk (most walks in a loop: copying them cost more than finding them).
 int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop = {},
-                   uint64_t salt = 0);
+                   uint64_t salt = 0, const uint64_t** frames = nullptr);
 
 }  // namespace gmemhook

@@ -189,10 +189,8 @@ HookSlot* find_hook_by_real(const void* real) {
   return nullptr;
 }
 
-void* real_function(HookSlot& slot) {
-  void* p = slot.real.load(std::memory_order_acquire);
-  if (p) return p;
-  p = find_real_symbol(slot.name, slot.layer);
+void* resolve_real_function(HookSlot& slot) {
+  void* p = find_real_symbol(slot.name, slot.layer);
   if (!p) return nullptr;
   void* expected = nullptr;
   slot.real.compare_exchange_strong(expected, p, std::memory_order_acq_rel);

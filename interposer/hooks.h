@@ -26,8 +26,14 @@ HookSlot* find_hook(const char* name);
 // The slot whose real function is `real`, or nullptr.
 HookSlot* find_hook_by_real(const void* real);
 
+// Finds the real function of a slot (real_function's first use).
+void* resolve_real_function(HookSlot& slot);
+
 // The real function of a slot, resolved on first use; nullptr if no loaded library has it.
-void* real_function(HookSlot& slot);
+inline void* real_function(HookSlot& slot) {
+  void* p = slot.real.load(std::memory_order_acquire);
+  return p ? p : resolve_real_function(slot);
+}
 
 // Called when a lookup (dlsym, cuGetProcAddress…) found `real` for `slot`: remembers it as the
 // real function if none is known yet, and returns what the caller should get instead: our wrapper.

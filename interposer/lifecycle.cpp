@@ -13,6 +13,7 @@
 
 #include "capture_stats.h"
 #include "config.h"
+#include "event_time.h"
 #include "nvml_sampler.h"
 #include "process_log.h"
 #include "python_frames.h"
@@ -26,7 +27,6 @@ namespace {
 
 namespace fmt = gmemhook::format;
 
-std::atomic<bool> g_enabled{false};
 std::atomic<bool> g_ended{false};
 
 void print_summary() {
@@ -95,17 +95,16 @@ __attribute__((constructor)) void start() {
   init_exec_hooks();
   if (g_config.disabled) return;
   init_unwinder();
+  init_event_time(g_config.tsc);
   init_recorder();
   // No directory yet: it is made at the first CUDA call (process_log.h, ensure_process_log).
   init_python_frames();
   pthread_atfork(nullptr, nullptr, fork_child);
   on_exit(at_exit, nullptr);
-  g_enabled.store(true, std::memory_order_release);
+  g_recording_enabled.store(true, std::memory_order_release);
 }
 
 }  // namespace
-
-bool recording_enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
 }  // namespace gmemhook
 

@@ -2,6 +2,7 @@
 // snapshots, notes and the end record. Everything thread-specific lives in recorder.cpp.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "gmemhook/codec.h"
@@ -35,7 +36,9 @@ uint64_t next_seq();
 uint64_t last_seq();
 
 // Bumped in every fork child: per-thread logs inherited from the parent must not be reused.
-uint64_t fork_generation();
+// Inline: every recorded event checks its thread's log against it.
+inline std::atomic<uint64_t> g_fork_generation{0};
+inline uint64_t fork_generation() { return g_fork_generation.load(std::memory_order_relaxed); }
 void on_fork_child();
 
 // Writes a new module snapshot if objects were loaded or unloaded since the last one.

@@ -12,6 +12,7 @@
 #include "busy.h"
 #include "capture_stats.h"
 #include "config.h"
+#include "event_time.h"
 #include "log_file.h"
 #include "nvml_sampler.h"
 #include "process_log.h"
@@ -73,10 +74,7 @@ struct ThreadLog {
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc
 // on first access.
 __attribute__((tls_model("initial-exec"))) thread_local ThreadLog* t_log = nullptr;
-__attribute__((tls_model("initial-exec"))) thread_local int t_depth = 0;
 __attribute__((tls_model("initial-exec"))) thread_local bool t_creating = false;
-// The depth of the handler's call counted as skipped (CallScope), 0 when none.
-__attribute__((tls_model("initial-exec"))) thread_local int t_skipped_depth = 0;
 
 ThreadLog* g_registry = nullptr;
 // What exited threads recorded: their logs are gone, their counts stay for the exit summary.
@@ -297,19 +295,16 @@ bool is_graph_kind(EventKind k) {
   }
 }
 
-bool is_release_kind(EventKind k) {
-  return k == EventKind::Free || k == EventKind::Release || k == EventKind::AddressFree ||
-         k == EventKind::Unmap || k == EventKind::BlockFree || k == EventKind::ImportClose;
-}
-
 // A thread's counters are written by that thread only (totals() reads them from any): a plain
 // increment, not a locked read-modify-write on every event.
 void bump(std::atomic<uint64_t>& counter) {
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-uint32_t capture_and_intern(ThreadLog* log) {
-  uint64_t frames[kMaxDepth];
+// Inline in record_event, its one caller.
+__attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log) {
+  uint64_t scratch[kCaptureScratch];
+  const uint64_t* frames = scratch;
   const uint64_t start = g_config.stack_stats ? monotonic_ns() : 0;
   // Python first: whether the event has Python frames decides where the native walk ends. PyCode
   // records of code objects new to this file are written here, before the Stack record.
@@ -321,8 +316,8 @@ uint32_t capture_and_intern(ThreadLog* log) {
   // recorder at the same depth: the native walk finds its recent twin by them.
   const uint64_t salt = npy == 0 ? 0 : log->py_frames[0] ^ (npy > 1 ? log->py_frames[1] << 17 : 0);
   uint64_t walk_hash = 0;
-  size_t n = capture_stack(&log->frame_rules, frames, static_cast<size_t>(g_config.depth), stop,
-                           salt, &walk_hash);
+  size_t n = capture_stack(&log->frame_rules, scratch, &frames,
+                           static_cast<size_t>(g_config.depth), stop, salt, &walk_hash);
   if (g_config.stack_stats) note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
   if (n == 0 && npy == 0) return 0;
   StackMemo::Slot* memo = nullptr;
@@ -375,28 +370,20 @@ uint64_t mapped_size_at(uint64_t address) {
   return size;
 }
 
-CallScope::CallScope() : records_(t_depth++ == 0 && recording_enabled()) {
+void CallScope::inside_recorder() {
   // A signal handler's call on a thread inside the recorder (or holding one of its locks): the
   // program's own call, which the log cannot take now. Its sequence number is the gap a reader
   // sees; the end record counts it. Once: the calls it makes itself (cudaMalloc reaching
   // cuMemAlloc_v2) are nested in it.
-  if (thread_busy() && recording_enabled()) {
-    records_ = false;
-    if (t_skipped_depth == 0) {
-      t_skipped_depth = t_depth;
-      note_skipped(next_seq());
-    }
+  if (!recording_enabled()) return;
+  records_ = false;
+  if (t_skipped_depth == 0) {
+    t_skipped_depth = t_call_depth;
+    note_skipped(next_seq());
   }
 }
-CallScope::~CallScope() {
-  if (t_depth == t_skipped_depth) t_skipped_depth = 0;
-  --t_depth;
-}
 
-EventClock clock_before_call(EventKind kind) {
-  if (!is_release_kind(kind)) return {};
-  return {next_seq(), monotonic_ns()};
-}
+EventClock clock_now() { return {next_seq(), event_time_ns()}; }
 
 void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                   EventClock clock) {
@@ -426,17 +413,14 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   if (g_config.depth > 0 && (!releases || g_config.free_stacks))
     stack_id = capture_and_intern(log);
 
-  if (clock.seq == 0) clock = {next_seq(), monotonic_ns()};
-  fmt::Event ev;
+  if (clock.seq == 0) clock = clock_now();
+  fmt::EventCore ev;
   ev.api = static_cast<uint8_t>(api);
   ev.seq = clock.seq;
   ev.time_ns = clock.time_ns < log->deltas.last_time_ns ? log->deltas.last_time_ns : clock.time_ns;
   ev.result = result;
   ev.stack_id = stack_id;
-  ev.f = f;
-  uint8_t buf[fmt::kMaxEventPayload];
-  const fmt::EncodedEvent encoded = fmt::encode_event(buf, ev, log->deltas);
-  if (!log->file.append(encoded.type, buf, encoded.size)) {
+  if (!log->file.append_event([&](uint8_t* out) { return fmt::encode_event(out, ev, f, log->deltas); })) {
     note_not_recorded(ev.seq, log->file.path(), log->file.error());
     return;
   }
@@ -474,7 +458,7 @@ Totals totals() {
 void seal_own_thread_log() {
   ThreadLog* log = t_log;
   // Inside a hook (exit from a signal handler that interrupted an append) the chunk is mid-write.
-  if (!log || t_depth != 0 || thread_busy() || log->fork_generation != fork_generation()) return;
+  if (!log || t_call_depth != 0 || thread_busy() || log->fork_generation != fork_generation()) return;
   log->file.seal();
 }
 

@@ -2,26 +2,48 @@
 // Called by the generated wrappers in hooks.cpp; per-thread state, no locks on this path.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 
+#include "busy.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
 
 namespace gmemhook {
 
+// Set by the library constructor (lifecycle.cpp) once it is ready: whether hooks may record.
+// Inline: every wrapper asks.
+inline std::atomic<bool> g_recording_enabled{false};
+inline bool recording_enabled() { return g_recording_enabled.load(std::memory_order_relaxed); }
+
+// How deep the calling thread is in hooked calls, and the depth of a signal handler's call
+// counted as skipped (CallScope), 0 when none. initial-exec: a preloaded library's TLS is static,
+// and the dynamic model could call malloc on first access.
+inline thread_local int t_call_depth __attribute__((tls_model("initial-exec"))) = 0;
+inline thread_local int t_skipped_depth __attribute__((tls_model("initial-exec"))) = 0;
+
 // Marks the current thread as inside a hooked call. A runtime call that reaches the driver
 // through our wrappers (cudaMalloc → cuMemAlloc_v2) is nested: only the outermost records.
+// Inline: every wrapper makes one, nested driver calls included.
 class CallScope {
  public:
-  CallScope();
-  ~CallScope();
+  CallScope() : records_(t_call_depth++ == 0 && recording_enabled()) {
+    if (thread_busy()) [[unlikely]]
+      inside_recorder();
+  }
+  ~CallScope() {
+    if (t_call_depth == t_skipped_depth) t_skipped_depth = 0;
+    --t_call_depth;
+  }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
   // True for the outermost hooked call of a thread while recording is on.
   bool records() const { return records_; }
 
  private:
+  // A call made while the thread is inside the recorder (busy.h): it passes through.
+  void inside_recorder();
   bool records_;
 };
 
@@ -42,7 +64,18 @@ struct EventClock {
   uint64_t seq = 0;
   uint64_t time_ns = 0;
 };
-EventClock clock_before_call(format::EventKind kind);
+// The sequence number and time of an event now.
+EventClock clock_now();
+// Kinds that give memory back (their clock is taken before the call).
+constexpr bool is_release_kind(format::EventKind k) {
+  using K = format::EventKind;
+  return k == K::Free || k == K::Release || k == K::AddressFree || k == K::Unmap ||
+         k == K::BlockFree || k == K::ImportClose;
+}
+// Inline: a wrapper's kind is a constant, and for allocations this is nothing at all.
+inline EventClock clock_before_call(format::EventKind kind) {
+  return is_release_kind(kind) ? clock_now() : EventClock{};
+}
 
 // The memory type is not passed: it follows from the api id (overrides travel in `fields`).
 void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
@@ -71,8 +104,7 @@ Totals totals();
 // logs may be mid-append and stay unsealed: their last chunk is read unchecked.
 void seal_own_thread_log();
 
-// Library lifecycle (lifecycle.cpp): whether hooks may record at all.
-bool recording_enabled();
+// Library lifecycle (lifecycle.cpp).
 void init_recorder();
 void recorder_fork_child();
 

@@ -8,7 +8,6 @@
 #include <link.h>
 #include <libunwind.h>
 
-#include <cstring>
 
 #include "capture_stats.h"
 #include "config.h"
@@ -23,9 +22,6 @@ namespace {
 // per-thread memory; only a thread that keeps allocating pays for the cache, once.
 constexpr uint32_t kStepCaptures = 32;
 __attribute__((tls_model("initial-exec"))) thread_local uint32_t t_captures = 0;
-
-uint64_t g_self_lo = 0;
-uint64_t g_self_hi = 0;
 
 int find_self(dl_phdr_info* info, size_t, void* data) {
   auto self_base = reinterpret_cast<uintptr_t>(data);
@@ -65,15 +61,14 @@ void init_unwinder() {
   }
 }
 
-bool is_own_address(uint64_t address) { return address >= g_self_lo && address < g_self_hi; }
-
-size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange stop,
-                     uint64_t salt, uint64_t* walk_hash) {
+size_t capture_stack(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames, size_t max,
+                     StopRange stop, uint64_t salt, uint64_t* walk_hash) {
   if (walk_hash) *walk_hash = 0;
-  uint64_t raw[kMaxDepth + 16];
+  uint64_t* raw = scratch;
+  const uint64_t* walked = raw;  // where the walk's frames are (fast_backtrace's view)
   static_assert(sizeof(void*) == sizeof(uint64_t));
   void** as_pointers = reinterpret_cast<void**>(raw);
-  const int want = static_cast<int>(max + 16 < kMaxDepth + 16 ? max + 16 : kMaxDepth + 16);
+  const int want = static_cast<int>(max + 16 < kCaptureScratch ? max + 16 : kCaptureScratch);
   int n = -1;
   Walk how = Walk::kStepped;
   if (t_captures < kStepCaptures) {
@@ -82,27 +77,35 @@ size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange
   } else {
     // The fast walk reads /proc/self/maps once per thread for its stack's bounds: one more
     // reason to leave a thread's first captures to libunwind's stepping.
-    const uint64_t shadow = rules ? rules->reused_walks() : 0;
-    const uint64_t recent = rules ? rules->recent_walks_used() : 0;
-    const uint64_t learnt = rules ? rules->rules_learnt() : 0;
-    const uint64_t made = rules ? rules->object_tables_made() : 0;
+    // The walk's counters before it, for the statistics only (off: not read, the hot path).
+    const bool stats = rules && g_config.stack_stats;
+    uint64_t shadow = 0, recent = 0, learnt = 0, made = 0;
+    if (stats) {
+      shadow = rules->reused_walks();
+      recent = rules->recent_walks_used();
+      learnt = rules->rules_learnt();
+      made = rules->object_tables_made();
+    }
     if (rules && g_config.fast_unwind) {
       rules->use_recent_walks(g_config.recent_walks);
-      n = fast_backtrace(*rules, raw, want, stop, salt);
+      n = fast_backtrace(*rules, raw, want, stop, salt, &walked);
     }
     if (n >= 0 && walk_hash) *walk_hash = rules->last_walk_hash();
-    if (rules && g_config.stack_stats)
+    how = Walk::kLibunwind;
+    if (stats) {
       note_rules_learnt(rules->rules_learnt() - learnt, rules->object_tables_made() - made);
-    how = n < 0                                  ? Walk::kLibunwind
-          : rules->recent_walks_used() != recent ? Walk::kRecent
-          : rules->reused_walks() != shadow      ? Walk::kShadow
-                                                 : Walk::kFast;
+      how = n < 0                                  ? Walk::kLibunwind
+            : rules->recent_walks_used() != recent ? Walk::kRecent
+            : rules->reused_walks() != shadow      ? Walk::kShadow
+                                                   : Walk::kFast;
+    }
     if (n < 0) {
       if (rules && g_config.fast_unwind && g_config.stack_stats) {
         uint64_t pc = 0;
         const char* why = rules->gave_up(&pc);
         note_gave_up(pc, why);
       }
+      walked = raw;
       n = unw_backtrace(as_pointers, want);
       // unw_backtrace cannot stop early: the same stack whichever walk took it (one interned id).
       for (int i = 0; i < n; ++i)
@@ -112,10 +115,9 @@ size_t capture_stack(FrameRuleCache* rules, uint64_t* out, size_t max, StopRange
   if (g_config.stack_stats) note_walk(how);
   if (n <= 0) return 0;
   size_t first = 0;
-  while (first < static_cast<size_t>(n) && is_own_address(raw[first])) ++first;
-  size_t count = static_cast<size_t>(n) - first < max ? static_cast<size_t>(n) - first : max;
-  std::memcpy(out, raw + first, count * sizeof(uint64_t));
-  return count;
+  while (first < static_cast<size_t>(n) && is_own_address(walked[first])) ++first;
+  *frames = walked + first;
+  return static_cast<size_t>(n) - first < max ? static_cast<size_t>(n) - first : max;
 }
 
 }  // namespace gmemhook

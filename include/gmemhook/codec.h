@@ -45,6 +45,16 @@ struct Event {
   EventFields f;
 };
 
+// What an event says besides its fields: the writer fills one per event and keeps the fields
+// apart (an Event, fields included, took more instructions to zero than to encode the head).
+struct EventCore {
+  uint8_t api = 0;
+  uint64_t seq = 0;
+  uint64_t time_ns = 0;
+  uint32_t result = 0;
+  uint32_t stack_id = 0;
+};
+
 // Per-file delta state; the writer and the reader of one file each keep one.
 struct EventDeltas {
   uint64_t last_seq = 0;
@@ -176,16 +186,18 @@ inline constexpr uint64_t time_units(uint64_t ns) {
   return (ns + (uint64_t{1} << kTimeShift) - 1) >> kTimeShift;
 }
 
-// Encodes `ev` through `w` (a PayloadWriter, or anything with the same calls and part(), which
-// says which part the next bytes belong to), in today's version (8). Returns the event's head
-// (format.h: its record type is kEventTypeBase | head).
-template <class Out>
-uint8_t encode_event_to(Out& w, const Event& ev, EventDeltas& d) {
-  const EventFields& f = ev.f;
+// Encodes `ev` (an Event or an EventCore) with the fields `f` (not ev.f: the writer keeps them
+// apart, copying them into the event was a tenth of encoding one) through `w` (a PayloadWriter,
+// or anything with the same calls and part(), which says which part the next bytes belong to),
+// in today's version (8). Returns the event's head (format.h: its record type is
+// kEventTypeBase | head).
+template <class Out, class Core>
+uint8_t encode_event_to(Out& w, const Core& ev, const EventFields& f, EventDeltas& d) {
   // Totals travel as corrections to their expected values: usually none at all.
   uint16_t mask = f.mask & ~(kMovedFields | kPlainNumbers);
-  const uint64_t expected_allocated = expected_allocated_total(f, d);
+  uint64_t expected_allocated = 0;
   if (f.has(kHasTotals)) {
+    expected_allocated = expected_allocated_total(f, d);
     if (f.allocated != expected_allocated) mask |= kAllocatedMoved;
     if (f.reserved != d.last_reserved) mask |= kReservedMoved;
   }
@@ -231,24 +243,31 @@ uint8_t encode_event_to(Out& w, const Event& ev, EventDeltas& d) {
     w.zigzag(static_cast<int64_t>(f.stream - d.last_stream));
     d.last_stream = f.stream;
   }
-  w.part(EventPart::Other);
-  if (f.has(kHasPool)) w.varint(f.pool);
-  if (f.has(kHasHandle)) w.varint(f.handle);
-  if (f.has(kHasOffset)) w.varint(f.offset);
+  // Most events have none of these (one test, not five, on the writer's hot path).
+  constexpr uint16_t kRareMiddle = kHasPool | kHasHandle | kHasOffset;
+  if (mask & kRareMiddle) {
+    w.part(EventPart::Other);
+    if (f.has(kHasPool)) w.varint(f.pool);
+    if (f.has(kHasHandle)) w.varint(f.handle);
+    if (f.has(kHasOffset)) w.varint(f.offset);
+  }
   w.part(EventPart::Device);
   if (head & kNewDevice) {
     w.zigzag(f.device);
     d.last_device = f.device;
   }
-  w.part(EventPart::Other);
-  if (f.has(kHasMemory)) w.u8(static_cast<uint8_t>(f.memory));
-  if (mask & kAllocatedMoved) w.zigzag(static_cast<int64_t>(f.allocated - expected_allocated));
-  if (mask & kReservedMoved) w.zigzag(static_cast<int64_t>(f.reserved - d.last_reserved));
-  if (f.has(kHasGraph)) w.varint(f.graph);
-  if (f.has(kHasFlags)) w.varint(f.flags);
-  if (f.has(kHasTotals)) {
-    d.last_allocated = f.allocated;
-    d.last_reserved = f.reserved;
+  constexpr uint16_t kRareLast = kHasMemory | kMovedFields | kHasGraph | kHasFlags | kHasTotals;
+  if (mask & kRareLast) {
+    w.part(EventPart::Other);
+    if (f.has(kHasMemory)) w.u8(static_cast<uint8_t>(f.memory));
+    if (mask & kAllocatedMoved) w.zigzag(static_cast<int64_t>(f.allocated - expected_allocated));
+    if (mask & kReservedMoved) w.zigzag(static_cast<int64_t>(f.reserved - d.last_reserved));
+    if (f.has(kHasGraph)) w.varint(f.graph);
+    if (f.has(kHasFlags)) w.varint(f.flags);
+    if (f.has(kHasTotals)) {
+      d.last_allocated = f.allocated;
+      d.last_reserved = f.reserved;
+    }
   }
   d.api_fields[ev.api] = mask & ~kOneOffFields;
   d.last_seq = ev.seq;
@@ -262,11 +281,15 @@ struct EncodedEvent {
   size_t size;
 };
 
-// Encodes `ev` into out (room for kMaxEventPayload bytes).
-inline EncodedEvent encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
+// Encodes `ev` into out (room for kMaxEventPayload bytes); with fields `f`, or its own.
+template <class Core>
+EncodedEvent encode_event(uint8_t* out, const Core& ev, const EventFields& f, EventDeltas& d) {
   PayloadWriter w(out);
-  const uint8_t head = encode_event_to(w, ev, d);
+  const uint8_t head = encode_event_to(w, ev, f, d);
   return {static_cast<RecordType>(kEventTypeBase | head), w.size()};
+}
+inline EncodedEvent encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
+  return encode_event(out, ev, ev.f, d);
 }
 
 // Reads the optional fields every version stores alike, from pool to memory, except that

@@ -221,7 +221,8 @@ inline size_t get_varint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
 //                        the previous event's (first: minus start_monotonic_ns in the same
 //                        units). A reader's times are these units << kTimeShift: at most 31 ns
 //                        late, less than what a hooked call costs; order across threads comes
-//                        from seq, never from time.
+//                        from seq, never from time. (The writer may extrapolate it from the
+//                        CPU's time-stamp counter: within a few ns, interposer/event_time.h.)
 //   varint  result       (Failed) as below; absent: 0
 //   varint  stack_id     (HasStackId) as below; absent: 0
 //   varint  fields       (NewFields) EventField bits; absent: those of this file's previous

@@ -214,6 +214,47 @@ TEST(FastUnwind, RecentWalksServeManyPathsAtOneDepth) {
   EXPECT_GE(t_cache.recent_walks_used() - before, 3 * 20u - 2) << "later rounds found whole";
 }
 
+// Walks that differ only in a return address stored next to a saved rbp that a later frame's
+// rule reads (frames with frame pointers): recent walks check such neighbours as one 16-byte
+// value, and both halves must count. Each path twice in a row: the walk tried first for the
+// other path (the one that came next last time) is then this path's, which must not hold.
+Seen walk_via(int (*entry)(int, const unwind_shapes::Walk&), const std::vector<int>& shape,
+              int depth) {
+  Seen s;
+  t_seen = &s;
+  unwind_shapes::Walk w{shape.data(), static_cast<int>(shape.size()), probe};
+  entry(depth, w);
+  t_seen = nullptr;
+  return s;
+}
+
+TEST(FastUnwind, RecentWalksCheckNeighbouringLoadsWhole) {
+  const std::vector<int> shape{3};  // frame pointers all the way down
+  Seen first_a, first_b;
+  uint64_t before = 0;
+  for (int round = 0; round < 4; ++round) {
+    // One call site for all four: the paths differ in fp_path_a/b's return address alone.
+    Seen walks[4];
+    for (int k = 0; k < 4; ++k)
+      walks[k] = walk_via(k < 2 ? unwind_shapes::fp_path_a : unwind_shapes::fp_path_b, shape, 12);
+    const Seen &a = walks[0], &a2 = walks[1], &b = walks[2], &b2 = walks[3];
+    expect_same_as_libunwind(a, "a, round " + std::to_string(round));
+    expect_same_as_libunwind(b, "b, round " + std::to_string(round));
+    EXPECT_EQ(a.fast, a2.fast);
+    EXPECT_EQ(b.fast, b2.fast);
+    if (round == 0) {
+      first_a = a;
+      first_b = b;
+      before = t_cache.recent_walks_used();
+      continue;
+    }
+    EXPECT_EQ(a.fast, first_a.fast);
+    EXPECT_EQ(b.fast, first_b.fast);
+  }
+  EXPECT_NE(first_a.fast, first_b.fast);
+  EXPECT_GE(t_cache.recent_walks_used() - before, 10u) << "the later rounds' walks were recent ones";
+}
+
 // The recorder stops a walk at the innermost interpreter-loop call: the frame whose return
 // address lies in the range is the last, whether the walk steps or reuses the last walk's frames,
 // and a walk with another range (or none) never reuses a stopped one.

@@ -24,5 +24,7 @@ int frame_o2(int depth, const Walk& w);
 int frame_vla(int depth, const Walk& w);
 int frame_fp(int depth, const Walk& w);
 int frame_drap(int depth, const Walk& w);
+int fp_path_a(int depth, const Walk& w);  // frame_fp from two call sites (unwind_shapes_fp.cpp)
+int fp_path_b(int depth, const Walk& w);
 
 }  // namespace unwind_shapes
