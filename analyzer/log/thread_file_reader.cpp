@@ -64,12 +64,10 @@ bool ThreadFileReader::advance() {
         read_py_code(r);
         break;
       case RecordType::Note:
-        notes_.push_back(decode_note(r, file_.name()));
-        pending_.push_back({Pending::Note, static_cast<uint32_t>(notes_.size() - 1)});
+        read_note(r);
         break;
       default:
-        damage(r.offset, "expected a thread-file record (event, stack, py-code, note), found " +
-                             a_record(r.type));
+        unexpected_record(r);
     }
   }
   if (cursor_.end() == StreamEnd::DamagedChunk) read_after_damage();
@@ -105,14 +103,22 @@ bool ThreadFileReader::skip_record_after_damage() {
     case RecordType::PyCode:
       break;  // only events refer to them, and none can be decoded
     case RecordType::Note:
-      notes_.push_back(decode_note(r, file_.name()));
-      pending_.push_back({Pending::Note, static_cast<uint32_t>(notes_.size() - 1)});
+      read_note(r);
       break;
     default:
-      damage(r.offset, "expected a thread-file record (event, stack, py-code, note), found " +
-                           a_record(r.type));
+      unexpected_record(r);
   }
   return true;
+}
+
+void ThreadFileReader::read_note(const Record& r) {
+  notes_.push_back(decode_note(r, file_.name()));
+  pending_.push_back({Pending::Note, static_cast<uint32_t>(notes_.size() - 1)});
+}
+
+void ThreadFileReader::unexpected_record(const Record& r) const {
+  damage(r.offset, "expected a thread-file record (event, stack, py-code, note), found " +
+                       a_record(r.type));
 }
 
 void ThreadFileReader::check_event_size(const Record& r) const {

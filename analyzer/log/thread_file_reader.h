@@ -87,6 +87,8 @@ class ThreadFileReader {
     uint32_t index;  // stack id, code id, or index into notes_
   };
   [[noreturn]] void damage(uint64_t offset, const std::string& expected) const;
+  void read_note(const Record& r);
+  [[noreturn]] void unexpected_record(const Record& r) const;
   void check_event_size(const Record& r) const;
   void read_event(const Record& r);
   void read_stack(const Record& r);
