@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,6 +37,16 @@ std::atomic<long> g_chunks_mapped{0};
 bool test_disk_full() {
   if (g_config.test_disk_full_after < 0) return false;
   return g_chunks_mapped.fetch_add(1, std::memory_order_relaxed) >= g_config.test_disk_full_after;
+}
+
+// Whether a file may grow to `end` bytes under the process's file size limit (ulimit -f). Growing
+// past it, fallocate fails with EFBIG and the kernel also sends SIGXFSZ, whose default action
+// kills the traced program: the hook must find out first. Read per chunk, since the program may
+// change its limit (a system call, next to the four a chunk already costs).
+bool within_file_size_limit(uint64_t end) {
+  rlimit limit{};
+  return getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+         end <= limit.rlim_cur;
 }
 }  // namespace
 
@@ -92,7 +103,9 @@ bool LogFile::map_chunk(uint64_t start) {
   off_t offset = static_cast<off_t>(start);
   // Reserve real blocks before touching the mapping: writing into a hole on a full disk would
   // raise SIGBUS in the traced program.
-  int err = test_disk_full() ? ENOSPC : posix_fallocate(fd, offset, static_cast<off_t>(len));
+  int err = test_disk_full()                       ? ENOSPC
+            : !within_file_size_limit(start + len) ? EFBIG
+                                                   : posix_fallocate(fd, offset, static_cast<off_t>(len));
   void* m = MAP_FAILED;
   if (err == 0) {
     m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);

@@ -31,9 +31,11 @@ struct ProcessFile {
   ProcessInfo info;
   std::vector<ModuleSnapshot> snapshots;
   std::vector<Note> notes;
-  std::vector<NvmlSample> nvml_samples;  // in file order (version 5; none before)
-  std::optional<EndRecord> end;  // absent: the process was killed or crashed
-  uint64_t end_offset = 0;       // of the End record, when there is one
+  std::vector<NvmlSample> nvml_samples;   // in file order (version 5; none before)
+  std::optional<EndRecord> end;           // absent: the process was killed or crashed
+  uint64_t end_offset = 0;                // of the End record, when there is one
+  std::vector<ChunkDamage> damaged;       // chunks not read, their seal did not match
+  std::optional<UnsealedChunk> unsealed;  // the last chunk, read without a check
   StreamEnd stream_end = StreamEnd::NotYet;
   uint64_t data_end = 0;  // where the committed data stops
 };

@@ -50,14 +50,27 @@ void ProcessReader::read_events(EventVisitor& v) {
   last_seq_ = 0;
   first_gap_after_.reset();
   pass_warnings_.clear();
-  damaged_chunks_ = process_.stream_end == StreamEnd::DamagedChunk ? 1 : 0;
+  damaged_chunks_ = process_.damaged.size();
+  damaged_bytes_ = 0;
+  for (const ChunkDamage& d : process_.damaged) damaged_bytes_ += d.bytes;
+  undecoded_events_ = 0;
 
   MergeHeads heads;
   auto finish = [&](ThreadFileReader& t) {
     t.deliver_pending(v);  // stacks and notes after the file's last event
-    if (t.stream_end() == StreamEnd::DamagedChunk) {
-      pass_warnings_.push_back(t.damage_warning());
+    for (const ChunkDamage& d : t.damaged_chunks()) {
+      pass_warnings_.push_back(d.warning);
       ++damaged_chunks_;
+      damaged_bytes_ += d.bytes;
+    }
+    if (const uint64_t n = t.undecoded_events()) {
+      undecoded_events_ += n;
+      pass_warnings_.push_back(
+          {t.name(), t.damaged_chunks().front().warning.offset,
+           std::to_string(n) + (n == 1 ? " event" : " events") +
+               " after the damaged chunk not decoded: each is stored as differences from the "
+               "file's earlier events (seq, time, address), and the lost chunk held some of "
+               "them"});
     }
     if (t.stream_end() == StreamEnd::TruncatedTail)
       pass_warnings_.push_back({t.name(), t.data_end(),
@@ -112,6 +125,14 @@ void ProcessReader::for_each_event(
   read_events(adapter);
 }
 
+std::vector<ProcessReader::Unsealed> ProcessReader::unsealed_chunks() const {
+  std::vector<Unsealed> all;
+  if (process_.unsealed) all.push_back({process_name_, *process_.unsealed});
+  for (const auto& t : threads_)
+    if (auto c = t->unsealed_chunk()) all.push_back({t->name(), *c});
+  return all;
+}
+
 std::vector<ReadWarning> ProcessReader::warnings() const {
   std::vector<ReadWarning> all = open_warnings_;
   all.insert(all.end(), pass_warnings_.begin(), pass_warnings_.end());
@@ -135,8 +156,12 @@ std::optional<MissingEvents> missing_events(const ProcessReader& r) {
   // Without an End record the process was killed: each thread may have taken a seq and died
   // before committing its event. That is not a failure of the log.
   if (!end) holes = holes > r.thread_count() ? holes - r.thread_count() : 0;
+  // Events found after a damaged chunk but not decoded hold some of the holes' numbers.
+  holes = holes > r.undecoded_events() ? holes - r.undecoded_events() : 0;
   m.count = std::max<uint64_t>(holes, end ? end->not_recorded : 0);
   m.damaged_chunks = r.damaged_chunks();
+  m.damaged_bytes = r.damaged_bytes();
+  m.undecoded = r.undecoded_events();
   if (m.count == 0 && m.damaged_chunks == 0) return std::nullopt;
   m.after_seq = r.first_gap_after().value_or(r.last_seq());
   if (end && end->not_recorded && end->first_lost_seq)
@@ -151,8 +176,13 @@ std::optional<std::string> incomplete_log_message(const ProcessReader& r) {
   std::string text = "log incomplete: ";
   if (m->damaged_chunks) {
     // Checksums (format version 7) found damage: what it held is unknown, never guessed at.
-    text += std::to_string(m->damaged_chunks) + " damaged chunk" +
-            (m->damaged_chunks == 1 ? "" : "s") + " not read (see the warnings)";
+    const bool one = m->damaged_chunks == 1;
+    text += std::to_string(m->damaged_chunks) + " damaged chunk" + (one ? "" : "s") +
+            " not read (" + std::to_string(m->damaged_bytes) + " bytes, see the warnings)";
+    if (m->undecoded)
+      text += "; " + std::to_string(m->undecoded) + " event" + (m->undecoded == 1 ? "" : "s") +
+              " after " + (one ? "it" : "them") + " not decoded (stored as differences from " +
+              (one ? "its" : "their") + " records)";
     if (m->count == 0) return text;
     text += "; ";
   }

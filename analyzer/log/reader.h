@@ -61,8 +61,21 @@ class ProcessReader {
   // event takes one, so a hole is an event that was never written), or nullopt when none is.
   std::optional<uint64_t> first_gap_after() const { return first_gap_after_; }
   // After a pass: chunks whose seal did not match (format.h, "Chunk seals"), process file
-  // included; each ended its file's stream.
+  // included, and the bytes they held; none was read.
   uint64_t damaged_chunks() const { return damaged_chunks_; }
+  uint64_t damaged_bytes() const { return damaged_bytes_; }
+  // After a pass: events found after a damaged chunk of their thread file, counted but not read
+  // (ThreadFileReader::undecoded_events says why).
+  uint64_t undecoded_events() const { return undecoded_events_; }
+
+  // After a pass: the chunks read without a seal check, process file first, each named by its
+  // file (at most one a file: its last chunk). Not damage: a thread still running when the process
+  // ended, or a process killed, leaves its last chunk so (format.h, "Chunk seals").
+  struct Unsealed {
+    std::string file;
+    UnsealedChunk chunk;
+  };
+  std::vector<Unsealed> unsealed_chunks() const;
 
   // What was cut short but still used: truncated tails, unfinished snapshots, empty thread
   // files. Pass-time warnings are refreshed by each pass.
@@ -81,6 +94,8 @@ class ProcessReader {
   uint64_t last_seq_ = 0;
   std::optional<uint64_t> first_gap_after_;
   uint64_t damaged_chunks_ = 0;
+  uint64_t damaged_bytes_ = 0;
+  uint64_t undecoded_events_ = 0;
 };
 
 // "process 48213 ended abruptly after record 17 (killed or crashed)" when the process file has
@@ -92,14 +107,17 @@ std::optional<std::string> abrupt_end_message(const ProcessReader& r);
 // written. A killed process may leave one event per thread half-written: those are not counted.
 // Meaningful after a pass.
 struct MissingEvents {
-  uint64_t count = 0;      // at least this many
-  uint64_t after_seq = 0;  // the last event recorded before the first missing one
-  int write_error = 0;     // errno the recorder reported, 0 when unknown
+  uint64_t count = 0;           // at least this many
+  uint64_t after_seq = 0;       // the last event recorded before the first missing one
+  int write_error = 0;          // errno the recorder reported, 0 when unknown
   uint64_t damaged_chunks = 0;  // chunks not read because their checksum failed
+  uint64_t damaged_bytes = 0;   // what those chunks held, in bytes
+  uint64_t undecoded = 0;       // events after them, counted but not decoded (not in `count`)
 };
 std::optional<MissingEvents> missing_events(const ProcessReader& r);
 // "log incomplete: ≥ 1234 events not recorded after event 95182 (the recorder could not write:
-// No space left on device)", "log incomplete: 1 damaged chunk not read (see the warnings); ...",
+// No space left on device)", "log incomplete: 1 damaged chunk not read (4096 bytes, see the
+// warnings); 1880 events after it not decoded (...); ≥ 120 events missing after event 95182",
 // or nullopt for a complete log.
 std::optional<std::string> incomplete_log_message(const ProcessReader& r);
 

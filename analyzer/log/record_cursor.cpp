@@ -151,13 +151,22 @@ void RecordCursor::rewind() {
   end_ = StreamEnd::NotYet;
   chunk_start_ = 1;
   chunk_end_ = 0;
+  unsealed_start_ = UINT64_MAX;
+}
+
+std::optional<UnsealedChunk> RecordCursor::unsealed_chunk() const {
+  // pos_ moves only past records: beyond the chunk's first record slot, some were read.
+  const uint64_t first = std::max<uint64_t>(unsealed_start_, sizeof(format::FileHeader));
+  if (unsealed_start_ == UINT64_MAX || pos_ <= first) return std::nullopt;
+  return UnsealedChunk{unsealed_start_, std::min(pos_, chunk_end_) - first};
 }
 
 bool RecordCursor::damaged_chunk(const std::string& why) {
-  damage_ = {file_->name(), chunk_start_,
-             "chunk at offset " + std::to_string(chunk_start_) + " (" +
-                 std::to_string(chunk_end_ - chunk_start_) + " bytes) is damaged: " + why +
-                 "; it and the rest of the file are not read"};
+  const uint64_t bytes = std::min<uint64_t>(chunk_end_, file_->size()) - chunk_start_;
+  damage_ = {{file_->name(), chunk_start_,
+              "chunk at offset " + std::to_string(chunk_start_) + " (" + std::to_string(bytes) +
+                  " bytes) is damaged: " + why + "; not read"},
+             bytes};
   end_ = StreamEnd::DamagedChunk;
   return false;
 }
@@ -191,7 +200,7 @@ bool RecordCursor::enter_chunk() {
     return true;
   }
   area_end_ = chunk_end_ - format::kSealSize;
-  if (!seal_fits) return true;  // only a cut copy ends this way: no seal to check
+  if (!seal_fits) return unchecked();  // only a cut copy ends this way: no seal to check
   const uint32_t marker = static_cast<uint32_t>(seal >> 32);
   if (marker == format::kSealMarker) {
     const uint32_t stored = static_cast<uint32_t>(seal);
@@ -209,12 +218,17 @@ bool RecordCursor::enter_chunk() {
     // The writer seals a chunk before it allocates the next one.
     if (!live_ && size > chunk_end_)
       return damaged_chunk("it has no seal, yet a later chunk follows it");
-    return true;
+    return unchecked();
   }
   // A cut last chunk ends in its seal, a cut copy in whatever bytes were there: a marker one or
   // two bits away from the real one is a damaged seal, not chance.
   if (std::popcount(marker ^ format::kSealMarker) <= 2)
     return damaged_chunk("its seal at offset " + std::to_string(at) + " is damaged");
+  return unchecked();
+}
+
+bool RecordCursor::unchecked() {
+  unsealed_start_ = chunk_start_;
   return true;
 }
 

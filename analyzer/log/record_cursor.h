@@ -21,14 +21,28 @@ struct Record {
   std::span<const uint8_t> payload;
 };
 
+// A chunk not read because its seal did not match (format.h, "Chunk seals").
+struct ChunkDamage {
+  ReadWarning warning;  // file, the chunk's offset, why
+  uint64_t bytes = 0;   // of the chunk, as far as the file holds it
+};
+
+// Records read from a chunk that had no seal (format.h, "Chunk seals"): written until the process
+// ended (a thread still running at exit, a process killed) or still being written, and read
+// without a check. In a finished log only a file's last chunk can be one.
+struct UnsealedChunk {
+  uint64_t offset = 0;  // of the chunk
+  uint64_t bytes = 0;   // of records read from it
+};
+
 // Why a file's stream of records stopped.
 enum class StreamEnd {
   NotYet,         // next() has not returned false yet
   NoMoreData,     // a zero header: the writer had not committed anything further
   EndOfFile,      // the file ended exactly between records
   TruncatedTail,  // the file ends inside a record: the copy or the disk lost its tail
-  DamagedChunk,   // a chunk's seal does not match its bytes (format.h, "Chunk seals"): neither
-                  // it nor the rest of the file is read (events are deltas of the ones before)
+  DamagedChunk,   // a chunk's seal does not match its bytes (format.h, "Chunk seals"): it is not
+                  // read; skip_damaged_chunk() goes on at the next chunk
 };
 
 // Reads and checks the 64-byte header. Returns nullopt when the file holds nothing at all (empty,
@@ -48,13 +62,28 @@ class RecordCursor {
 
   // The next committed record, or false when the stream ended (see end()). Throws ReadError on
   // damage: unknown types, bad big-record lengths, records crossing a chunk boundary. A sealed
-  // chunk whose checksum fails ends the stream instead (DamagedChunk): the records before it
-  // were sound, and damage_warning() says where and why.
+  // chunk whose checksum fails stops the stream instead (DamagedChunk): the records before it
+  // were sound, and damage() says where and why.
   bool next(Record* out);
 
   StreamEnd end() const { return end_; }
   // After DamagedChunk: "chunk at offset 4096 (4096 bytes) is damaged: ...", naming the file.
-  const ReadWarning& damage_warning() const { return damage_; }
+  const ChunkDamage& damage() const { return damage_; }
+  // After DamagedChunk: the stream goes on at the next chunk boundary, where records start
+  // afresh (a record never crosses one). What the records there mean may depend on the lost ones:
+  // that is the caller's to judge.
+  void skip_damaged_chunk() {
+    pos_ = chunk_end_;
+    end_ = StreamEnd::NotYet;
+  }
+  // After next() threw ReadError `e`: the chunk it was reading is taken as damaged instead
+  // (DamagedChunk, damage() says why), for a caller that reads on past damage anyway.
+  void declare_damaged(const ReadError& e) {
+    damaged_chunk("at offset " + std::to_string(e.offset().value_or(pos_)) + ", " + e.expected());
+  }
+  // The last chunk read so far whose records could not be checked against a seal, when it held
+  // any (format version 7 on; older files have no seals at all).
+  std::optional<UnsealedChunk> unsealed_chunk() const;
   // Where the next record would start; after the end, where the committed data stops.
   uint64_t offset() const { return pos_; }
   const LogBytes& file() const { return *file_; }
@@ -75,6 +104,8 @@ class RecordCursor {
   // stream ends, DamagedChunk) when the seal says the chunk is damaged.
   bool enter_chunk();
   bool damaged_chunk(const std::string& why);
+  // Called when the chunk entered has no seal to check its records against: notes it, true.
+  bool unchecked();
 
   const LogBytes* file_;
   format::ChunkGeometry chunks_;
@@ -82,7 +113,8 @@ class RecordCursor {
   uint64_t chunk_start_ = 1;  // the chunk pos_ is in (none yet: start > end)
   uint64_t chunk_end_ = 0;
   uint64_t area_end_ = 0;  // where its records end: its seal, if any, follows
-  ReadWarning damage_;
+  ChunkDamage damage_;
+  uint64_t unsealed_start_ = UINT64_MAX;  // the last chunk entered without a seal check
   uint64_t pos_;
   StreamEnd end_ = StreamEnd::NotYet;
   bool live_ = false;

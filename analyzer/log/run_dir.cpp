@@ -80,12 +80,41 @@ std::vector<fs::path> find_process_dirs(const fs::path& run) {
     if (it->is_directory(ec2) && has_process_file(it->path())) dirs.push_back(it->path());
   }
   if (ec) throw ReadError(run.string(), std::nullopt, "cannot list the directory: " + ec.message());
-  if (dirs.empty())
+  if (dirs.empty()) {
+    std::string headless;
+    for (const DirWithoutProcessFile& d : find_dirs_without_process_file(run))
+      headless += (headless.empty() ? "" : ", ") + d.path.filename().string() +
+                  (d.thread_files ? " (thread files only)" : " (empty: killed while starting)");
     throw ReadError(run.string(), std::nullopt,
                     "expected process directories (<exe>.<pid>/ holding process.gmh), found "
-                    "none");
+                    "none" +
+                        (headless.empty() ? "" : "; without process.gmh: " + headless));
+  }
   sort_by_number(dirs, pid_of);
   return dirs;
+}
+
+std::vector<DirWithoutProcessFile> find_dirs_without_process_file(const fs::path& run) {
+  std::error_code ec;
+  if (!fs::is_directory(run, ec) || has_process_file(run)) return {};
+  std::vector<fs::path> dirs;
+  for (fs::directory_iterator it(run, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_directory(ec2) && !has_process_file(it->path()) && pid_of(it->path()))
+      dirs.push_back(it->path());
+  }
+  sort_by_number(dirs, pid_of);
+  std::vector<DirWithoutProcessFile> found;
+  for (const fs::path& dir : dirs) {
+    size_t entries = 0, thread_files = 0;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      ++entries;
+      if (tid_of(it->path())) ++thread_files;
+    }
+    // Anything else is some other program's directory that happens to end in a number.
+    if (!ec && (entries == 0 || thread_files > 0)) found.push_back({dir, thread_files});
+  }
+  return found;
 }
 
 std::vector<fs::path> find_thread_files(const fs::path& process_dir) {

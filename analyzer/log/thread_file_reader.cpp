@@ -7,6 +7,12 @@ namespace gmemhook::analysis {
 
 using format::RecordType;
 
+namespace {
+// The smallest event is the api and the time (version 8; before: four more varints and the
+// field mask).
+constexpr size_t kMinEventPayload = 2;
+}  // namespace
+
 ThreadFileReader::ThreadFileReader(LogBytes file, const format::FileHeader& header, size_t index)
     : file_(std::move(file)), header_(header), index_(index), cursor_(file_, header) {
   rewind();
@@ -25,6 +31,8 @@ void ThreadFileReader::rewind() {
   py_codes_.clear();
   notes_.clear();
   pending_.clear();
+  damaged_.clear();
+  undecoded_ = 0;
 }
 
 void ThreadFileReader::follow() {
@@ -37,6 +45,10 @@ void ThreadFileReader::damage(uint64_t offset, const std::string& expected) cons
 }
 
 bool ThreadFileReader::advance() {
+  if (!damaged_.empty()) {  // followed live (gmemhook top): what was appended since
+    read_after_damage();
+    return false;
+  }
   Record r;
   while (cursor_.next(&r)) {
     if (format::is_event_type(r.type, header_.version)) {
@@ -52,26 +64,74 @@ bool ThreadFileReader::advance() {
         read_py_code(r);
         break;
       case RecordType::Note:
-        notes_.push_back(decode_note(r, file_.name()));
-        pending_.push_back({Pending::Note, static_cast<uint32_t>(notes_.size() - 1)});
+        read_note(r);
         break;
       default:
-        damage(r.offset, "expected a thread-file record (event, stack, py-code, note), found " +
-                             a_record(r.type));
+        unexpected_record(r);
     }
   }
+  if (cursor_.end() == StreamEnd::DamagedChunk) read_after_damage();
   return false;
 }
 
-void ThreadFileReader::read_event(const Record& r) {
-  // The smallest event is the api and the time (version 8; before: four more varints and the
-  // field mask).
-  constexpr size_t kMinEventPayload = 2;
+void ThreadFileReader::read_after_damage() {
+  for (;;) {
+    if (cursor_.end() == StreamEnd::DamagedChunk) {
+      damaged_.push_back(cursor_.damage());
+      cursor_.skip_damaged_chunk();
+    }
+    try {
+      if (!skip_record_after_damage()) return;
+    } catch (const ReadError& e) {
+      // Past one damaged chunk a later one may be garbled too (an unsealed tail cannot say so
+      // by its seal): the same kind of loss, not a reason to refuse the whole process.
+      cursor_.declare_damaged(e);
+    }
+  }
+}
+
+bool ThreadFileReader::skip_record_after_damage() {
+  Record r;
+  if (!cursor_.next(&r)) return cursor_.end() == StreamEnd::DamagedChunk;
+  if (format::is_event_type(r.type, header_.version)) {
+    check_event_size(r);
+    ++undecoded_;
+    return true;
+  }
+  switch (static_cast<RecordType>(r.type)) {
+    case RecordType::Stack:
+    case RecordType::PyCode:
+      break;  // only events refer to them, and none can be decoded
+    case RecordType::Note:
+      read_note(r);
+      break;
+    default:
+      unexpected_record(r);
+  }
+  return true;
+}
+
+void ThreadFileReader::read_note(const Record& r) {
+  notes_.push_back(decode_note(r, file_.name()));
+  pending_.push_back({Pending::Note, static_cast<uint32_t>(notes_.size() - 1)});
+}
+
+void ThreadFileReader::unexpected_record(const Record& r) const {
+  damage(r.offset, "expected a thread-file record (event, stack, py-code, note), found " +
+                       a_record(r.type));
+}
+
+void ThreadFileReader::check_event_size(const Record& r) const {
   const size_t n = r.payload.size();
   if (n < kMinEventPayload || n > format::kMaxEventPayload)
     damage(r.offset,
            "event record: payload malformed (expected " + std::to_string(kMinEventPayload) + ".." +
                std::to_string(format::kMaxEventPayload) + " bytes, got " + std::to_string(n) + ")");
+}
+
+void ThreadFileReader::read_event(const Record& r) {
+  check_event_size(r);
+  const size_t n = r.payload.size();
   const uint64_t previous_seq = deltas_.last_seq;
   // Decoded in place: damage throws, and the merge reads current_ only after a true advance().
   format::Event& ev = current_;

@@ -52,8 +52,17 @@ class ThreadFileReader {
   // How the stream ended, once advance() returned false.
   StreamEnd stream_end() const { return cursor_.end(); }
   uint64_t data_end() const { return cursor_.offset(); }
-  // After a DamagedChunk end: where and why.
-  const ReadWarning& damage_warning() const { return cursor_.damage_warning(); }
+  // Chunks whose seal did not match (format.h, "Chunk seals"), in file order; read so far in
+  // this pass.
+  const std::vector<ChunkDamage>& damaged_chunks() const { return damaged_; }
+  // Events after the first damaged chunk: framed and counted, never decoded. Format 8 stores each
+  // event as differences from the file's earlier ones (seq, time, address, stream, allocator
+  // totals, device, each api's fields), and nothing after a chunk boundary restates them: what
+  // the lost chunk held would be needed to know any of their numbers.
+  uint64_t undecoded_events() const { return undecoded_; }
+  // The file's last chunk when it had no seal and records were read from it (its thread was still
+  // running when the process ended, or the process was killed).
+  std::optional<UnsealedChunk> unsealed_chunk() const { return cursor_.unsealed_chunk(); }
 
   // Driving a pass (ProcessReader does this): rewind(), then advance() until it returns false.
   void rewind();
@@ -78,9 +87,17 @@ class ThreadFileReader {
     uint32_t index;  // stack id, code id, or index into notes_
   };
   [[noreturn]] void damage(uint64_t offset, const std::string& expected) const;
+  void read_note(const Record& r);
+  [[noreturn]] void unexpected_record(const Record& r) const;
+  void check_event_size(const Record& r) const;
   void read_event(const Record& r);
   void read_stack(const Record& r);
   void read_py_code(const Record& r);
+  // From a damaged chunk on: skips it (and any later damaged one) and reads the rest of the file
+  // as far as it can be read without the lost records (see undecoded_events).
+  void read_after_damage();
+  // One record of the rest: counts an event, keeps a note. False at the end of the stream.
+  bool skip_record_after_damage();
 
   LogBytes file_;
   format::FileHeader header_;
@@ -96,6 +113,8 @@ class ThreadFileReader {
   std::vector<PyCode> py_codes_;  // id i at [i - 1]
   std::vector<Note> notes_;
   std::vector<Pending> pending_;
+  std::vector<ChunkDamage> damaged_;
+  uint64_t undecoded_ = 0;
   std::vector<uint64_t> frame_scratch_;
   std::vector<PyFrameRef> py_frame_scratch_;
 };

@@ -1,6 +1,7 @@
 // `gmemhook dump`: one line per record, process by process in pid order. Process-file records
 // come in file order, thread-file headers next, then stacks, Python code objects and events merged
-// by seq, the End record (or its absence) last. A stack's Python frames follow its addresses as
+// by seq, the chunks read without a seal check and the End record (or its absence) last. A
+// stack's Python frames follow its addresses as
 // `py: CODE@OFFSET:LINE`, innermost first, `*` marking the first frame of an interpreter-loop call.
 #include "analyzer/reports/dump_command.h"
 
@@ -226,6 +227,10 @@ void dump_process(std::FILE* out, std::FILE* err, ProcessReader& r) {
   }
   EventPrinter printer(out, r.start_ns());
   r.read_events(printer);
+  // What no seal vouched for: the last chunks of files written until the process ended.
+  for (const ProcessReader::Unsealed& u : r.unsealed_chunks())
+    fmt::print(out, "unsealed file={} chunk={} bytes={} (no seal: read without a check)\n",
+               as_token(u.file), u.chunk.offset, u.chunk.bytes);
   print_end(out, r);
   for (const ReadWarning& w : r.warnings())
     fmt::print(err, "gmemhook: warning: {}\n", w.to_string());

@@ -119,7 +119,7 @@ int walk_processes_parallel(
   if (failure) std::rethrow_exception(failure);
   if (status != kExitOk) return status;
   say_skipped_no_cuda(err, no_cuda);
-  say_not_started(err, not_started);
+  say_not_read(err, run, std::move(not_started));
   if (only_pid && visited == 0) {
     fmt::print(err, "gmemhook: no process with pid {} in {}\n", *only_pid, run.string());
     return kExitReportFailure;

@@ -32,13 +32,33 @@ void say_skipped_no_cuda(std::FILE* err, size_t skipped) {
              skipped, skipped == 1 ? "y" : "ies", kDirectoryAtFirstCudaCall);
 }
 
-void say_not_started(std::FILE* err, const std::vector<std::string>& names) {
-  if (names.empty()) return;
-  std::string list;
-  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  fmt::print(err, "gmemhook: {} killed while starting, before recording anything, skipped: {}\n",
-             names.size() == 1 ? "1 process was" : fmt::format("{} processes were", names.size()),
-             list);
+void say_not_read(std::FILE* err, const std::filesystem::path& run,
+                  std::vector<std::string> not_started) {
+  std::vector<std::string> headless;
+  if (names_whole_run(run))
+    for (const DirWithoutProcessFile& d : find_dirs_without_process_file(run)) {
+      const std::string name = d.path.filename().string();
+      if (d.thread_files == 0)
+        not_started.push_back(name);  // made, then killed before process.gmh was created
+      else
+        headless.push_back(fmt::format("{} ({} thread file{})", name, d.thread_files,
+                                       d.thread_files == 1 ? "" : "s"));
+    }
+  auto list = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  if (!not_started.empty())
+    fmt::print(err, "gmemhook: {} killed while starting, before recording anything, skipped: {}\n",
+               not_started.size() == 1 ? "1 process was"
+                                       : fmt::format("{} processes were", not_started.size()),
+               list(not_started));
+  if (!headless.empty())
+    fmt::print(err, "gmemhook: {} no process.gmh (its events cannot be read without it): {}\n",
+               headless.size() == 1 ? "1 process directory has"
+                                    : fmt::format("{} process directories have", headless.size()),
+               list(headless));
 }
 
 int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> only_pid,
@@ -73,7 +93,7 @@ int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> onl
     return kExitUnreadable;
   }
   if (say_skipped) say_skipped_no_cuda(err, skipped);
-  say_not_started(err, not_started);
+  say_not_read(err, run, std::move(not_started));
   if (only_pid && visited == 0) {
     fmt::print(err, "gmemhook: no process with pid {} in {}\n", *only_pid, run.string());
     return kExitReportFailure;

@@ -42,8 +42,12 @@ bool names_whole_run(const std::filesystem::path& run);
 // The one line that says how many such directories were skipped (nothing when none).
 void say_skipped_no_cuda(std::FILE* err, size_t skipped);
 
-// On stderr, once: the processes of the run that were killed while starting (their logs hold
-// nothing, NothingRecordedError) and were skipped, by directory name.
-void say_not_started(std::FILE* err, const std::vector<std::string>& names);
+// On stderr, once, after a walk of `run`: the processes that were killed while starting and were
+// skipped, by directory name — `not_started` (their logs hold nothing, NothingRecordedError) and
+// the empty process directories of a whole run — then the directories whose process.gmh is
+// missing although they hold thread files (find_dirs_without_process_file): nothing a traced
+// process left is passed over without a word.
+void say_not_read(std::FILE* err, const std::filesystem::path& run,
+                  std::vector<std::string> not_started);
 
 }  // namespace gmemhook::analysis

@@ -45,6 +45,7 @@ int run_report(const ReportEntry& entry, const ReportOptions& options, std::FILE
   std::string body;
   RunWarnings warnings;
   std::vector<int32_t> devices;
+  size_t reported = 0;
   // Each process on a worker thread with a report instance of its own; rendered here in pid
   // order (stacks are symbolized as the renderer asks for them, so on this thread).
   struct Analysed final : ProcessResult {
@@ -65,6 +66,7 @@ int run_report(const ReportEntry& entry, const ReportOptions& options, std::FILE
       },
       [&](ProcessResult& result) {
         auto& a = static_cast<Analysed&>(result);
+        ++reported;
         body += renderer->add(*a.model);
         report->merge(*a.report);
         const ReadFacts& facts = a.process->header().facts;
@@ -73,6 +75,13 @@ int run_report(const ReportEntry& entry, const ReportOptions& options, std::FILE
         devices.insert(devices.end(), facts.devices.begin(), facts.devices.end());
       });
   if (status != kExitOk) return status;
+  if (reported == 0) {
+    // Every process was skipped, and the lines above said why (killed while starting, no CUDA
+    // call): a hint to look further into nothing would only confuse.
+    fmt::print(err, "gmemhook: nothing to report: every process in {} was skipped\n",
+               options.run.string());
+    return kExitReportFailure;
+  }
   if (options.device &&
       std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
     fmt::print(err, "gmemhook: device {} was never used in {} ({})\n", *options.device,

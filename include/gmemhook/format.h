@@ -40,6 +40,11 @@ namespace gmemhook::format {
 // A chunk whose seal is still zero (the live tail, a process killed mid-chunk) is read without a
 // check; a chunk with a seal that does not match is damage and is not read. The writer seals a
 // chunk before it allocates the next, so in a finished log only the last chunk may lack one.
+// What a lost chunk costs: records never cross a boundary, so reading resumes at the next chunk.
+// Process-file records stand alone. Thread-file events do not: nothing is restated at a chunk
+// boundary, an event's seq, time, address, stream, allocator totals, device and (version 8) its
+// api's fields are differences from earlier events (EventDeltas), so the events after a lost
+// chunk can be framed and counted, not decoded. Stack and code ids are plain numbers.
 // ---------------------------------------------------------------------------------------------
 
 inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};

@@ -251,12 +251,44 @@ TEST(Checksum, RealLogsAreSealedAndDamageIsReported) {
   bytes[20000] ^= 0x10;  // inside the fourth chunk (chunks start at 0, 4, 8 and 16 KiB)
   write_file(victim, bytes);
   auto reader = read_through(dir);
-  ASSERT_EQ(reader.warnings().size(), 1u);
+  ASSERT_EQ(reader.warnings().size(), 2u);
   EXPECT_EQ(reader.warnings()[0].file, victim.string());
   EXPECT_EQ(reader.warnings()[0].offset, 16384u);
   EXPECT_NE(reader.warnings()[0].message.find("is damaged"), std::string::npos);
+  EXPECT_NE(reader.warnings()[1].message.find("events after the damaged chunk not decoded"),
+            std::string::npos);
   EXPECT_LT(reader.events_read(), 2u * 20000 * 2);
-  expect_incomplete(reader, "1 damaged chunk not read");
+  // The chunks after the damaged one are read on: their events are counted, and with the End
+  // record's last seq the ones the damaged chunk held are too. Nothing vanishes unsaid.
+  EXPECT_GT(reader.undecoded_events(), 0u);
+  const auto missing = analysis::missing_events(reader);
+  ASSERT_TRUE(missing);
+  EXPECT_GT(missing->count, 0u);
+  EXPECT_EQ(reader.events_read() + reader.undecoded_events() + missing->count, 2u * 20000 * 2);
+  expect_incomplete(reader, "1 damaged chunk not read (16384 bytes, see the warnings); " +
+                                std::to_string(reader.undecoded_events()) +
+                                " events after it not decoded");
+}
+
+// A file size limit (ulimit -f) the log outgrows: growing a file past it raises SIGXFSZ, whose
+// default action kills the traced program. The hook checks the limit before it grows a file:
+// the program runs to its end, the log stops with one warning, and the loss is counted.
+TEST(DiskFull, AFileSizeLimitStopsTheLogNotTheProgram) {
+  fs::path out = temp_dir("fsize-limit");
+  auto env = traced_env(out);
+  // 256 blocks of 512 bytes: thread chunks of 4, 4, 8, 16, 32 and 64 KiB fit, the next does not.
+  RunResult r =
+      run({"/bin/sh", "-c", "ulimit -f 256 && exec " + scenario_path() + " threads 1 20000"}, env);
+  ASSERT_TRUE(r.exited(0)) << "status " << r.status << ": " << r.err;
+  EXPECT_EQ(r.out, "failures 0\n");
+  EXPECT_EQ(count_of(r.err, "gmemhook: cannot write"), 1u) << r.err;
+  EXPECT_NE(r.err.find("EFBIG"), std::string::npos) << r.err;
+  auto reader = read_through(process_dirs(out).at(0));
+  ASSERT_TRUE(reader.end());
+  EXPECT_GT(reader.end()->not_recorded, 0u);
+  EXPECT_EQ(reader.events_read() + reader.end()->not_recorded, 20000u * 2);
+  EXPECT_EQ(reader.end()->write_error, static_cast<uint64_t>(EFBIG));
+  expect_incomplete(reader, "events not recorded after event");
 }
 
 // Issue 15: a signal handler that calls cudaMalloc while its thread is inside the recorder. The

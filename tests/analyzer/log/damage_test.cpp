@@ -166,17 +166,23 @@ TEST(Damage, FramingErrors) {
   }
   {
     // The same running past the chunk into the next: the chunk has no valid seal, so it is not
-    // read at all (a damaged chunk is a warning: what came before it is used).
+    // read at all (a damaged chunk is a warning: what came before it is used), and the next,
+    // an unsealed tail of note bytes, is no better.
     ThreadLogBuilder t(4242, 4243, kStartNs);
     Bytes payload(5000, 'x');
     t.file.raw_record(static_cast<uint8_t>(RecordType::Note), 5000, payload);
     ProcessLogs logs = with_thread(t);
     ProcessReader r = read_in_memory(logs);
     (void)collect_events(r);
-    ASSERT_EQ(r.warnings().size(), 1u);
+    ASSERT_EQ(r.warnings().size(), 2u);
     EXPECT_EQ(r.warnings()[0].to_string(),
               "thread.4243.gmh: offset 0: chunk at offset 0 (4096 bytes) is damaged: its seal at "
-              "offset 4088 is neither empty nor a seal; it and the rest of the file are not read");
+              "offset 4088 is neither empty nor a seal; not read");
+    EXPECT_EQ(r.warnings()[1].to_string(),
+              "thread.4243.gmh: offset 4096: chunk at offset 4096 (974 bytes) is damaged: at "
+              "offset 4096, expected a record header, found unknown record type 0x78; not read");
+    EXPECT_EQ(r.damaged_chunks(), 2u);
+    EXPECT_EQ(r.damaged_bytes(), 4096u + 974u);
   }
   {
     ThreadLogBuilder t(4242, 4243, kStartNs);

@@ -187,16 +187,20 @@ TEST(Checksum, EveryBitFlipInASealedFileIsReported) {
 }
 
 // A thread file of several chunks, each sealed when the next began, the last one cut and sealed
-// by finish(): flips in any chunk are reported, and the chunks before the damaged one are read.
-TEST(Checksum, DamagedChunkIsSkippedWithTheRestOfItsFileAndSaidSo) {
+// by finish(): a flip in any chunk is reported, the chunks before the damaged one are read, and
+// the events of the chunks after it are counted (format 8 stores them as differences from the
+// lost ones, so they cannot be decoded), never silently dropped.
+TEST(Checksum, ADamagedChunkIsSkippedAndTheEventsAfterItCounted) {
   ProcessLogs logs = sealed(small_two_thread_process(true));
   ThreadLogBuilder big(logs.pid, 4250, kStartNs);
   uint32_t s = big.stack({0x401000});
+  std::vector<size_t> chunk_of;  // of each event
   for (uint64_t i = 0; i < 2000; ++i) {
     auto ev = make_event(format::ApiId::cudaMalloc, 100 + i, kStartNs + 10000000 + i, s);
     ev.f.set_address(0x7f2000000000 + i * 4096);
     ev.f.set_size(4096);
     big.event(ev);
+    chunk_of.push_back((big.file.bytes().size() - 1) / 4096);
   }
   big.file.seal_cut();
   const size_t chunks = (big.file.bytes().size() + 4095) / 4096;
@@ -215,18 +219,131 @@ TEST(Checksum, DamagedChunkIsSkippedWithTheRestOfItsFileAndSaidSo) {
     Outcome o = read_all(damaged);
     ASSERT_TRUE(reported(o)) << "offset " << at;
     if (!o.ok) continue;  // e.g. the file header's magic: the whole run is refused
-    const uint64_t chunk = at / 4096 * 4096;
+    ProcessReader r = read_in_memory(damaged);
+    (void)collect_events(r);
+    const size_t chunk = at / 4096;
     const auto got = of_thread(o.events, 4250);
-    // Whole chunks before the damaged one are read; nothing from it or after it.
     const auto want = of_thread(clean.events, 4250);
     ASSERT_LE(got.size(), want.size());
+    // Whole chunks before the damaged one are read; nothing from it or after it.
     EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
-    if (chunk == 0) EXPECT_TRUE(got.empty());
+    if (chunk == 0) {
+      EXPECT_TRUE(got.empty());
+      continue;  // a flipped chunk size or largest chunk size moves every later boundary
+    }
+    size_t before = 0, after = 0;
+    for (size_t c : chunk_of) {
+      if (c < chunk) ++before;
+      if (c > chunk) ++after;
+    }
+    EXPECT_EQ(got.size(), before) << "offset " << at;
+    EXPECT_EQ(r.undecoded_events(), after) << "offset " << at;
+    EXPECT_EQ(r.damaged_chunks(), 1u);
     bool named = false;
     for (const auto& w : o.warnings)
-      named = named || (w.file == "thread.4250.gmh" && w.offset == chunk);
+      named = named || (w.file == "thread.4250.gmh" && w.offset == chunk * 4096);
     EXPECT_TRUE(named) << "offset " << at;
   }
+}
+
+// One thread, every seq its own: the report says what the damaged chunk cost, exactly.
+TEST(Checksum, TheReportSaysWhatADamagedChunkCost) {
+  ProcessLogs logs = sealed(small_two_thread_process(true));
+  logs.threads.clear();
+  ThreadLogBuilder t(logs.pid, 4243, kStartNs);
+  std::vector<size_t> chunk_of;
+  const uint32_t s = t.stack({0x401000});
+  for (uint64_t seq = 1; seq <= 1500; ++seq) {
+    auto ev = make_event(format::ApiId::cudaMalloc, seq, kStartNs + seq * 1000, s);
+    ev.f.set_address(0x7f2000000000 + seq * 4096);
+    ev.f.set_size(4096);
+    t.event(ev);
+    chunk_of.push_back((t.file.bytes().size() - 1) / 4096);
+  }
+  t.note("after the damage");
+  t.file.seal_cut();
+  ASSERT_GE(chunk_of.back(), 2u);
+  logs.threads.push_back({4243, t.file.bytes()});
+  ProcessLogBuilder p(logs.pid, kStartNs);
+  analysis::ProcessInfo info;
+  info.pid = logs.pid;
+  info.exe = "/opt/bin/train";
+  p.info(info);
+  p.end(format::EndHow::Exit, 0, 1500, 5000000, true);
+  p.file.seal_cut();
+  logs.process = p.file.bytes();
+
+  logs.threads[0].second[4096 + 100] ^= 4;  // in the second chunk
+  ProcessReader r = read_in_memory(logs);
+  std::vector<std::string> notes;
+  struct Notes : analysis::EventVisitor {
+    std::vector<std::string>* out;
+    void on_event(const format::Event&, const analysis::ThreadFileReader&) override {}
+    void on_note(const analysis::Note& n, const analysis::ThreadFileReader&) override {
+      out->push_back(n.text);
+    }
+  } v;
+  v.out = &notes;
+  r.read_events(v);
+  size_t in_chunk0 = 0, in_chunk1 = 0;
+  for (size_t c : chunk_of) in_chunk0 += c == 0, in_chunk1 += c == 1;
+  const uint64_t after = 1500 - in_chunk0 - in_chunk1;
+  EXPECT_EQ(r.events_read(), in_chunk0);
+  EXPECT_EQ(r.undecoded_events(), after);
+  EXPECT_EQ(notes, std::vector<std::string>{"after the damage"});
+  EXPECT_EQ(analysis::incomplete_log_message(r),
+            "log incomplete: 1 damaged chunk not read (4096 bytes, see the warnings); " +
+                std::to_string(after) +
+                " events after it not decoded (stored as differences from its records); \u2265 " +
+                std::to_string(in_chunk1) + " events missing after event " +
+                std::to_string(in_chunk0));
+  const auto warnings = r.warnings();
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0].to_string(),
+            "thread.4243.gmh: offset 4096: chunk at offset 4096 (4096 bytes) is damaged: its seal "
+            "at offset 8184 says CRC32C " +
+                warnings[0].message.substr(warnings[0].message.find("0x"), 10) +
+                warnings[0].message.substr(warnings[0].message.find(", its bytes give")));
+  EXPECT_EQ(warnings[1].to_string(),
+            "thread.4243.gmh: offset 4096: " + std::to_string(after) +
+                " events after the damaged chunk not decoded: each is stored as differences from "
+                "the file's earlier events (seq, time, address), and the lost chunk held some of "
+                "them");
+}
+
+// The process file's records stand alone: after a damaged chunk the rest reads as written,
+// the End record (and what the recorder could not write) included.
+TEST(Checksum, AProcessFileReadsOnAfterADamagedChunk) {
+  ProcessLogs logs = sealed(small_two_thread_process(true));
+  ProcessLogBuilder p(logs.pid, kStartNs);
+  analysis::ProcessInfo info;
+  info.pid = logs.pid;
+  info.exe = "/opt/bin/train";
+  p.info(info);
+  std::vector<analysis::Module> modules;
+  for (int i = 0; i < 60; ++i)
+    modules.push_back(
+        {"/usr/lib/libfoo" + std::to_string(i) + ".so", "", 0x7f0000000000, {{0, 0x1000, 5}}});
+  // About 2.6 KiB each: the second spans chunks 0 and 1, the fifth begins in chunk 2.
+  for (uint64_t seq : {0, 1, 2, 3, 5}) p.snapshot(seq, modules);
+  p.note("late note");
+  p.end(format::EndHow::Exit, 0, 6, 5000000, true);
+  p.file.seal_cut();
+  ASSERT_GT(p.file.bytes().size(), 2 * 4096u);
+  logs.process = p.file.bytes();
+  logs.process[4096 + 10] ^= 1;
+  ProcessReader r = read_in_memory(logs);
+  (void)collect_events(r);
+  ASSERT_TRUE(r.end().has_value());
+  EXPECT_EQ(r.end()->last_seq, 6u);
+  EXPECT_EQ(r.notes().back().text, "late note");
+  EXPECT_EQ(r.damaged_chunks(), 1u);
+  ASSERT_FALSE(r.module_snapshots().empty());
+  const auto& last = r.module_snapshots().back();
+  EXPECT_EQ(last.seq, 5u);
+  EXPECT_TRUE(last.complete());
+  EXPECT_EQ(analysis::incomplete_log_message(r),
+            "log incomplete: 1 damaged chunk not read (4096 bytes, see the warnings)");
 }
 
 TEST(Checksum, UnsealedTailIsReadWithoutACheck) {
@@ -237,6 +354,20 @@ TEST(Checksum, UnsealedTailIsReadWithoutACheck) {
   ASSERT_TRUE(o.ok) << o.error;
   EXPECT_EQ(o.events.size(), 6u);
   EXPECT_TRUE(o.warnings.empty());
+  // The reader says which records no seal vouched for; once sealed, none.
+  ProcessReader r = read_in_memory(logs);
+  (void)collect_events(r);
+  const auto unsealed = r.unsealed_chunks();
+  ASSERT_EQ(unsealed.size(), 3u);
+  EXPECT_EQ(unsealed[0].file, "process.gmh");
+  EXPECT_EQ(unsealed[1].file, "thread.4243.gmh");
+  EXPECT_EQ(unsealed[1].chunk.offset, 0u);
+  const ProcessLogs unpadded = small_two_thread_process(true);
+  EXPECT_EQ(unsealed[1].chunk.bytes, unpadded.threads[0].second.size() - 64) << "records only";
+  ProcessLogs done = sealed(small_two_thread_process(true));
+  ProcessReader s = read_in_memory(done);
+  (void)collect_events(s);
+  EXPECT_TRUE(s.unsealed_chunks().empty());
 }
 
 // gmemhook top follows files while they are written: a seal not there yet is "not yet", never

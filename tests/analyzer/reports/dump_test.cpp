@@ -81,6 +81,11 @@ TEST(DumpCommand, PrintsEveryRecordOfARun) {
       "stack=2\n"
       "seq=6 t=+0.004500s tid=4244 cuMemFree_v2 free mem=device ptr=0x7f2000000000 result=0 "
       "stack=1\n"
+      // Not cut and sealed by a finished writer: as a process still running would leave them.
+      "unsealed file=" +
+      d + "/process.gmh chunk=0 bytes=186 (no seal: read without a check)\n" +
+      "unsealed file=" + d + "/thread.4243.gmh chunk=0 bytes=75 (no seal: read without a check)\n" +
+      "unsealed file=" + d + "/thread.4244.gmh chunk=0 bytes=59 (no seal: read without a check)\n" +
       "end: exit(0) after seq=6 cuda_used=1 t=+0.005000s\n";
   EXPECT_EQ(r.out, expected);
   std::filesystem::remove_all(run);

@@ -135,5 +135,63 @@ TEST_F(ParallelWalk, AProcessKilledWhileStartingIsSkippedAndSaid) {
   EXPECT_EQ(report("summary", dir, 1).status, analysis::kExitUnreadable);
 }
 
+// A process directory with no process.gmh cannot be read; in a run of other processes it is named,
+// never passed over: empty, its process was killed between making it and creating the file; with
+// thread files, its process.gmh was lost.
+TEST_F(ParallelWalk, ADirectoryWithoutAProcessFileIsNamed) {
+  std::filesystem::create_directories(run_ / "rank.997");
+  const std::filesystem::path lost = run_ / "rank.998";
+  std::filesystem::create_directories(lost);
+  for (const auto& dir : std::filesystem::directory_iterator(run_))
+    if (dir.path().filename() == "rank.400")
+      std::filesystem::copy_file(dir.path() / "thread.401.gmh", lost / "thread.401.gmh");
+  std::filesystem::create_directories(run_ / "notes.1" / "sub");  // someone else's: not ours
+  for (unsigned jobs : {1u, 4u}) {
+    const Output r = report("summary", run_, jobs);
+    EXPECT_EQ(r.status, analysis::kExitOk) << r.err;
+    EXPECT_EQ(r.err,
+              "gmemhook: 1 process was killed while starting, before recording anything, "
+              "skipped: rank.997\n"
+              "gmemhook: 1 process directory has no process.gmh (its events cannot be read "
+              "without it): rank.998 (1 thread file)\n")
+        << "-j " << jobs;
+  }
+  // `dump` walks the run the same way.
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  EXPECT_EQ(analysis::walk_processes(run_, std::nullopt, out, err, [](analysis::ProcessReader&) {}),
+            analysis::kExitOk);
+  EXPECT_NE(file_contents(err).find("rank.998 (1 thread file)"), std::string::npos);
+  std::fclose(out);
+  std::fclose(err);
+}
+
+// Every process killed while starting: nothing to report, and no hint pointing at another report
+// of nothing.
+TEST(ParallelWalkAlone, ARunOfProcessesKilledWhileStartingSaysSoAndNothingElse) {
+  const std::filesystem::path run = make_temp_dir("all-killed");
+  for (const char* name : {"rank.10", "rank.11"}) {
+    std::filesystem::create_directories(run / name);
+    std::FILE* f = std::fopen((run / name / "process.gmh").c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    const std::string zeros(65536, '\0');
+    std::fwrite(zeros.data(), 1, zeros.size(), f);
+    std::fclose(f);
+  }
+  std::filesystem::create_directories(run / "rank.12");  // killed before process.gmh existed
+  for (const char* name : {"summary", "peak", "leaks"}) {
+    const Output r = report(name, run, 2);
+    EXPECT_EQ(r.status, analysis::kExitReportFailure) << name;
+    EXPECT_EQ(r.out, "") << name;
+    EXPECT_EQ(r.err,
+              "gmemhook: 3 processes were killed while starting, before recording anything, "
+              "skipped: rank.10, rank.11, rank.12\n"
+              "gmemhook: nothing to report: every process in " +
+                  run.string() + " was skipped\n")
+        << name;
+  }
+  std::filesystem::remove_all(run);
+}
+
 }  // namespace
 }  // namespace gmemhook::test_logs
