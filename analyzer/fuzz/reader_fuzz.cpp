@@ -91,6 +91,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& s : reader.module_snapshots())
       for (const auto& m : s.modules) touch.sum += m.path.size() + m.segments.size();
     (void)analysis::abrupt_end_message(reader);
+    (void)analysis::incomplete_log_message(reader);
+    // What the reader says it read unchecked, or lost, lies within the files.
+    const size_t all = process.size() + t1.size() + t2.size();
+    for (const auto& u : reader.unsealed_chunks())
+      if (u.chunk.bytes > all) __builtin_trap();
+    if (reader.damaged_bytes() > all) __builtin_trap();
     (void)reader.warnings();
   } catch (const analysis::ReadError& e) {
     // Damage must be reported with a message; an empty one would leave the user guessing.

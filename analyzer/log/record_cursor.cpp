@@ -158,7 +158,9 @@ std::optional<UnsealedChunk> RecordCursor::unsealed_chunk() const {
   // pos_ moves only past records: beyond the chunk's first record slot, some were read.
   const uint64_t first = std::max<uint64_t>(unsealed_start_, sizeof(format::FileHeader));
   if (unsealed_start_ == UINT64_MAX || pos_ <= first) return std::nullopt;
-  return UnsealedChunk{unsealed_start_, std::min(pos_, chunk_end_) - first};
+  // A ChunkEnd moves pos_ to the chunk's end, which a cut file may not reach.
+  const uint64_t end = std::min(chunks_.end_of(unsealed_start_), file_->size());
+  return UnsealedChunk{unsealed_start_, std::min(pos_, end) - first};
 }
 
 bool RecordCursor::damaged_chunk(const std::string& why) {

@@ -364,6 +364,17 @@ TEST(Checksum, UnsealedTailIsReadWithoutACheck) {
   EXPECT_EQ(unsealed[1].chunk.offset, 0u);
   const ProcessLogs unpadded = small_two_thread_process(true);
   EXPECT_EQ(unsealed[1].chunk.bytes, unpadded.threads[0].second.size() - 64) << "records only";
+  // A ChunkEnd sends the reader to the chunk's end, past a cut file's last byte: the bytes said
+  // to be read unchecked are still the file's (the fuzzer found them larger).
+  ProcessLogs ended = small_two_thread_process(true);
+  Bytes& t = ended.threads[0].second;
+  const size_t records = t.size() - 64;
+  t.push_back(static_cast<uint8_t>(format::RecordType::ChunkEnd));
+  t.push_back(0);
+  ProcessReader e = read_in_memory(ended);
+  (void)collect_events(e);
+  ASSERT_EQ(e.unsealed_chunks().size(), 3u);
+  EXPECT_EQ(e.unsealed_chunks()[1].chunk.bytes, records + 2);
   ProcessLogs done = sealed(small_two_thread_process(true));
   ProcessReader s = read_in_memory(done);
   (void)collect_events(s);
