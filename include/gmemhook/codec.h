@@ -401,7 +401,8 @@ inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Even
   ev->stack_id = static_cast<uint32_t>(stack_id);
   EventFields& f = ev->f;
   clear_fields(f, mask);
-  if (mask & kHasAddress) f.address = d.last_address + static_cast<uint64_t>(unscale_signed(address));
+  if (mask & kHasAddress)
+    f.address = d.last_address + static_cast<uint64_t>(unscale_signed(address));
   f.size = unscale_unsigned(size);  // 0 when not stored
   if (mask & kHasStream) f.stream = d.last_stream + static_cast<uint64_t>(unzigzag(stream));
   if (mask & kHasDevice) f.device = d.last_device;

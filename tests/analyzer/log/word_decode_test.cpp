@@ -116,10 +116,18 @@ TEST(WordDecode, EventsAsTheByteDecoderReadsThem) {
     if (damage) {
       ++damaged;
       switch (rng() % 4) {
-        case 0: room[rng() % n] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
-        case 1: n = rng() % n; break;
-        case 2: n = std::min(format::kMaxEventPayload, n + 1 + rng() % 3); break;
-        default: type ^= static_cast<uint8_t>(1u << (rng() % 5)); break;
+        case 0:
+          room[rng() % n] ^= static_cast<uint8_t>(1u << (rng() % 8));
+          break;
+        case 1:
+          n = rng() % n;
+          break;
+        case 2:
+          n = std::min(format::kMaxEventPayload, n + 1 + rng() % 3);
+          break;
+        default:
+          type ^= static_cast<uint8_t>(1u << (rng() % 5));
+          break;
       }
     }
     format::Event want, got;
