@@ -135,7 +135,10 @@ void ThreadFileReader::read_event(const Record& r) {
   const uint64_t previous_seq = deltas_.last_seq;
   // Decoded in place: damage throws, and the merge reads current_ only after a true advance().
   format::Event& ev = current_;
-  if (!format::decode_event(r.type, r.payload.data(), n, &ev, deltas_))
+  // The decoder may load past the payload up to the end of the file's bytes (never uses them).
+  const size_t readable =
+      static_cast<size_t>(file_.bytes().data() + file_.size() - r.payload.data());
+  if (!format::decode_event(r.type, r.payload.data(), n, &ev, deltas_, readable))
     damage(r.offset, "event record: payload malformed (" + std::to_string(n) +
                          " bytes do not decode as an event)");
   // decode_event rejects a zero delta; a delta that wraps around 2^64 is the remaining way for

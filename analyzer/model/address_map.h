@@ -31,7 +31,13 @@ class AddressMap {
 
   // Starts loading the slot where a lookup of `address` begins: the live set of a large program
   // is megabytes, and each lookup's first slot was a cache miss.
-  void prefetch(uint64_t address) const { analysis::prefetch(&slots_[home(address)]); }
+  void prefetch(uint64_t address) const {
+    const Slot* s = &slots_[home(address)];
+    analysis::prefetch(s);
+    // A probe goes on past its home slot, and removing a slot shifts the ones after it back: at
+    // 24 bytes a slot, they are often on the next line.
+    analysis::prefetch(reinterpret_cast<const char*>(s) + 64);
+  }
 
   // Inserts or overwrites; `address` must not be 0.
   void insert(uint64_t address, const Value& value) {

@@ -22,17 +22,21 @@ std::optional<GraphPoolFigure> GraphPoolFigures::at(int32_t of, uint64_t seq) co
   return *std::prev(after);
 }
 
-void GraphPoolFigures::call(const Replay&, const format::Event& ev, const format::ApiInfo& api) {
+bool GraphPoolFigures::calls_of(EventKind kind) const {
   // Allocator blocks carry totals too (PyTorch's): only graph calls carry the pool's.
-  switch (api.kind) {
+  switch (kind) {
     case EventKind::GraphLaunch:
     case EventKind::GraphUpload:
     case EventKind::GraphMemTrim:
     case EventKind::GraphInstantiate:
-      break;
+      return true;
     default:
-      return;
+      return false;
   }
+}
+
+void GraphPoolFigures::call(const Replay&, const format::Event& ev, const format::ApiInfo& api) {
+  if (!calls_of(api.kind)) return;
   if (ev.result != 0 || !ev.f.has(format::kHasTotals) || !ev.f.has(format::kHasDevice)) return;
   const auto device = static_cast<int32_t>(ev.f.device);
   auto it = std::find_if(devices_.begin(), devices_.end(),

@@ -42,6 +42,7 @@ class GraphPoolFigures final : public ReplayObserver {
   std::optional<GraphPoolFigure> at(int32_t device, uint64_t seq) const;
 
   void call(const Replay& r, const format::Event& ev, const format::ApiInfo& api) override;
+  bool calls_of(format::EventKind kind) const override;
 
  private:
   std::vector<GraphPoolDevice> devices_;

@@ -7,6 +7,21 @@ namespace gmemhook::analysis {
 
 using format::EventKind;
 
+// The kinds call() counts; it returns at once on any other.
+bool GraphTracker::calls_of(EventKind kind) const {
+  switch (kind) {
+    case EventKind::CaptureBegin:
+    case EventKind::CaptureEnd:
+    case EventKind::GraphLaunch:
+    case EventKind::GraphUpload:
+    case EventKind::GraphInstantiate:
+    case EventKind::Alloc:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void GraphTracker::call(const Replay&, const format::Event& ev, const format::ApiInfo& api) {
   if (ev.result != 0) return;
   const auto it = [&] {

@@ -27,6 +27,7 @@ class GraphTracker final : public ReplayObserver {
   const GraphActivity& activity() const { return activity_; }
 
   void call(const Replay& r, const format::Event& ev, const format::ApiInfo& api) override;
+  bool calls_of(format::EventKind kind) const override;
 
  private:
   GraphActivity activity_;

@@ -32,7 +32,9 @@ Replay::Replay(StackInterner& stacks, const std::vector<std::string>& only_apis)
 
 void Replay::observe(ReplayObserver& o) {
   observers_.push_back(&o);
-  if (o.watch() & ReplayObserver::kCalls) calls_.push_back(&o);
+  if (o.watch() & ReplayObserver::kCalls)
+    for (size_t kind = 0; kind < kEventKinds; ++kind)
+      if (o.calls_of(static_cast<EventKind>(kind))) calls_[kind].push_back(&o);
   if (o.watch() & ReplayObserver::kAllocations) allocations_.push_back(&o);
   if (o.watch() & ReplayObserver::kSites) site_watchers_.push_back(&o);
   if (o.watch() & ReplayObserver::kMoments) {
@@ -94,7 +96,7 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
   }
   const uint32_t stack = stacks_->id(thread.index(), ev.stack_id);
   event_stack_ = stack;
-  for (ReplayObserver* o : calls_) o->call(*this, ev, *api);
+  for (ReplayObserver* o : calls_[static_cast<uint8_t>(api->kind)]) o->call(*this, ev, *api);
   switch (api->kind) {
     case EventKind::CaptureBegin:
       if (ev.result == 0) graphs_.begin_capture(ev.f.stream);

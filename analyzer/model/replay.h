@@ -291,7 +291,10 @@ class Replay : public EventVisitor {
   StackInterner* stacks_;
 
   // Observers, and the same by what they watch: an empty list is all an unwatched moment costs.
-  std::vector<ReplayObserver*> observers_, calls_, allocations_, site_watchers_, moments_;
+  std::vector<ReplayObserver*> observers_, allocations_, site_watchers_, moments_;
+  // Those watching calls, by the kind of entry point they want calls of.
+  static constexpr size_t kEventKinds = 256;
+  std::array<std::vector<ReplayObserver*>, kEventKinds> calls_;
   // The lowest wake_seq() and wake_time_ns() of moments_: two compares per event.
   uint64_t wake_seq_ = UINT64_MAX, wake_time_ns_ = UINT64_MAX;
 

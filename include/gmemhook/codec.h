@@ -103,7 +103,11 @@ class PayloadWriter {
 // or malformed, and stays false.
 class PayloadReader {
  public:
-  PayloadReader(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
+  PayloadReader(const uint8_t* p, size_t n) : p_(p), end_(p + n), readable_(end_) {}
+  // The payload's bytes are [p, p + n), but up to p + readable (>= n) may be loaded: varints
+  // then take get_varint_from_word's one-load path. What is read is the same either way.
+  PayloadReader(const uint8_t* p, size_t n, size_t readable)
+      : p_(p), end_(p + n), readable_(p + std::max(n, readable)) {}
   bool u8(uint8_t* v) {
     if (!ok_ || p_ >= end_) return ok_ = false;
     *v = *p_++;
@@ -111,7 +115,7 @@ class PayloadReader {
   }
   bool varint(uint64_t* v) {
     if (!ok_) return false;
-    size_t n = get_varint(p_, end_, v);
+    size_t n = get_varint_from_word(p_, end_, readable_, v);
     if (n == 0) return ok_ = false;
     p_ += n;
     return true;
@@ -137,6 +141,7 @@ class PayloadReader {
  private:
   const uint8_t* p_;
   const uint8_t* end_;
+  const uint8_t* readable_;
   bool ok_ = true;
 };
 
@@ -374,9 +379,67 @@ inline bool decode_event_v7(const uint8_t* p, size_t n, Event* ev, EventDeltas& 
   return true;
 }
 
+// Version 8's usual event — no failure, no new fields or device, only address, size, stream and
+// device among its fields — decoded without a branch on what its parts hold: each part is read
+// whether stored or not and kept only when stored. Returns false, changing nothing, for any
+// other event or bytes it cannot vouch for (a varint over 8 bytes, a payload that does not end
+// where its last part does, a zero seq delta): decode_event_v8 then decodes or rejects it, so
+// the two accept and produce exactly the same. `readable` must leave 64 bytes past the payload
+// (7 parts of at most 8 bytes, each loaded as one word).
+inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Event* ev,
+                                  EventDeltas& d) {
+  constexpr uint8_t kUsualHeads = kSeqGap | kHasStackId;
+  constexpr uint16_t kUsualFields = kHasAddress | kHasSize | kHasStream | kHasDevice | kIsFree;
+  const uint8_t api = p[0];
+  const uint16_t mask = d.api_fields[api];
+  if ((head & ~kUsualHeads) || (mask & ~kUsualFields) || n < 2) return false;
+  size_t at = 1;
+  bool whole = true;  // every stored part ended within 8 bytes
+  // Reads the part at `at`; keeps it (and moves on) only when `stored`.
+  auto part = [&](bool stored, uint64_t absent) {
+    uint64_t v;
+    const size_t len = word_varint(p + at, &v);
+    whole &= !stored || len != 0;
+    at += stored ? len : 0;
+    return stored ? v : absent;
+  };
+  // Times (and seq gaps, but with many threads) nearly always take one byte: a branch that is
+  // nearly always right costs less than the word's arithmetic.
+  auto small_part = [&](bool stored, uint64_t absent) {
+    if (stored && p[at] < 0x80) return uint64_t{p[at++]};
+    return part(stored, absent);
+  };
+  const uint64_t seq_delta = small_part(head & kSeqGap, 1);
+  const uint64_t time_delta = small_part(true, 0);
+  const uint64_t stack_id = part(head & kHasStackId, 0);
+  const uint64_t address = part(mask & kHasAddress, 0);
+  const uint64_t size = part(mask & kHasSize, 0);
+  const uint64_t stream = part(mask & kHasStream, 0);
+  if (!whole || at != n || seq_delta == 0 || stack_id > UINT32_MAX) return false;
+
+  ev->api = api;
+  ev->seq = d.last_seq + seq_delta;
+  ev->time_ns = (time_units(d.last_time_ns) + time_delta) << kTimeShift;
+  ev->result = 0;
+  ev->stack_id = static_cast<uint32_t>(stack_id);
+  EventFields& f = ev->f;
+  clear_fields(f, mask);
+  if (mask & kHasAddress)
+    f.address = d.last_address + static_cast<uint64_t>(unscale_signed(address));
+  f.size = unscale_unsigned(size);  // 0 when not stored
+  if (mask & kHasStream) f.stream = d.last_stream + static_cast<uint64_t>(unzigzag(stream));
+  if (mask & kHasDevice) f.device = d.last_device;
+  if (mask & kHasAddress) d.last_address = f.address;
+  if (mask & kHasStream) d.last_stream = f.stream;
+  d.last_seq = ev->seq;
+  d.last_time_ns = ev->time_ns;
+  return true;
+}
+
 // Version 8: the head (from the record type) says which of the leading parts are stored.
-inline bool decode_event_v8(uint8_t head, const uint8_t* p, size_t n, Event* ev, EventDeltas& d) {
-  PayloadReader r(p, n);
+inline bool decode_event_v8(uint8_t head, const uint8_t* p, size_t n, Event* ev, EventDeltas& d,
+                            size_t readable) {
+  PayloadReader r(p, n, readable);
   if (!r.u8(&ev->api)) return false;
   uint64_t seq_delta = 1, time_delta, result = 0, stack_id = 0;
   uint64_t mask = d.api_fields[ev->api];
@@ -422,10 +485,17 @@ inline bool decode_event_v8(uint8_t head, const uint8_t* p, size_t n, Event* ev,
 
 // Decodes one event record of the file `d` belongs to, given its record type. Returns false on
 // malformed input (nothing in `d` is trusted then). Sequence numbers must increase within a
-// file; a zero delta is rejected as damage.
-inline bool decode_event(uint8_t type, const uint8_t* p, size_t n, Event* ev, EventDeltas& d) {
-  if (d.version >= kFirstHeadVersion)
-    return is_event_type(type, d.version) && decode_event_v8(type & kEventHeadBits, p, n, ev, d);
+// file; a zero delta is rejected as damage. `readable` (>= n) is how many bytes from p may be
+// loaded (the rest of a mapped file): a reader that knows it decodes faster, never differently.
+inline bool decode_event(uint8_t type, const uint8_t* p, size_t n, Event* ev, EventDeltas& d,
+                         size_t readable = 0) {
+  if (d.version >= kFirstHeadVersion) {
+    if (!is_event_type(type, d.version)) return false;
+    // The usual event first, apart: inlined here it spares the general decoder's entry.
+    if (readable >= n + 64 && decode_usual_event_v8(type & kEventHeadBits, p, n, ev, d))
+      return true;
+    return decode_event_v8(type & kEventHeadBits, p, n, ev, d, readable);
+  }
   return is_event_type(type, d.version) && decode_event_v7(p, n, ev, d);
 }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <tuple>
@@ -563,6 +564,51 @@ TEST(Replay, SiteTotalsRecountedWhenReadMatchEveryChange) {
   EXPECT_EQ(compared, static_cast<int>(seqs.size()));
   // Each stack allocated through more kinds (series, api, kind) than its table of ways holds.
   EXPECT_GT(r.sites().size(), 3u * 9u);
+}
+
+// An observer of calls sees every event of the kinds it asked for, in order, and none of the
+// others (the replay files observers by kind when they are attached).
+TEST(Replay, CallObserversSeeOnlyTheKindsTheyAskFor) {
+  struct Calls : analysis::ReplayObserver {
+    explicit Calls(std::vector<format::EventKind> wanted)
+        : ReplayObserver(kCalls), wanted(std::move(wanted)) {}
+    std::vector<format::EventKind> wanted;
+    std::vector<uint64_t> seqs;
+    bool calls_of(format::EventKind kind) const override {
+      return std::find(wanted.begin(), wanted.end(), kind) != wanted.end();
+    }
+    void call(const Replay&, const format::Event& ev, const format::ApiInfo&) override {
+      seqs.push_back(ev.seq);
+    }
+  };
+  Scenario s(10);
+  const uint32_t st = s.stack(11, {0x401000});
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 100, 0, st);  // seq 1
+  s.free(11, ApiId::cudaFree, 0x1000);                 // seq 2
+  s.create(11, 7, 2 << 20, 0, st);                     // seq 3
+  s.alloc(11, ApiId::cudaMalloc, 0x2000, 100, 0, st);  // seq 4
+  s.release(11, 7);                                    // seq 5
+  s.free(11, ApiId::cudaFree, 0x2000);                 // seq 6
+  const ProcessLogs logs = s.build(true);
+  auto reader = read_in_memory(logs);
+  analysis::StackInterner interned;
+  Replay r(interned);
+  Calls frees({format::EventKind::Free});
+  Calls handles({format::EventKind::Create, format::EventKind::Release});
+  struct All : analysis::ReplayObserver {
+    All() : ReplayObserver(kCalls) {}
+    std::vector<uint64_t> seqs;
+    void call(const Replay&, const format::Event& ev, const format::ApiInfo&) override {
+      seqs.push_back(ev.seq);
+    }
+  } all;
+  r.observe(frees);
+  r.observe(handles);
+  r.observe(all);
+  reader.read_events(r);
+  EXPECT_EQ(frees.seqs, (std::vector<uint64_t>{2, 6}));
+  EXPECT_EQ(handles.seqs, (std::vector<uint64_t>{3, 5}));
+  EXPECT_EQ(all.seqs, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
 }
 
 // The one-pass capture of who held the memory at each peak and first failure must agree with

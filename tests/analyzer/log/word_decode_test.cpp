@@ -1,0 +1,153 @@
+// The reader's one-load decoding (format.h's word_varint, codec.h's decode_usual_event_v8) against
+// the byte-by-byte decoders it stands in for: on sound and damaged bytes alike, with anything
+// after the payload, both must accept the same, reject the same and give the same numbers.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gmemhook/codec.h"
+
+namespace gmemhook {
+namespace {
+
+// Room for the longest payload, then the 64 bytes the one-load decoder may read past it.
+constexpr size_t kRoom = format::kMaxEventPayload + 80;
+
+TEST(WordDecode, VarintsAsTheByteLoopReadsThem) {
+  std::mt19937_64 rng(14);
+  for (int i = 0; i < 200000; ++i) {
+    uint8_t buf[32];
+    for (uint8_t& b : buf) b = static_cast<uint8_t>(rng());  // what follows: anything
+    size_t len;
+    if (i % 4 == 0) {
+      len = 1 + rng() % 12;  // bytes as damage leaves them: continuation bits anywhere
+    } else {
+      const unsigned bits = 1 + static_cast<unsigned>(rng() % 64);
+      const uint64_t v = bits == 64 ? rng() : rng() & ((uint64_t{1} << bits) - 1);
+      len = format::put_varint(buf, v);
+    }
+    for (size_t cut = 0; cut <= len + 1; ++cut) {
+      for (size_t readable : {cut, cut + 7, size_t{32}}) {
+        uint64_t want = 0, got = 0;
+        const size_t n_want = format::get_varint(buf, buf + cut, &want);
+        const size_t n_got = format::get_varint_from_word(buf, buf + cut, buf + readable, &got);
+        ASSERT_EQ(n_got, n_want) << i << " cut " << cut << " readable " << readable;
+        if (n_want) ASSERT_EQ(got, want) << i;
+      }
+    }
+  }
+}
+
+void expect_same(const format::Event& a, const format::Event& b, int i) {
+  EXPECT_EQ(a.api, b.api) << i;
+  EXPECT_EQ(a.seq, b.seq) << i;
+  EXPECT_EQ(a.time_ns, b.time_ns) << i;
+  EXPECT_EQ(a.result, b.result) << i;
+  EXPECT_EQ(a.stack_id, b.stack_id) << i;
+  EXPECT_EQ(a.f.mask, b.f.mask) << i;
+  EXPECT_EQ(a.f.address, b.f.address) << i;
+  EXPECT_EQ(a.f.size, b.f.size) << i;
+  EXPECT_EQ(a.f.stream, b.f.stream) << i;
+  EXPECT_EQ(a.f.pool, b.f.pool) << i;
+  EXPECT_EQ(a.f.handle, b.f.handle) << i;
+  EXPECT_EQ(a.f.offset, b.f.offset) << i;
+  EXPECT_EQ(a.f.device, b.f.device) << i;
+  EXPECT_EQ(a.f.memory, b.f.memory) << i;
+  EXPECT_EQ(a.f.allocated, b.f.allocated) << i;
+  EXPECT_EQ(a.f.reserved, b.f.reserved) << i;
+  EXPECT_EQ(a.f.graph, b.f.graph) << i;
+  EXPECT_EQ(a.f.flags, b.f.flags) << i;
+}
+
+void expect_same(const format::EventDeltas& a, const format::EventDeltas& b, int i) {
+  EXPECT_EQ(a.last_seq, b.last_seq) << i;
+  EXPECT_EQ(a.last_time_ns, b.last_time_ns) << i;
+  EXPECT_EQ(a.last_address, b.last_address) << i;
+  EXPECT_EQ(a.last_allocated, b.last_allocated) << i;
+  EXPECT_EQ(a.last_reserved, b.last_reserved) << i;
+  EXPECT_EQ(a.last_stream, b.last_stream) << i;
+  EXPECT_EQ(a.last_device, b.last_device) << i;
+  EXPECT_EQ(0, std::memcmp(a.api_fields, b.api_fields, sizeof a.api_fields)) << i;
+}
+
+// Mostly the events the one-load path takes (allocations and frees with address, size, stream,
+// device; seq gaps; stack ids), with some it must hand on, then damage of every kind: flipped
+// bits, cut or lengthened payloads, a changed head.
+TEST(WordDecode, EventsAsTheByteDecoderReadsThem) {
+  std::mt19937_64 rng(8);
+  format::EventDeltas writer, plain, word;
+  uint64_t seq = 0, time = 5000000000007ull;
+  writer.last_time_ns = plain.last_time_ns = word.last_time_ns = time;
+  int taken = 0, damaged = 0;
+  for (int i = 0; i < 100000; ++i) {
+    format::Event ev;
+    ev.api = static_cast<uint8_t>(1 + rng() % 5);
+    seq += rng() % 3 ? 1 + rng() % 20 : 1;
+    time += rng() % 50 ? rng() % 5000 : rng() % (1ull << 40);
+    ev.seq = seq;
+    ev.time_ns = time;
+    ev.result = rng() % 50 == 0 ? 2 : 0;
+    ev.stack_id = rng() % 2 ? static_cast<uint32_t>(rng() % (rng() % 10 ? 300 : 1u << 31)) : 0;
+    format::EventFields& f = ev.f;
+    const uint64_t shape = rng() % 4;
+    uint64_t number = rng() % (1ull << (8 + rng() % 40));
+    if (shape == 1) number <<= 12;
+    if (shape == 2) number |= 1ull << 63;  // PlainNumbers
+    f.set_address(number);
+    if (rng() % 2) f.set_size(rng() % (1ull << (rng() % 60)));
+    if (rng() % 4 == 0) f.set_stream(0x1000 + rng() % 8);
+    if (rng() % 3) f.set_device(rng() % 20 ? static_cast<int32_t>(ev.api % 2) : 7);
+    if (rng() % 30 == 0) f.set_free();
+    if (rng() % 40 == 0) f.set_pool(rng());
+    if (rng() % 40 == 0) f.set_memory(format::MemoryType::Managed);
+    if (rng() % 40 == 0) f.set_totals(rng(), rng());
+
+    uint8_t encoded[format::kMaxEventPayload];
+    const format::EncodedEvent e = format::encode_event(encoded, ev, writer);
+    uint8_t type = static_cast<uint8_t>(e.type);
+    size_t n = e.size;
+    // The payload at the start of a room whose rest is garbage: the one-load path reads it.
+    uint8_t room[kRoom];
+    for (uint8_t& b : room) b = static_cast<uint8_t>(rng());
+    std::memcpy(room, encoded, n);
+    const bool damage = rng() % 10 == 0;
+    if (damage) {
+      ++damaged;
+      switch (rng() % 4) {
+        case 0:
+          room[rng() % n] ^= static_cast<uint8_t>(1u << (rng() % 8));
+          break;
+        case 1:
+          n = rng() % n;
+          break;
+        case 2:
+          n = std::min(format::kMaxEventPayload, n + 1 + rng() % 3);
+          break;
+        default:
+          type ^= static_cast<uint8_t>(1u << (rng() % 5));
+          break;
+      }
+    }
+    format::Event want, got;
+    const bool ok_want = format::decode_event(type, room, n, &want, plain);
+    const bool ok_got = format::decode_event(type, room, n, &got, word, kRoom);
+    ASSERT_EQ(ok_got, ok_want) << i;
+    expect_same(word, plain, i);
+    if (ok_want) {
+      expect_same(got, want, i);
+      ++taken;
+    }
+    if (damage || !ok_want || HasFailure()) {
+      // A reader stops at damage: start both again from the writer's state.
+      plain = word = writer;
+      if (HasFailure()) return;
+    }
+  }
+  EXPECT_GT(taken, 80000);
+  EXPECT_GT(damaged, 5000);
+}
+
+}  // namespace
+}  // namespace gmemhook
