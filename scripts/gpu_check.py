@@ -215,7 +215,12 @@ def main():
     only = a.only.split(",")
     for name, fn in (("torch", lambda: check_torch(c, a.python)), ("samples", lambda: check_samples(c)),
                      ("cupy", lambda: check_cupy(c, a.python)), ("jax", lambda: check_jax(c, a.python)),
-                     ("peaks", lambda: (check_torch_peaks(c, a.python), check_cupy_peak(c, a.python),
+                     # The CuPy and JAX peaks read the runs of the cupy and jax groups: run those
+                     # first when `--only peaks` left them out.
+                     ("peaks", lambda: (check_torch_peaks(c, a.python),
+                                        "cupy" in only or check_cupy(c, a.python),
+                                        check_cupy_peak(c, a.python),
+                                        "jax" in only or check_jax(c, a.python),
                                         check_jax_peak(c))),
                      ("leaks", lambda: check_leak_samples(c)),
                      ("python", lambda: check_python_leak(c, a.python)),
