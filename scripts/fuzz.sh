@@ -11,6 +11,16 @@ if [ ! -f "$BUILD/CMakeCache.txt" ]; then
 fi
 cmake --build "$BUILD" --target reader_fuzz
 CORPUS=$(mktemp -d)
-trap 'rm -rf "$CORPUS"' EXIT
-"$BUILD/bin/reader_fuzz" -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -print_final_stats=1 \
-  "$CORPUS" 2>&1 | tail -5
+OUTPUT=$(mktemp)
+trap 'rm -rf "$CORPUS" "$OUTPUT"' EXIT
+# On success its last lines (the final stats) are enough; on a crash the sanitizer's report and
+# the path of the crashing input are further up, so show all of it.
+if "$BUILD/bin/reader_fuzz" -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -print_final_stats=1 \
+    "$CORPUS" >"$OUTPUT" 2>&1; then
+  tail -5 "$OUTPUT"
+else
+  status=$?
+  cat "$OUTPUT"
+  echo "fuzz: reader_fuzz failed (exit $status); the crashing input is the crash-* file named above" >&2
+  exit "$status"
+fi
