@@ -34,7 +34,9 @@ TEST(WordDecode, VarintsAsTheByteLoopReadsThem) {
         const size_t n_want = format::get_varint(buf, buf + cut, &want);
         const size_t n_got = format::get_varint_from_word(buf, buf + cut, buf + readable, &got);
         ASSERT_EQ(n_got, n_want) << i << " cut " << cut << " readable " << readable;
-        if (n_want) ASSERT_EQ(got, want) << i;
+        if (n_want) {
+          ASSERT_EQ(got, want) << i;
+        }
       }
     }
   }
