@@ -36,23 +36,19 @@ struct EventFields {
   bool has(EventField f) const { return mask & f; }
 };
 
-struct Event {
-  uint8_t api = 0;
-  uint64_t seq = 0;
-  uint64_t time_ns = 0;  // absolute CLOCK_MONOTONIC ns
-  uint32_t result = 0;
-  uint32_t stack_id = 0;
-  EventFields f;
-};
-
 // What an event says besides its fields: the writer fills one per event and keeps the fields
 // apart (an Event, fields included, took more instructions to zero than to encode the head).
 struct EventCore {
   uint8_t api = 0;
   uint64_t seq = 0;
-  uint64_t time_ns = 0;
+  uint64_t time_ns = 0;  // absolute CLOCK_MONOTONIC ns
   uint32_t result = 0;
   uint32_t stack_id = 0;
+};
+
+// A whole event, as the reader decodes it.
+struct Event : EventCore {
+  EventFields f;
 };
 
 // Per-file delta state; the writer and the reader of one file each keep one.
