@@ -206,7 +206,7 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only",
                     default="ctests,torch,samples,cupy,jax,peaks,leaks,python,gpt2,blocks,userfirst,graph,"
-                            "pybench,top,topbench,html,nvml,graphmem,graphupload,ipc,arrays,static,launchbench,"
+                            "pybench,top,topbench,html,nvml,graphmem,graphupload,ipc,arrays,static,launchbench,asyncbench,"
                             "cupti,"
                             "torchbench")
     a = ap.parse_args()
@@ -242,6 +242,7 @@ def main():
                      ("arrays", lambda: gpu_memory_kinds.check_arrays(c)),
                      ("static", lambda: gpu_memory_kinds.check_static(c)),
                      ("launchbench", lambda: gpu_memory_kinds.check_launch_bench(c)),
+                     ("asyncbench", lambda: gpu_memory_kinds.check_async_bench(c)),
                      ("cupti", lambda: gpu_memory_kinds.check_cupti(c, a.python))):
         if name in only:
             try:

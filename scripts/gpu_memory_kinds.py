@@ -487,33 +487,68 @@ def real_cudart_dir():
     return None
 
 
-def check_launch_bench(c):
-    """What recording a graph launch costs on the GPU (issue 12: a launch is recorded with its
-    stack and the graph pool's figures, two cuDeviceGetGraphMemAttribute calls): bench/hook_bench
-    in mode `launch`, 32 frames deep, plain and hooked interleaved, 5 runs each, medians."""
+def bench_medians(c, args, rounds=5, hook=None):
+    """bench/hook_bench ARGS plain and hooked (by `hook`, default the build's), interleaved
+    `rounds` times against the real libcudart: (median plain, median hooked, all plain, all
+    hooked) ns per pair, or None when the bench or libcudart is missing or too few runs printed
+    a figure."""
     bench = os.path.join(c.build, "bin", "hook_bench")
     lib = real_cudart_dir()
     if not os.path.exists(bench) or not lib:
-        c.row("graph launch: ns the hook adds per launch", "bench", "missing", False,
-              "hook_bench %s, libcudart.so.13 dir %s" % (os.path.exists(bench), lib))
-        return
+        return None
     plain, hooked = [], []
-    out = os.path.join(c.out, "runs", "launch-bench")
-    for _ in range(5):
-        for env, into in (({}, plain), ({"LD_PRELOAD": c.hook, "GMEMHOOK_OUT": out,
+    out = os.path.join(c.out, "runs", "hook-bench")
+    for _ in range(rounds):
+        for env, into in (({}, plain), ({"LD_PRELOAD": hook or c.hook, "GMEMHOOK_OUT": out,
                                           "GMEMHOOK_QUIET": "1"}, hooked)):
             e = dict(os.environ, LD_LIBRARY_PATH=lib, **env)
-            p = subprocess.run([bench, "32", "20000", "launch"], env=e, capture_output=True,
-                               text=True, timeout=120)
+            p = subprocess.run([bench] + args, env=e, capture_output=True, text=True, timeout=120)
             m = re.search(r"ns_per_pair ([\d.]+)", p.stdout)
             if m:
                 into.append(float(m.group(1)))
         shutil.rmtree(out, ignore_errors=True)
     if len(plain) < 3 or len(hooked) < 3:
-        c.row("graph launch: ns the hook adds per launch", "bench", "failed", False,
-              "plain %s hooked %s" % (plain, hooked))
+        return None
+    return sorted(plain)[len(plain) // 2], sorted(hooked)[len(hooked) // 2], sorted(plain), sorted(hooked)
+
+
+def check_launch_bench(c):
+    """What recording a graph launch costs on the GPU (issue 12: a launch is recorded with its
+    stack and the graph pool's figures, two cuDeviceGetGraphMemAttribute calls): bench/hook_bench
+    in mode `launch`, 32 frames deep, plain and hooked interleaved, 5 runs each, medians."""
+    r = bench_medians(c, ["32", "20000", "launch"])
+    if not r:
+        c.row("graph launch: ns the hook adds per launch", "bench", "missing or failed", False,
+              "hook_bench or the real libcudart.so.13 missing, or fewer than 3 runs printed a figure")
         return
-    mp, mh = sorted(plain)[len(plain) // 2], sorted(hooked)[len(hooked) // 2]
+    mp, mh, plain, hooked = r
     c.row("graph launch: ns the hook adds per launch (info)", "-", "%.0f" % (mh - mp), True,
           "cudaGraphLaunch of a 4 KiB auto-free allocation node, 32 frames deep: plain %.0f ns, "
-          "hooked %.0f ns (medians of %s / %s)" % (mp, mh, sorted(plain), sorted(hooked)))
+          "hooked %.0f ns (medians of %s / %s)" % (mp, mh, plain, hooked))
+
+
+def check_async_bench(c):
+    """What the hook adds per event on a real GPU (issue 14 point 1): bench/hook_bench in mode
+    `async` (cudaMallocAsync + cudaFreeAsync of 4 KiB from the default pool, two events a pair)
+    at 8, 32 and 64 frames, plain and hooked interleaved, 5 runs each, medians. With
+    GMEMHOOK_BENCH_BASE_HOOK=LIB in the environment, that library is measured the same way in
+    the same rounds (a before/after of a change on the GPU)."""
+    base = os.environ.get("GMEMHOOK_BENCH_BASE_HOOK")
+    for depth in ("8", "32", "64"):
+        if base:
+            r = bench_medians(c, [depth, "100000", "async"], hook=base)
+            if r:
+                c.row("cudaMallocAsync at %s frames: ns the base hook adds per event (info)" % depth,
+                      "-", "%.0f" % ((r[1] - r[0]) / 2), True,
+                      "%s: plain %.0f, hooked %.0f ns per pair (medians of %s / %s)"
+                      % (base, r[0], r[1], r[2], r[3]))
+        r = bench_medians(c, [depth, "100000", "async"])
+        if not r:
+            c.row("cudaMallocAsync at %s frames: ns the hook adds per event" % depth, "bench",
+                  "missing or failed", False,
+                  "hook_bench or the real libcudart.so.13 missing, or fewer than 3 runs printed a figure")
+            continue
+        mp, mh, plain, hooked = r
+        c.row("cudaMallocAsync at %s frames: ns the hook adds per event (info)" % depth, "-",
+              "%.0f" % ((mh - mp) / 2), True,
+              "plain %.0f, hooked %.0f ns per pair (medians of %s / %s)" % (mp, mh, plain, hooked))
