@@ -23,6 +23,9 @@ struct Config {
   // GMEMHOOK_TEST_DISK_FULL_AFTER=N: the log writer acts as if the disk filled up after N chunks
   // of this process (tests the write-failure path where no small file system can be mounted).
   long test_disk_full_after = -1;
+  // GMEMHOOK_TEST_PROCESS_CHUNK_KIB=N: process.gmh's chunks are N KiB instead of 64 (tests that
+  // fill process.gmh with the records of a short run: its module maps).
+  long test_process_chunk_kib = 0;
   // GMEMHOOK_TEST_SWAP_DIR=DIR: right after making the process directory, the hook renames it
   // and puts a symlink to DIR in its place, as another user could (tests that files still land
   // in the directory made, never in DIR).

@@ -69,10 +69,13 @@ bool LogFile::create(int dir_fd, const char* dir, const char* name, format::File
     return false;
   }
   ::close(fd);
-  if (!map_chunk(0)) {
+  const size_t first_len = geometry_.end_of(0);
+  uint8_t* first = map_chunk(0, first_len);
+  if (!first) {
     unlinkat(dir_fd_, path_ + name_at_, 0);  // an empty file would only read as a thread that recorded nothing
     return false;
   }
+  use_chunk(first, 0, first_len);
 
   format::FileHeader h{};
   std::memcpy(h.magic, format::kMagic, sizeof(h.magic));
@@ -93,13 +96,12 @@ bool LogFile::create(int dir_fd, const char* dir, const char* name, format::File
 
 int LogFile::reopen() const { return openat(dir_fd_, path_ + name_at_, O_RDWR | O_NOFOLLOW | O_CLOEXEC); }
 
-bool LogFile::map_chunk(uint64_t start) {
+uint8_t* LogFile::map_chunk(uint64_t start, size_t len) {
   int fd = reopen();
   if (fd < 0) {
     error_ = errno;
-    return false;
+    return nullptr;
   }
-  size_t len = geometry_.end_of(start) - start;
   off_t offset = static_cast<off_t>(start);
   // Reserve real blocks before touching the mapping: writing into a hole on a full disk would
   // raise SIGBUS in the traced program.
@@ -114,13 +116,16 @@ bool LogFile::map_chunk(uint64_t start) {
   ::close(fd);
   if (m == MAP_FAILED) {
     error_ = err;
-    return false;
+    return nullptr;
   }
-  chunk_ = static_cast<uint8_t*>(m);
+  return static_cast<uint8_t*>(m);
+}
+
+void LogFile::use_chunk(uint8_t* m, uint64_t start, size_t len) {
+  chunk_ = m;
   chunk_start_ = start;
   chunk_len_ = len;
   pos_ = 0;
-  return true;
 }
 
 void LogFile::seal_at(size_t at) {
@@ -139,12 +144,21 @@ __attribute__((noinline, cold)) bool LogFile::next_chunk(size_t need) {
   if (room > geometry_.max) return false;  // callers split large data
   // Chunks grow: a record too big for the next one ends that one too, unused, until one fits.
   do {
-    if (chunk_) {  // else seal() has ended it already
+    const uint64_t start = chunk_start_ + chunk_len_;  // also after seal()
+    const size_t len = geometry_.end_of(start) - start;
+    uint8_t* next = map_chunk(start, len);
+    // A file that keeps room for its final record keeps its chunk open when it cannot grow:
+    // the final record goes there. Any other chunk ends here, sealed (else seal() ended it).
+    if (chunk_ && (next || kept_ == 0)) {
       commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
       seal_at(record_area());
     }
     next_chunk_start_ = 0;
-    if (!map_chunk(chunk_start_ + chunk_len_)) return false;
+    if (!next) {
+      full_ = chunk_ != nullptr;
+      return false;
+    }
+    use_chunk(next, start, len);
   } while (room > chunk_len_);
   return true;
 }
@@ -155,8 +169,9 @@ uint8_t* LogFile::reserve(RecordType type, size_t n) {
   if ((!big && n > format::kMaxSmallPayload) || n > format::kMaxBigRecord) return nullptr;
   size_t need = (big ? format::kBigHeaderSize : format::kSmallHeaderSize) + n;
   // Keep room for a ChunkEnd record so a reader always finds an explicit end of chunk, and for
-  // the seal after it.
-  if ((!chunk_ || pos_ + need + format::kSmallHeaderSize > record_area()) && !next_chunk(need))
+  // the seal after it; and, but for the final record, the room kept for that.
+  const size_t end = final_ ? record_area() : ordinary_end();
+  if ((!chunk_ || pos_ + need + format::kSmallHeaderSize > end) && (full_ || !next_chunk(need)))
     return nullptr;
   return chunk_ + pos_ + (need - n);  // just after the header
 }

@@ -44,6 +44,23 @@ class LogFile {
     return true;
   }
 
+  // Keeps the last `n` bytes of every chunk's record area for the file's final record (see
+  // append_final): ordinary records end a chunk before them. process.gmh keeps room for its End
+  // record, which says how the process ended and what was lost: a file that cannot grow (disk
+  // full, ulimit -f) stops taking ordinary records but still takes that one.
+  void keep_for_final(size_t n) { kept_ = n; }
+  // Appends the file's final record, into the kept room when the next chunk cannot be had.
+  template <class Payload>
+  bool append_final(const Payload& p) {
+    final_ = true;
+    const bool ok = append(p);
+    final_ = false;
+    return ok;
+  }
+  // Whether an ordinary record has failed because the file could not grow while its current
+  // chunk stayed open for the final record.
+  bool full() const { return full_; }
+
   // Appends one event, which `encode(uint8_t* out)` encodes (at most format::kMaxEventPayload
   // bytes) and returns as a format::EncodedEvent: straight into the mapping when the chunk has
   // room for the largest event, else through a buffer and append() above. The same bytes land
@@ -53,7 +70,7 @@ class LogFile {
     constexpr size_t kHeader = format::kSmallHeaderSize;
     static_assert(format::kMaxEventPayload <= format::kMaxSmallPayload);
     // As reserve(): room for the record and for a ChunkEnd after it.
-    if (chunk_ && pos_ + kHeader + format::kMaxEventPayload + kHeader <= record_area()) {
+    if (chunk_ && pos_ + kHeader + format::kMaxEventPayload + kHeader <= ordinary_end()) {
       uint8_t* at = chunk_ + pos_ + kHeader;
       const format::EncodedEvent e = encode(at);
       commit(e.type, at, e.size);
@@ -91,13 +108,17 @@ class LogFile {
   // Ends the current chunk with ChunkEnd and maps the next; false when a record of `need` bytes
   // (header included) could never fit a chunk, or the file can't grow.
   bool next_chunk(size_t need);
-  // Maps the chunk that starts at file offset `start`.
-  bool map_chunk(uint64_t start);
+  // Maps the chunk that starts at file offset `start`, or returns nullptr and sets error_.
+  uint8_t* map_chunk(uint64_t start, size_t len);
+  // Makes the mapping at `m` the current chunk.
+  void use_chunk(uint8_t* m, uint64_t start, size_t len);
   // Stores the seal of the current chunk at chunk offset `at` (a multiple of 8), covering the
   // bytes before it, and unmaps the chunk.
   void seal_at(size_t at);
   // The end of the current chunk's record area: its seal lives after it.
   size_t record_area() const { return chunk_len_ - format::kSealSize; }
+  // Where ordinary records end: before the room kept for the final record.
+  size_t ordinary_end() const { return record_area() - kept_; }
 
   // Opens the file again (to map a chunk, to cut it).
   int reopen() const;
@@ -112,6 +133,9 @@ class LogFile {
   uint64_t next_chunk_start_ = 0;  // after seal(): where the next chunk goes (0 = none pending)
   format::ChunkGeometry geometry_{};
   int error_ = 0;
+  size_t kept_ = 0;     // keep_for_final()
+  bool final_ = false;  // append_final() is appending
+  bool full_ = false;   // the file could not grow; only the final record may still come
 };
 
 }  // namespace gmemhook

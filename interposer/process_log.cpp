@@ -45,6 +45,7 @@ struct ProcessState {
   ino_t dir_ino = 0;
   LogFile file;
   LoadCounters modules_written{~0ull, ~0ull};
+  bool said_full = false;  // warn_if_process_file_full() has warned
 };
 
 ProcessState g_process;
@@ -142,6 +143,33 @@ void warn(const char* what, const char* path, int err) {
   write_stderr(m.c_str(), m.size());
 }
 
+// Says once, when process.gmh could not grow, what is lost from then on. Called under the process
+// lock after its writes.
+void warn_if_process_file_full() {
+  if (g_process.said_full || !g_process.file.full()) return;
+  g_process.said_full = true;
+  FixedString<PATH_MAX + 256> m;
+  m.append("gmemhook: cannot write ").append(g_process.display_dir).append("/")
+      .append(fmt::kProcessFileName).append(": ");
+  append_errno(m, g_process.file.error());
+  m.append("; module maps, notes and NVML samples from here on are not recorded (the end record "
+           "still is)\n");
+  write_stderr(m.c_str(), m.size());
+}
+
+uint32_t process_chunk() {
+  const long kib = g_config.test_process_chunk_kib;
+  return kib >= 4 ? static_cast<uint32_t>(kib) << 10 : kProcessChunk;
+}
+
+// The largest End record there can be: room every chunk of process.gmh keeps for it.
+size_t largest_end_record() {
+  constexpr uint64_t kMax = ~uint64_t{0};
+  return fmt::kSmallHeaderSize +
+         fmt::payload_size(fmt::EndPayload{fmt::EndHow::Exit, INT64_MIN, kMax, kMax, true, kMax,
+                                           kMax, kMax});
+}
+
 void write_process_info() {
   // argv from /proc: the constructor runs before anyone hands us argc/argv.
   ssize_t len = 0;
@@ -170,12 +198,13 @@ void write_process_info() {
       .local_rank = env("LOCAL_RANK"),
       .world_size = env("WORLD_SIZE"),
       .library_version = GMEMHOOK_VERSION,
-      .chunk_size_hint = kProcessChunk,
+      .chunk_size_hint = process_chunk(),
   });
 }
 
 void write_note_locked(const char* text) {
   g_process.file.append(fmt::NotePayload{std::string_view(text).substr(0, kMaxNote)});
+  warn_if_process_file_full();
 }
 }  // namespace
 
@@ -276,7 +305,7 @@ bool open_process_log(bool warn_on_failure) {
   test_swap_dir(g_process.dir);
 
   if (!g_process.file.create(g_process.dir_fd, g_process.dir, fmt::kProcessFileName,
-                             fmt::FileKind::Process, 0, {kProcessChunk, kProcessChunk},
+                             fmt::FileKind::Process, 0, {process_chunk(), process_chunk()},
                              g_start_ns)) {
     if (warn_on_failure) warn("cannot write", g_process.dir, g_process.file.error());
     // Nothing in it: it would only read as a process that left no log.
@@ -284,6 +313,8 @@ bool open_process_log(bool warn_on_failure) {
     close_fd(g_process.dir_fd);
     return false;
   }
+  // How the process ended and what was lost must reach the log even when nothing else can.
+  g_process.file.keep_for_final(largest_end_record());
   {
     ProcessLock lock;
     write_process_info();
@@ -352,6 +383,7 @@ void on_fork_child() {
   g_process.file = LogFile{};  // the parent's mapping is left alone: it is shared with the parent
   close_fd(g_process.dir_fd);  // the parent's directory: the child makes its own
   g_process.modules_written = LoadCounters{~0ull, ~0ull};
+  g_process.said_full = false;
   g_seq.store(0, std::memory_order_relaxed);
   g_fork_generation.fetch_add(1, std::memory_order_relaxed);
 }
@@ -364,6 +396,7 @@ void refresh_modules_if_changed() {
   if (now == g_process.modules_written) return;
   write_module_snapshot(g_process.file, last_seq(), g_process.exe);
   g_process.modules_written = now;
+  warn_if_process_file_full();
 }
 
 void write_process_note(const char* text) {
@@ -377,13 +410,14 @@ void write_nvml_sample(fmt::NvmlSamplePayload sample, uint64_t now_ns) {
   sample.time_delta_ns = now_ns > g_start_ns ? now_ns - g_start_ns : 0;
   ProcessLock lock;
   g_process.file.append(sample);
+  warn_if_process_file_full();
 }
 
 void write_end_record(fmt::EndHow how, int status, bool cuda_used, const LossReport& loss) {
   if (!process_log_ready() || getpid() != g_process.pid) return;
   ProcessLock lock;
   if (!cuda_used) write_note_locked("CUDA was never used: no allocation entry point was called");
-  g_process.file.append(fmt::EndPayload{how, status, last_seq(), monotonic_ns() - g_start_ns,
+  g_process.file.append_final(fmt::EndPayload{how, status, last_seq(), monotonic_ns() - g_start_ns,
                                         cuda_used, loss.not_recorded, loss.first_seq,
                                         static_cast<uint64_t>(loss.error)});
   // The file is complete now: seal it (a record written later, e.g. after a failed exec, maps

@@ -136,6 +136,40 @@ TEST(DiskFull, ThreadFilesThatCannotBeCreatedAreNotRetried) {
   EXPECT_EQ(reader.events_read() + reader.end()->not_recorded, 4u * 20000 * 2);
 }
 
+// process.gmh cannot grow past its first chunk (4 KiB here; NVML samples every 10 ms fill it in
+// a second) while the program runs on: the samples after it are lost, said once, but the End
+// record still lands, in the room every chunk keeps for it, so the log says how the process
+// ended and what was lost instead of reading as killed or crashed.
+TEST(DiskFull, ProcessFileThatCannotGrowStillGetsItsEndRecord) {
+  fs::path out = temp_dir("disk-full-process");
+  auto env = traced_env(out);
+  env["LD_LIBRARY_PATH"] += std::string(":") + GMEMHOOK_TEST_FAKENVML_DIR;
+  env["GMEMHOOK_NVML_INTERVAL_MS"] = "10";
+  env["GMEMHOOK_TEST_PROCESS_CHUNK_KIB"] = "4";
+  // The first chunk mapped is process.gmh's, the second the thread file's: the third, the next
+  // chunk of process.gmh, finds the disk full.
+  env["GMEMHOOK_TEST_DISK_FULL_AFTER"] = "2";
+  RunResult r = run({scenario_path(), "nvml", "300"}, env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(count_of(r.err, "gmemhook: cannot write"), 1u) << r.err;
+  EXPECT_NE(r.err.find("process.gmh: No space left on device (ENOSPC); module maps, notes and NVML "
+                       "samples from here on are not recorded (the end record still is)"),
+            std::string::npos)
+      << r.err;
+
+  auto dirs = process_dirs(out);
+  ASSERT_EQ(dirs.size(), 1u);
+  EXPECT_EQ(fs::file_size(dirs[0] / "process.gmh"), 4096u) << "the file did not grow";
+  auto reader = analysis::ProcessReader::open(dirs[0]);
+  reader.for_each_event([](const format::Event&, const analysis::ThreadFileReader&) {});
+  ASSERT_TRUE(reader.end()) << "the End record was lost";
+  EXPECT_EQ(reader.end()->how, format::EndHow::Exit);
+  EXPECT_EQ(reader.end()->status, 0);
+  EXPECT_EQ(reader.end()->last_seq, 4u);
+  EXPECT_EQ(reader.events_read(), 4u);
+  EXPECT_FALSE(analysis::missing_events(reader));
+}
+
 // Not even process.gmh fits: one warning, the program untouched.
 TEST(DiskFull, AtStartOneWarningAndTheProgramRunsOn) {
   SmallDisk disk(16 << 10);
