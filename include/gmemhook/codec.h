@@ -282,17 +282,23 @@ struct EncodedEvent {
   size_t size;
 };
 
-// Writes v (< 2^56) as a varint with one 8-byte store at p (8 bytes of room): the mirror of
-// word_varint, its 7-bit groups spread to bytes by shifts and every byte but the last given its
-// continuation bit. The bytes after the varint's own are stored as zeros. Returns its length.
+// Writes v (< 2^56) as a varint at p (8 bytes of room) with one store: a byte, or else a word,
+// the mirror of word_varint: its 7-bit groups spread to bytes by shifts and every byte but the
+// last given its continuation bit. Returns its length. A word stores zeros after the varint's
+// own bytes; nothing else is written past them.
 inline size_t put_word_varint(uint8_t* p, uint64_t v) {
+  if (v < 0x80) {  // times, stack ids, nearby addresses and round sizes mostly
+    *p = static_cast<uint8_t>(v);
+    return 1;
+  }
   uint64_t x = (v & 0x000000000fffffffull) | ((v << 4) & 0x0fffffff00000000ull);
   x = (x & 0x00003fff00003fffull) | ((x << 2) & 0x3fff00003fff0000ull);
   x = (x & 0x007f007f007f007full) | ((x << 1) & 0x7f007f007f007f00ull);
-  const unsigned top = 63u - static_cast<unsigned>(__builtin_clzll(x | 1));  // in the last byte
-  x |= 0x8080808080808080ull & ((uint64_t{1} << (top & ~7u)) - 1);
+  // 8 × (the varint's length − 1): from 8 (v ≥ 2^7) to 56 (v ≥ 2^49).
+  const unsigned last_byte = (63u - static_cast<unsigned>(__builtin_clzll(x))) & ~7u;
+  x |= 0x0080808080808080ull >> (56 - last_byte);
   __builtin_memcpy(p, &x, sizeof x);
-  return (top >> 3) + 1;
+  return (last_byte >> 3) + 1;
 }
 
 // The usual event on the writer's side, the mirror of decode_usual_event_v8: no failure, the
@@ -303,10 +309,10 @@ inline size_t put_word_varint(uint8_t* p, uint64_t v) {
 // numbers through tables and the byte loops were ~140 instructions an event, issue 14). Returns
 // false, having written and changed nothing, for any other event: encode_event_to writes it.
 // Both write exactly the same bytes (`UsualEncode` tests compare them). Up to 7 zero bytes
-// are stored after the payload, inside out's kMaxEventPayload bytes: where the recorder encodes
-// in place those bytes are the next record's, still zero.
+// may be stored after the payload, inside out's kMaxEventPayload bytes: where the recorder
+// encodes in place those bytes are the next record's, still zero. Inline in the recorder.
 template <class Core>
-bool encode_usual_event(uint8_t* out, const Core& ev, const EventFields& f, EventDeltas& d,
+__attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, const Core& ev, const EventFields& f, EventDeltas& d,
                         EncodedEvent* encoded) {
   constexpr uint16_t kUsualFields = kHasAddress | kHasSize | kHasStream | kHasDevice | kIsFree;
   const uint16_t mask = f.mask;
