@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -301,6 +302,20 @@ inline size_t put_word_varint(uint8_t* p, uint64_t v) {
   return (last_byte >> 3) + 1;
 }
 
+// scale_class(v) and its shift, as shift << 2 | class, by v's trailing zeros (64 for 0): one
+// load instead of a chain of compares, for the writer's usual event.
+inline constexpr auto kScaleByZeros = [] {
+  std::array<uint8_t, 65> t{};
+  for (unsigned zeros = 0; zeros < 64; ++zeros) {
+    const unsigned c = scale_class(uint64_t{1} << zeros);
+    t[zeros] = static_cast<uint8_t>(kScaleShift[c] << 2 | c);
+  }
+  return t;  // t[64], for 0: class 0, shift 0
+}();
+inline unsigned scale_by_zeros(uint64_t v) {
+  return kScaleByZeros[v ? static_cast<unsigned>(__builtin_ctzll(v)) : 64];
+}
+
 // The usual event on the writer's side, the mirror of decode_usual_event_v8: no failure, the
 // fields of its api's previous event (none new, no totals, none stored plainly), only address,
 // size, stream and device among them, the device last stored, every part within 8 bytes. Each
@@ -325,18 +340,18 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
   // Scaled as scale_signed and scale_unsigned do; an absent field's part is 0 (its field is 0
   // too, but a part must not depend on that).
   const uint64_t address_delta = f.address - d.last_address;
-  const unsigned address_class = scale_class(address_delta);
+  const unsigned address_scale = scale_by_zeros(address_delta);
   const uint64_t address = mask & kHasAddress
-                               ? zigzag(static_cast<int64_t>(address_delta) >>
-                                        kScaleShift[address_class])
+                               ? zigzag(static_cast<int64_t>(address_delta) >> (address_scale >> 2))
                                : 0;
-  const unsigned size_class = scale_class(f.size);
-  const uint64_t size = mask & kHasSize ? f.size >> kScaleShift[size_class] : 0;
+  const unsigned size_scale = scale_by_zeros(f.size);
+  const uint64_t size = mask & kHasSize ? f.size >> (size_scale >> 2) : 0;
   const uint64_t stream =
       mask & kHasStream ? zigzag(static_cast<int64_t>(f.stream - d.last_stream)) : 0;
   // Every part below 2^56 (scaled ones below 2^54, before their class's two bits).
   if ((seq_delta | time_delta | ev.stack_id | stream) >> 56 || (address | size) >> 54)
     return false;
+  const unsigned address_class = address_scale & 3, size_class = size_scale & 3;
 
   uint8_t* p = out;
   *p++ = ev.api;
@@ -359,7 +374,9 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
 
 // Encodes `ev` into out (room for kMaxEventPayload bytes); with fields `f`, or its own.
 template <class Core>
-EncodedEvent encode_event(uint8_t* out, const Core& ev, const EventFields& f, EventDeltas& d) {
+__attribute__((always_inline)) inline EncodedEvent encode_event(uint8_t* out, const Core& ev,
+                                                                const EventFields& f,
+                                                                EventDeltas& d) {
   EncodedEvent usual;
   if (encode_usual_event(out, ev, f, d, &usual)) [[likely]]
     return usual;

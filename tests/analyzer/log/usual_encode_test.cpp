@@ -28,6 +28,15 @@ TEST(UsualEncode, WordVarintsAsTheByteLoopWritesThem) {
   }
 }
 
+TEST(UsualEncode, ScalesAsScaleClass) {
+  std::mt19937_64 rng(8);
+  for (int i = 0; i < 100000; ++i) {
+    const uint64_t v = i == 0 ? 0 : rng() << (rng() % 64);
+    const unsigned c = format::scale_class(v);
+    ASSERT_EQ(format::scale_by_zeros(v), format::kScaleShift[c] << 2 | c) << v;
+  }
+}
+
 void expect_same_deltas(const format::EventDeltas& a, const format::EventDeltas& b, int i) {
   ASSERT_EQ(a.last_seq, b.last_seq) << i;
   ASSERT_EQ(a.last_time_ns, b.last_time_ns) << i;
