@@ -119,10 +119,10 @@ inline constexpr int8_t kC10DeviceCuda = 1;  // c10::DeviceType::CUDA
 // wrapper) from an outermost one: the nested call jumps straight to the real function, with no
 // frame of its own (it cost ~40 instructions, a pair has two, issue 14). The outermost call is
 // recorded by record_NAME, which calls the real function inside a CallScope.
-#define GMEMHOOK_CUDA_WRAPPER(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)                \
+#define GMEMHOOK_CUDA_WRAPPER(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)               \
   namespace gmemhook {                                                                         \
-  __attribute__((noinline)) static GMEMHOOK_RESULT_##LAYER record_##NAME                       \
-      GMEMHOOK_WITH_REAL_PARAM PARAMS {                                                        \
+  using NAME##_result = GMEMHOOK_RESULT_##LAYER;                                               \
+  [[gnu::noinline]] static NAME##_result record_##NAME GMEMHOOK_WITH_REAL_PARAM PARAMS {       \
     using Real = GMEMHOOK_RESULT_##LAYER(*) PARAMS;                                            \
     if (!real_fn) real_fn = resolve_real_function(g_hook_slots[kHook_##NAME]);                 \
     if (!real_fn) return GMEMHOOK_UNAVAILABLE_##LAYER;                                         \

@@ -320,10 +320,11 @@ void sample_now_or_later(fmt::NvmlReason reason) {
 
 void nvml_event_slow(fmt::ApiId api, EventKind kind, uint32_t result, const fmt::EventFields& f,
                      uint64_t now_ns) {
-  const bool allocated = result == 0 && nvml_is_allocation(kind) && f.has(fmt::kHasDevice) &&
-                         is_device_memory(api, f);
+  const bool allocated =
+      result == 0 && nvml_is_allocation(kind) && f.has(fmt::kHasDevice) && is_device_memory(api, f);
   if (allocated) use_device(f.device);
-  if (!g_nvml_first_call_done.load(std::memory_order_acquire) && !g_nvml_first_call_done.exchange(true)) {
+  if (!g_nvml_first_call_done.load(std::memory_order_acquire) &&
+      !g_nvml_first_call_done.exchange(true)) {
     if (!f.has(fmt::kHasDevice)) use_device(current_device());
     sample_now_or_later(fmt::NvmlReason::FirstCall);
     if (allocated) g_first_allocation_done.store(true);  // that sample saw it already

@@ -12,8 +12,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "gmemhook/api_table.h"
 #include "config.h"
+#include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
 
 namespace gmemhook {

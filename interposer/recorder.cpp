@@ -170,7 +170,8 @@ __attribute__((tls_model("initial-exec"))) thread_local int t_create_error = 0;
 // Set by a thread's first event: when its log is made (every later event of the thread finds
 // the log made), or when there is none to record it in. Not tested on every event.
 void note_cuda_used() {
-  if (!g_cuda_used.load(std::memory_order_relaxed)) g_cuda_used.store(true, std::memory_order_relaxed);
+  if (!g_cuda_used.load(std::memory_order_relaxed))
+    g_cuda_used.store(true, std::memory_order_relaxed);
 }
 
 ThreadLog* create_thread_log() {

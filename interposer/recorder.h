@@ -101,8 +101,8 @@ static_assert(static_cast<unsigned>(format::EventKind::GraphUpload) < 32);  // t
 // Kinds that give memory back (their clock is taken before the call).
 constexpr bool is_release_kind(format::EventKind k) {
   using K = format::EventKind;
-  return is_one_of(k, kinds({K::Free, K::Release, K::AddressFree, K::Unmap, K::BlockFree,
-                             K::ImportClose}));
+  return is_one_of(
+      k, kinds({K::Free, K::Release, K::AddressFree, K::Unmap, K::BlockFree, K::ImportClose}));
 }
 // Inline: a wrapper's kind is a constant, and for allocations this is nothing at all.
 inline EventClock clock_before_call(format::EventKind kind) {

@@ -327,8 +327,9 @@ inline unsigned scale_by_zeros(uint64_t v) {
 // may be stored after the payload, inside out's kMaxEventPayload bytes: where the recorder
 // encodes in place those bytes are the next record's, still zero. Inline in the recorder.
 template <class Core>
-__attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, const Core& ev, const EventFields& f, EventDeltas& d,
-                        EncodedEvent* encoded) {
+__attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, const Core& ev,
+                                                              const EventFields& f, EventDeltas& d,
+                                                              EncodedEvent* encoded) {
   constexpr uint16_t kUsualFields = kHasAddress | kHasSize | kHasStream | kHasDevice | kIsFree;
   const uint16_t mask = f.mask;
   if ((mask & ~kUsualFields) || mask != d.api_fields[ev.api] || ev.result != 0 ||
@@ -341,16 +342,14 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
   // too, but a part must not depend on that).
   const uint64_t address_delta = f.address - d.last_address;
   const unsigned address_scale = scale_by_zeros(address_delta);
-  const uint64_t address = mask & kHasAddress
-                               ? zigzag(static_cast<int64_t>(address_delta) >> (address_scale >> 2))
-                               : 0;
+  const uint64_t address =
+      mask & kHasAddress ? zigzag(static_cast<int64_t>(address_delta) >> (address_scale >> 2)) : 0;
   const unsigned size_scale = scale_by_zeros(f.size);
   const uint64_t size = mask & kHasSize ? f.size >> (size_scale >> 2) : 0;
   const uint64_t stream =
       mask & kHasStream ? zigzag(static_cast<int64_t>(f.stream - d.last_stream)) : 0;
   // Every part below 2^56 (scaled ones below 2^54, before their class's two bits).
-  if ((seq_delta | time_delta | ev.stack_id | stream) >> 56 || (address | size) >> 54)
-    return false;
+  if ((seq_delta | time_delta | ev.stack_id | stream) >> 56 || (address | size) >> 54) return false;
   const unsigned address_class = address_scale & 3, size_class = size_scale & 3;
 
   uint8_t* p = out;

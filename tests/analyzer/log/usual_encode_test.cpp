@@ -74,15 +74,17 @@ TEST(UsualEncode, EventsAsTheGeneralEncoderWritesThem) {
     const bool odd = rng() % 20 == 0;
     if (ev.api != 4 || odd) {
       const uint64_t a = rng() % 10;
-      address = a < 6 ? address + (rng() % 64) * 256 : a < 8 ? rng() >> (rng() % 64)
+      address = a < 6   ? address + (rng() % 64) * 256
+                : a < 8 ? rng() >> (rng() % 64)
                 : a < 9 ? address - (rng() % 1000) * 4096
                         : uint64_t{1} << 63 | rng();  // too far to scale: PlainNumbers
       f.set_address(address);
     }
     if (ev.api == 1 || ev.api == 3 || odd) {
       const uint64_t s = rng() % 10;
-      f.set_size(s < 7 ? (1 + rng() % 64) << (rng() % 24) : s < 9 ? rng() >> (rng() % 64)
-                                                                  : rng() | uint64_t{1} << 62);
+      f.set_size(s < 7   ? (1 + rng() % 64) << (rng() % 24)
+                 : s < 9 ? rng() >> (rng() % 64)
+                         : rng() | uint64_t{1} << 62);
     }
     if (ev.api == 3) f.set_stream(rng() % 10 ? 0x5000 + rng() % 4 : rng());
     if (ev.api == 1 || ev.api == 3) f.set_device(rng() % 30 ? 0 : static_cast<int32_t>(rng() % 3));
