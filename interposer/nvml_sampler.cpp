@@ -275,7 +275,6 @@ void start_thread() {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-
 // Each entry point's memory type by id: a table lookup on the hot path, not a search.
 constexpr auto kMemoryOfApi = [] {
   std::array<fmt::MemoryType, 256> m{};

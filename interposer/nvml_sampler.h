@@ -18,17 +18,20 @@
 
 namespace gmemhook {
 
-// Called by the recorder after an event was written, with no lock of ours held. Cheap unless it
-// is the first call or first allocation of the process (those sample on the calling thread, and
-// only when no sample is under way: a hook never waits for NVML).
-void nvml_event_slow(format::ApiId api, format::EventKind kind, uint32_t result,
-                     const format::EventFields& fields, uint64_t now_ns);
+// Whether the first call's sample was taken (or handed to the thread), and the kinds that
+// allocate, for nvml_after_event's inline test; nvml_event_slow does the rest.
 inline std::atomic<bool> g_nvml_first_call_done{false};
 inline bool nvml_is_allocation(format::EventKind k) {
   using K = format::EventKind;
   return k == K::Alloc || k == K::Create || k == K::Map;
 }
-// Inline: with NVML off, or after the first call for anything but an allocation, it is nothing.
+void nvml_event_slow(format::ApiId api, format::EventKind kind, uint32_t result,
+                     const format::EventFields& fields, uint64_t now_ns);
+
+// Called by the recorder after an event was written, with no lock of ours held. Cheap unless it
+// is the first call or first allocation of the process (those sample on the calling thread, and
+// only when no sample is under way: a hook never waits for NVML). Inline: with NVML off, or after
+// the first call for anything but an allocation, it is nothing.
 inline void nvml_after_event(format::ApiId api, format::EventKind kind, uint32_t result,
                              const format::EventFields& fields, uint64_t now_ns) {
   if (!g_config.nvml) return;

@@ -339,7 +339,6 @@ int process_dir_fd() {
 }
 const char* process_dir_for_display() { return g_process.display_dir; }
 
-
 void on_fork_child() {
   // Everything inherited describes the parent. The child starts afresh and opens its own
   // directory lazily, at its first CUDA call (a child that only execs never needs one).
