@@ -13,9 +13,8 @@
 namespace gmemhook {
 namespace {
 
-// A thread reads the real clock again after this many ticks (65–130 µs at 2–4 GHz): the rate's
-// error grows no further than that, and dt * mult stays inside 64 bits.
-constexpr uint64_t kAnchorTicks = uint64_t{1} << 18;
+using namespace event_time_detail;
+
 // The rate is measured over at least kMinRateTicks (4–8 ms: two anchors off by up to
 // kMaxAnchorTicks / 2 each make ≤ 60 ppm, ≤ 8 ns over an anchor's span; until then every event
 // reads the real clock), over a window restarted after kWindowTicks (~0.1–0.3 s) so that it
@@ -26,18 +25,11 @@ constexpr uint64_t kWindowTicks = uint64_t{1} << 29;
 // interrupted in between) says too little about which tick it was read at: read again.
 constexpr uint64_t kMaxAnchorTicks = uint64_t{1} << 10;
 
-bool g_use_tsc = false;
-// ns per tick, times 2^32; 0 until measured.
+// ns per tick, times 2^32; 0 until measured. Each thread copies it into its anchor.
 std::atomic<uint64_t> g_mult{0};
 // Where the current measurement of the rate started; a sequence lock, odd while a thread moves it.
 std::atomic<uint64_t> g_window_version{0};
 std::atomic<uint64_t> g_window_tsc{0}, g_window_ns{0};
-
-struct Anchor {
-  uint64_t tsc = 0, ns = 0;
-};
-// This thread's last reading of the real clock. tsc 0: none yet (any tick is far from it).
-__attribute__((tls_model("initial-exec"))) thread_local Anchor t_anchor;
 
 uint64_t clock_ns() {
   timespec ts{};
@@ -90,8 +82,11 @@ __attribute__((noinline)) uint64_t reanchor() {
     const uint64_t ns = clock_ns();
     const uint64_t after = __rdtsc();
     if (after - before > kMaxAnchorTicks) continue;
-    t_anchor = {before + (after - before) / 2, ns};
-    measure_rate(t_anchor);
+    const Anchor now{before + (after - before) / 2, ns, 0};
+    measure_rate(now);
+    const uint64_t mult = g_mult.load(std::memory_order_relaxed);
+    // Without a rate yet, an anchor no tick comes near: every event reads the real clock.
+    t_anchor = {mult ? now.tsc : now.tsc + (uint64_t{1} << 63), ns, mult};
     return ns;
   }
   return clock_ns();  // no anchor this time: the next event tries again
@@ -101,14 +96,9 @@ __attribute__((noinline)) uint64_t reanchor() {
 
 void init_event_time(bool allowed) { g_use_tsc = allowed && clocksource_is_tsc(); }
 
-uint64_t event_time_ns() {
-  if (!g_use_tsc) return clock_ns();
-  const uint64_t dt = __rdtsc() - t_anchor.tsc;
-  const uint64_t mult = g_mult.load(std::memory_order_relaxed);
-  if (dt < kAnchorTicks && mult != 0) [[likely]]
-    return t_anchor.ns + ((dt * mult) >> 32);
-  return reanchor();
-}
+namespace event_time_detail {
+uint64_t event_time_slow() { return g_use_tsc ? reanchor() : clock_ns(); }
+}  // namespace event_time_detail
 
 bool event_time_from_tsc() { return g_use_tsc && g_mult.load(std::memory_order_relaxed) != 0; }
 

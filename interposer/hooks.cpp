@@ -110,26 +110,42 @@ inline constexpr int8_t kC10DeviceCuda = 1;  // c10::DeviceType::CUDA
 #define GMEMHOOK_WRAPPER_Runtime GMEMHOOK_CUDA_WRAPPER
 #define GMEMHOOK_WRAPPER_Driver GMEMHOOK_CUDA_WRAPPER
 
+// The real function's pointer put before a wrapper's parameters and arguments (PARAMS and ARGS
+// are parenthesised lists, possibly empty).
+#define GMEMHOOK_WITH_REAL_PARAM(...) (void* real_fn __VA_OPT__(, ) __VA_ARGS__)
+#define GMEMHOOK_WITH_REAL_ARG(...) (real_fn __VA_OPT__(, ) __VA_ARGS__)
+
+// The exported wrapper only tells a nested call (cudaMalloc reaching cuMemAlloc_v2 through our
+// wrapper) from an outermost one: the nested call jumps straight to the real function, with no
+// frame of its own (it cost ~40 instructions, a pair has two, issue 14). The outermost call is
+// recorded by record_NAME, which calls the real function inside a CallScope.
 #define GMEMHOOK_CUDA_WRAPPER(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)               \
-  extern "C" __attribute__((visibility("default"))) GMEMHOOK_RESULT_##LAYER NAME PARAMS {      \
+  namespace gmemhook {                                                                         \
+  using NAME##_result = GMEMHOOK_RESULT_##LAYER;                                               \
+  [[gnu::noinline]] static NAME##_result record_##NAME GMEMHOOK_WITH_REAL_PARAM PARAMS {       \
     using Real = GMEMHOOK_RESULT_##LAYER(*) PARAMS;                                            \
-    auto real =                                                                                \
-        reinterpret_cast<Real>(gmemhook::real_function(g_hook_slots[gmemhook::kHook_##NAME])); \
-    if (!real) return GMEMHOOK_UNAVAILABLE_##LAYER;                                            \
-    gmemhook::CallScope scope;                                                                 \
+    if (!real_fn) real_fn = resolve_real_function(g_hook_slots[kHook_##NAME]);                 \
+    if (!real_fn) return GMEMHOOK_UNAVAILABLE_##LAYER;                                         \
+    auto real = reinterpret_cast<Real>(real_fn);                                               \
+    CallScope scope;                                                                           \
     if (!scope.records()) return real ARGS;                                                    \
-    auto clock = gmemhook::clock_before_call(gmemhook::format::EventKind::KIND);               \
+    auto clock = clock_before_call(format::EventKind::KIND);                                   \
     auto result = real ARGS;                                                                   \
-    gmemhook::ErrnoGuard keep_errno;                                                           \
-    gmemhook::HookFields e;                                                                    \
+    ErrnoGuard keep_errno;                                                                     \
+    HookFields e;                                                                              \
     [[maybe_unused]] bool ok = result == 0;                                                    \
     [[maybe_unused]] bool record = true;                                                       \
     READ if (!record) return result;                                                           \
-    gmemhook::record_event(                                                                    \
-        gmemhook::format::ApiId::NAME,                                                         \
-        gmemhook::format::event_kind_of(gmemhook::format::EventKind::KIND, e.mask),            \
-        static_cast<uint32_t>(result), e, clock);                                              \
+    record_event(format::ApiId::NAME, format::event_kind_of(format::EventKind::KIND, e.mask),  \
+                 static_cast<uint32_t>(result), e, clock);                                     \
     return result;                                                                             \
+  }                                                                                            \
+  }                                                                                            \
+  extern "C" __attribute__((visibility("default"))) GMEMHOOK_RESULT_##LAYER NAME PARAMS {      \
+    void* real_fn = g_hook_slots[gmemhook::kHook_##NAME].real.load(std::memory_order_acquire); \
+    using Real = GMEMHOOK_RESULT_##LAYER(*) PARAMS;                                            \
+    if (real_fn && gmemhook::passes_through()) return reinterpret_cast<Real>(real_fn) ARGS;    \
+    return gmemhook::record_##NAME GMEMHOOK_WITH_REAL_ARG ARGS;                                \
   }
 
 // No next definition (a program that looked the symbol up itself, without PyTorch): there is

@@ -56,7 +56,7 @@ bool g_unlisted_noted[kMaxDevices];
 nvml::ProcessInfo g_processes[kMaxProcesses];
 
 std::atomic<uint64_t> g_devices{0};  // CUDA ordinals the process used, as bits
-std::atomic<bool> g_first_call_done{false}, g_first_allocation_done{false};
+std::atomic<bool> g_first_allocation_done{false};
 std::atomic<bool> g_thread_started{false};
 std::atomic<bool> g_stopping{false};
 std::atomic<bool> g_peak_wanted{false};
@@ -275,10 +275,6 @@ void start_thread() {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-bool is_allocation(EventKind k) {
-  return k == EventKind::Alloc || k == EventKind::Create || k == EventKind::Map;
-}
-
 // Each entry point's memory type by id: a table lookup on the hot path, not a search.
 constexpr auto kMemoryOfApi = [] {
   std::array<fmt::MemoryType, 256> m{};
@@ -321,13 +317,13 @@ void sample_now_or_later(fmt::NvmlReason reason) {
 }
 }  // namespace
 
-void nvml_after_event(fmt::ApiId api, EventKind kind, uint32_t result, const fmt::EventFields& f,
-                      uint64_t now_ns) {
-  if (!g_config.nvml) return;
-  const bool allocated = result == 0 && is_allocation(kind) && f.has(fmt::kHasDevice) &&
-                         is_device_memory(api, f);
+void nvml_event_slow(fmt::ApiId api, EventKind kind, uint32_t result, const fmt::EventFields& f,
+                     uint64_t now_ns) {
+  const bool allocated =
+      result == 0 && nvml_is_allocation(kind) && f.has(fmt::kHasDevice) && is_device_memory(api, f);
   if (allocated) use_device(f.device);
-  if (!g_first_call_done.load(std::memory_order_acquire) && !g_first_call_done.exchange(true)) {
+  if (!g_nvml_first_call_done.load(std::memory_order_acquire) &&
+      !g_nvml_first_call_done.exchange(true)) {
     if (!f.has(fmt::kHasDevice)) use_device(current_device());
     sample_now_or_later(fmt::NvmlReason::FirstCall);
     if (allocated) g_first_allocation_done.store(true);  // that sample saw it already
@@ -348,7 +344,7 @@ void nvml_after_event(fmt::ApiId api, EventKind kind, uint32_t result, const fmt
 }
 
 void nvml_at_exit() {
-  if (!g_config.nvml || !g_first_call_done.load(std::memory_order_acquire)) return;
+  if (!g_config.nvml || !g_nvml_first_call_done.load(std::memory_order_acquire)) return;
   g_stopping.store(true, std::memory_order_release);
   wake_thread();
   // The sample under way finishes first; an NVML call that hangs must not hang exit (1 s).
@@ -370,7 +366,7 @@ void nvml_fork_child() {
     g_unlisted_noted[d] = false;
   }
   g_devices.store(0);
-  g_first_call_done.store(false);
+  g_nvml_first_call_done.store(false);
   g_first_allocation_done.store(false);
   g_thread_started.store(false);
   g_stopping.store(false);

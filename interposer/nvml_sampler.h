@@ -9,18 +9,35 @@
 // container without it) leaves one note and changes nothing else.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
+#include "config.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
 
 namespace gmemhook {
 
+// Whether the first call's sample was taken (or handed to the thread), and the kinds that
+// allocate, for nvml_after_event's inline test; nvml_event_slow does the rest.
+inline std::atomic<bool> g_nvml_first_call_done{false};
+inline bool nvml_is_allocation(format::EventKind k) {
+  using K = format::EventKind;
+  return k == K::Alloc || k == K::Create || k == K::Map;
+}
+void nvml_event_slow(format::ApiId api, format::EventKind kind, uint32_t result,
+                     const format::EventFields& fields, uint64_t now_ns);
+
 // Called by the recorder after an event was written, with no lock of ours held. Cheap unless it
 // is the first call or first allocation of the process (those sample on the calling thread, and
-// only when no sample is under way: a hook never waits for NVML).
-void nvml_after_event(format::ApiId api, format::EventKind kind, uint32_t result,
-                      const format::EventFields& fields, uint64_t now_ns);
+// only when no sample is under way: a hook never waits for NVML). Inline: with NVML off, or after
+// the first call for anything but an allocation, it is nothing.
+inline void nvml_after_event(format::ApiId api, format::EventKind kind, uint32_t result,
+                             const format::EventFields& fields, uint64_t now_ns) {
+  if (!g_config.nvml) return;
+  if (!nvml_is_allocation(kind) && g_nvml_first_call_done.load(std::memory_order_acquire)) return;
+  nvml_event_slow(api, kind, result, fields, now_ns);
+}
 // The exit sample. Afterwards the background thread never enters NVML again: libraries' own
 // destructors run next. Waits at most for the sample under way.
 void nvml_at_exit();

@@ -53,7 +53,6 @@ ProcessState g_process;
 enum OpenState : int { kNotOpened, kOpening, kOpen, kFailed };
 std::atomic<int> g_open_state{kNotOpened};
 __attribute__((tls_model("initial-exec"))) thread_local bool t_gave_up_waiting = false;
-std::atomic<uint64_t> g_seq{0};
 uint64_t g_start_ns = 0;
 
 // Guards process.gmh. A spinlock rather than a mutex: a fork child simply resets it, and it is
@@ -370,9 +369,6 @@ int process_dir_fd() {
   return g_process.dir_fd;
 }
 const char* process_dir_for_display() { return g_process.display_dir; }
-
-uint64_t next_seq() { return g_seq.fetch_add(1, std::memory_order_relaxed) + 1; }
-uint64_t last_seq() { return g_seq.load(std::memory_order_relaxed); }
 
 void on_fork_child() {
   // Everything inherited describes the parent. The child starts afresh and opens its own

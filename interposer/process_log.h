@@ -31,9 +31,11 @@ const char* process_dir();
 int process_dir_fd();
 const char* process_dir_for_display();
 
-// Process-wide sequence numbers, giving a total order of events across threads.
-uint64_t next_seq();
-uint64_t last_seq();
+// Process-wide sequence numbers, giving a total order of events across threads. Inline: every
+// event takes one.
+inline std::atomic<uint64_t> g_seq{0};
+inline uint64_t next_seq() { return g_seq.fetch_add(1, std::memory_order_relaxed) + 1; }
+inline uint64_t last_seq() { return g_seq.load(std::memory_order_relaxed); }
 
 // Bumped in every fork child: per-thread logs inherited from the parent must not be reused.
 // Inline: every recorded event checks its thread's log against it.

@@ -167,7 +167,15 @@ void thread_finished(void* p) {
 // Why the calling thread has no log, for the loss warning: its file could not be created.
 __attribute__((tls_model("initial-exec"))) thread_local int t_create_error = 0;
 
+// Set by a thread's first event: when its log is made (every later event of the thread finds
+// the log made), or when there is none to record it in. Not tested on every event.
+void note_cuda_used() {
+  if (!g_cuda_used.load(std::memory_order_relaxed))
+    g_cuda_used.store(true, std::memory_order_relaxed);
+}
+
 ThreadLog* create_thread_log() {
+  note_cuda_used();
   // After a failed write the disk is full or the directory unusable: trying again on every CUDA
   // call is what made a full disk cost seconds (issue 15).
   if (recording_broken()) return nullptr;
@@ -275,25 +283,15 @@ void fill_device(fmt::EventFields& f) {
 
 // Graph bookkeeping and exports mark moments; they own no memory and need no device. (A launch
 // keeps its stack: graph memory comes into being there, issue 12.)
-bool is_graph_kind(EventKind k) {
-  switch (k) {
-    case EventKind::CaptureBegin:
-    case EventKind::CaptureEnd:
-    case EventKind::GraphLaunch:
-    case EventKind::GraphUpload:
-    case EventKind::GraphFreeNode:
-    case EventKind::GraphInstantiate:
-    case EventKind::GraphExecDestroy:
-    case EventKind::GraphDestroy:
-    case EventKind::GraphChild:
-    case EventKind::GraphClone:
-    case EventKind::GraphMemTrim:
-    case EventKind::Export:
-      return true;
-    default:
-      return false;
-  }
-}
+constexpr uint32_t kGraphKinds =
+    kinds({EventKind::CaptureBegin, EventKind::CaptureEnd, EventKind::GraphLaunch,
+           EventKind::GraphUpload, EventKind::GraphFreeNode, EventKind::GraphInstantiate,
+           EventKind::GraphExecDestroy, EventKind::GraphDestroy, EventKind::GraphChild,
+           EventKind::GraphClone, EventKind::GraphMemTrim, EventKind::Export});
+// What the exit summary counts as allocations and frees.
+constexpr uint32_t kCountedAllocations =
+    kinds({EventKind::Alloc, EventKind::Create, EventKind::GraphAllocNode});
+constexpr uint32_t kCountedFrees = kinds({EventKind::Free, EventKind::Release});
 
 // A thread's counters are written by that thread only (totals() reads them from any): a plain
 // increment, not a locked read-modify-write on every event.
@@ -383,17 +381,13 @@ void CallScope::inside_recorder() {
   }
 }
 
-EventClock clock_now() { return {next_seq(), event_time_ns()}; }
-
 void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                   EventClock clock) {
-  // Read first: a store on every event would pull the line to this core away from the others.
-  if (!g_cuda_used.load(std::memory_order_relaxed))
-    g_cuda_used.store(true, std::memory_order_relaxed);
   BusyScope busy;
   if (g_config.test_delay_record_us > 0) usleep(static_cast<useconds_t>(g_config.test_delay_record_us));
   ThreadLog* log = thread_log();
   if (!log || !log->file.alive()) {
+    note_cuda_used();
     // Still take a sequence number: the gap it leaves is what tells a reader events are missing.
     if (clock.seq == 0) clock.seq = next_seq();
     // The log is still being opened by another thread that did not finish in time: counted, not
@@ -406,8 +400,8 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
     return;
   }
 
-  bool releases = is_release_kind(kind);
-  bool graph = is_graph_kind(kind);
+  const bool releases = is_release_kind(kind);
+  const bool graph = is_one_of(kind, kGraphKinds);
   if (!releases && !graph) fill_device(f);
   uint32_t stack_id = 0;
   if (g_config.depth > 0 && (!releases || g_config.free_stacks))
@@ -420,17 +414,20 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   ev.time_ns = clock.time_ns < log->deltas.last_time_ns ? log->deltas.last_time_ns : clock.time_ns;
   ev.result = result;
   ev.stack_id = stack_id;
-  if (!log->file.append_event([&](uint8_t* out) { return fmt::encode_event(out, ev, f, log->deltas); })) {
+  // Inline (GCC made the lambda a function of its own, with its own prologue, ~28 instructions).
+  const auto encode = [&](uint8_t* out) __attribute__((always_inline)) {
+    return fmt::encode_event(out, ev, f, log->deltas);
+  };
+  if (!log->file.append_event(encode)) {
     note_not_recorded(ev.seq, log->file.path(), log->file.error());
     return;
   }
 
   if (result != 0 && !releases && !graph)
     bump(log->failed);
-  else if (kind == EventKind::Alloc || kind == EventKind::Create ||
-           kind == EventKind::GraphAllocNode)
+  else if (is_one_of(kind, kCountedAllocations))
     bump(log->allocations);
-  else if (kind == EventKind::Free || kind == EventKind::Release)
+  else if (is_one_of(kind, kCountedFrees))
     bump(log->frees);
   else if (kind == EventKind::BlockAlloc)
     bump(log->blocks);

@@ -5,10 +5,13 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <initializer_list>
 
 #include "busy.h"
+#include "event_time.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
+#include "process_log.h"
 
 namespace gmemhook {
 
@@ -47,13 +50,32 @@ class CallScope {
   bool records_;
 };
 
+// Whether a hooked call may go straight to the real function, with no CallScope: it is nested in
+// another hooked call of this thread, which CallScope would not let record either. Not counting
+// its depth changes nothing: the outer call's depth is what every nested check reads, and
+// t_skipped_depth is set only while the thread is busy. A call while the thread is inside the
+// recorder (a signal handler's) takes a CallScope, which counts it as skipped.
+inline bool passes_through() { return t_call_depth != 0 && !thread_busy(); }
+
+// Where this thread's errno lives, asked of libc once per thread: errno is a call to
+// __errno_location through the PLT, which every recorded event made (~1 % of the hooked loop).
+// The address is the thread's for its life, and a fork child's thread keeps its parent's.
+inline thread_local int* t_errno_at __attribute__((tls_model("initial-exec"))) = nullptr;
+inline int* errno_at() {
+  int* at = t_errno_at;
+  if (!at) [[unlikely]]
+    at = t_errno_at = &errno;
+  return at;
+}
+
 // Keeps the traced program's errno exactly as the CUDA call left it.
 class ErrnoGuard {
  public:
-  ErrnoGuard() : saved_(errno) {}
-  ~ErrnoGuard() { errno = saved_; }
+  ErrnoGuard() : at_(errno_at()), saved_(*at_) {}
+  ~ErrnoGuard() { *at_ = saved_; }
 
  private:
+  int* at_;
   int saved_;
 };
 
@@ -64,13 +86,23 @@ struct EventClock {
   uint64_t seq = 0;
   uint64_t time_ns = 0;
 };
-// The sequence number and time of an event now.
-EventClock clock_now();
+// The sequence number and time of an event now. Inline: every event takes one.
+inline EventClock clock_now() { return {next_seq(), event_time_ns()}; }
+// Kinds as bits, so that what the recorder asks of an event's kind is one bit test.
+constexpr uint32_t kinds(std::initializer_list<format::EventKind> ks) {
+  uint32_t bits = 0;
+  for (format::EventKind k : ks) bits |= uint32_t{1} << static_cast<unsigned>(k);
+  return bits;
+}
+constexpr bool is_one_of(format::EventKind k, uint32_t bits) {
+  return (bits >> static_cast<unsigned>(k)) & 1;
+}
+static_assert(static_cast<unsigned>(format::EventKind::GraphUpload) < 32);  // the last kind
 // Kinds that give memory back (their clock is taken before the call).
 constexpr bool is_release_kind(format::EventKind k) {
   using K = format::EventKind;
-  return k == K::Free || k == K::Release || k == K::AddressFree || k == K::Unmap ||
-         k == K::BlockFree || k == K::ImportClose;
+  return is_one_of(
+      k, kinds({K::Free, K::Release, K::AddressFree, K::Unmap, K::BlockFree, K::ImportClose}));
 }
 // Inline: a wrapper's kind is a constant, and for allocations this is nothing at all.
 inline EventClock clock_before_call(format::EventKind kind) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -282,9 +283,102 @@ struct EncodedEvent {
   size_t size;
 };
 
+// Writes v (< 2^56) as a varint at p (8 bytes of room) with one store: a byte, or else a word,
+// the mirror of word_varint: its 7-bit groups spread to bytes by shifts and every byte but the
+// last given its continuation bit. Returns its length. A word stores zeros after the varint's
+// own bytes; nothing else is written past them.
+inline size_t put_word_varint(uint8_t* p, uint64_t v) {
+  if (v < 0x80) {  // times, stack ids, nearby addresses and round sizes mostly
+    *p = static_cast<uint8_t>(v);
+    return 1;
+  }
+  uint64_t x = (v & 0x000000000fffffffull) | ((v << 4) & 0x0fffffff00000000ull);
+  x = (x & 0x00003fff00003fffull) | ((x << 2) & 0x3fff00003fff0000ull);
+  x = (x & 0x007f007f007f007full) | ((x << 1) & 0x7f007f007f007f00ull);
+  // 8 × (the varint's length − 1): from 8 (v ≥ 2^7) to 56 (v ≥ 2^49).
+  const unsigned last_byte = (63u - static_cast<unsigned>(__builtin_clzll(x))) & ~7u;
+  x |= 0x0080808080808080ull >> (56 - last_byte);
+  __builtin_memcpy(p, &x, sizeof x);
+  return (last_byte >> 3) + 1;
+}
+
+// scale_class(v) and its shift, as shift << 2 | class, by v's trailing zeros (64 for 0): one
+// load instead of a chain of compares, for the writer's usual event.
+inline constexpr auto kScaleByZeros = [] {
+  std::array<uint8_t, 65> t{};
+  for (unsigned zeros = 0; zeros < 64; ++zeros) {
+    const unsigned c = scale_class(uint64_t{1} << zeros);
+    t[zeros] = static_cast<uint8_t>(kScaleShift[c] << 2 | c);
+  }
+  return t;  // t[64], for 0: class 0, shift 0
+}();
+inline unsigned scale_by_zeros(uint64_t v) {
+  return kScaleByZeros[v ? static_cast<unsigned>(__builtin_ctzll(v)) : 64];
+}
+
+// The usual event on the writer's side, the mirror of decode_usual_event_v8: no failure, the
+// fields of its api's previous event (none new, no totals, none stored plainly), only address,
+// size, stream and device among them, the device last stored, every part within 8 bytes. Each
+// part is written with one store (put_word_varint), and only the head's two bits and the parts
+// that are there are worked out (encode_event_to's tests of every rare field, the scaling of
+// numbers through tables and the byte loops were ~140 instructions an event, issue 14). Returns
+// false, having written and changed nothing, for any other event: encode_event_to writes it.
+// Both write exactly the same bytes (`UsualEncode` tests compare them). Up to 7 zero bytes
+// may be stored after the payload, inside out's kMaxEventPayload bytes: where the recorder
+// encodes in place those bytes are the next record's, still zero. Inline in the recorder.
+template <class Core>
+__attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, const Core& ev,
+                                                              const EventFields& f, EventDeltas& d,
+                                                              EncodedEvent* encoded) {
+  constexpr uint16_t kUsualFields = kHasAddress | kHasSize | kHasStream | kHasDevice | kIsFree;
+  const uint16_t mask = f.mask;
+  if ((mask & ~kUsualFields) || mask != d.api_fields[ev.api] || ev.result != 0 ||
+      ((mask & kHasDevice) && f.device != d.last_device))
+    return false;
+  const uint64_t seq_delta = ev.seq - d.last_seq;
+  const uint64_t units = time_units(ev.time_ns);
+  const uint64_t time_delta = units - time_units(d.last_time_ns);
+  // Scaled as scale_signed and scale_unsigned do; an absent field's part is 0 (its field is 0
+  // too, but a part must not depend on that).
+  const uint64_t address_delta = f.address - d.last_address;
+  const unsigned address_scale = scale_by_zeros(address_delta);
+  const uint64_t address =
+      mask & kHasAddress ? zigzag(static_cast<int64_t>(address_delta) >> (address_scale >> 2)) : 0;
+  const unsigned size_scale = scale_by_zeros(f.size);
+  const uint64_t size = mask & kHasSize ? f.size >> (size_scale >> 2) : 0;
+  const uint64_t stream =
+      mask & kHasStream ? zigzag(static_cast<int64_t>(f.stream - d.last_stream)) : 0;
+  // Every part below 2^56 (scaled ones below 2^54, before their class's two bits).
+  if ((seq_delta | time_delta | ev.stack_id | stream) >> 56 || (address | size) >> 54) return false;
+  const unsigned address_class = address_scale & 3, size_class = size_scale & 3;
+
+  uint8_t* p = out;
+  *p++ = ev.api;
+  if (seq_delta != 1) p += put_word_varint(p, seq_delta);
+  p += put_word_varint(p, time_delta);
+  if (ev.stack_id != 0) p += put_word_varint(p, ev.stack_id);
+  if (mask & kHasAddress) p += put_word_varint(p, address << 2 | address_class);
+  if (mask & kHasSize) p += put_word_varint(p, size << 2 | size_class);
+  if (mask & kHasStream) p += put_word_varint(p, stream);
+
+  // What encode_event_to leaves in `d` for this event (api_fields and last_device unchanged).
+  if (mask & kHasAddress) d.last_address = f.address;
+  if (mask & kHasStream) d.last_stream = f.stream;
+  d.last_seq = ev.seq;
+  d.last_time_ns = units << kTimeShift;
+  const uint8_t head = (seq_delta != 1 ? kSeqGap : 0) | (ev.stack_id != 0 ? kHasStackId : 0);
+  *encoded = {static_cast<RecordType>(kEventTypeBase | head), static_cast<size_t>(p - out)};
+  return true;
+}
+
 // Encodes `ev` into out (room for kMaxEventPayload bytes); with fields `f`, or its own.
 template <class Core>
-EncodedEvent encode_event(uint8_t* out, const Core& ev, const EventFields& f, EventDeltas& d) {
+__attribute__((always_inline)) inline EncodedEvent encode_event(uint8_t* out, const Core& ev,
+                                                                const EventFields& f,
+                                                                EventDeltas& d) {
+  EncodedEvent usual;
+  if (encode_usual_event(out, ev, f, d, &usual)) [[likely]]
+    return usual;
   PayloadWriter w(out);
   const uint8_t head = encode_event_to(w, ev, f, d);
   return {static_cast<RecordType>(kEventTypeBase | head), w.size()};
