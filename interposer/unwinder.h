@@ -23,10 +23,11 @@ inline constexpr size_t kCaptureScratch = kMaxDepth + 16;
 // `rules` is the calling thread's cache for the fast unwinder (null: libunwind only). The stack
 // ends at the first frame whose return address lies in `stop` (fast_unwinder.h), whichever walk
 // took it. `salt`: fast_backtrace's (what tells this call path from others, e.g. its Python frame).
-// *walk_hash (when given): FrameRuleCache::last_walk_hash() of a fast walk, else 0 — equal
-// hashes, equal stacks.
+// *note: the note of the recent walk that holds the frames (fast_unwinder.h, WalkNote), null when
+// the stack is not one; the caller may write it. When its key is `note_key` (not 0) the capture
+// ends at once and returns 0 without frames: what the caller noted for this walk still holds.
 size_t capture_stack(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames, size_t max,
-                     StopRange stop = {}, uint64_t salt = 0, uint64_t* walk_hash = nullptr);
+                     StopRange stop, uint64_t salt, uint64_t note_key, WalkNote** note);
 
 // libgmemhook.so's address range, [lo, hi): set by init_unwinder().
 inline uint64_t g_self_lo = 0, g_self_hi = 0;
