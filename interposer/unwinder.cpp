@@ -15,14 +15,6 @@
 namespace gmemhook {
 
 namespace {
-// unw_backtrace's fast path keeps a per-thread trace cache that libunwind maps and fills (a few
-// hundred KiB) at a thread's first capture and unmaps when the thread exits: for a thread that
-// makes one allocation that was most of its cost (issue 15: 2000 short-lived threads took 40×
-// the plain run). A thread's first captures step through the frames instead, which needs no
-// per-thread memory; only a thread that keeps allocating pays for the cache, once.
-constexpr uint32_t kStepCaptures = 32;
-__attribute__((tls_model("initial-exec"))) thread_local uint32_t t_captures = 0;
-
 int find_self(dl_phdr_info* info, size_t, void* data) {
   auto self_base = reinterpret_cast<uintptr_t>(data);
   if (info->dlpi_addr != self_base) return 0;
@@ -111,22 +103,23 @@ __attribute__((noinline, cold)) int counted_backtrace(FrameRuleCache* rules, uin
 }
 }  // namespace
 
-size_t capture_stack(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames, size_t max,
-                     StopRange stop, uint64_t salt, uint64_t note_key, WalkNote** note) {
+size_t capture_stack_apart(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames,
+                           size_t max, StopRange stop, uint64_t salt, uint64_t note_key,
+                           WalkNote** note, bool fast_tried) {
   uint64_t* raw = scratch;
   WalkView view{raw, nullptr};  // where the walk's frames are, and their recent walk's note
-  const int want = static_cast<int>(max + 16 < kCaptureScratch ? max + 16 : kCaptureScratch);
+  const int want = capture_want(max);
   int n = -1;
-  if (t_captures < kStepCaptures) [[unlikely]] {
+  if (t_captures < kStepCaptures) {
     // The fast walk reads /proc/self/maps once per thread for its stack's bounds: one more
     // reason to leave a thread's first captures to libunwind's stepping.
     ++t_captures;
     n = step_backtrace(reinterpret_cast<void**>(raw), want, stop);
     if (g_config.stack_stats) note_walk(Walk::kStepped);
-  } else if (g_config.stack_stats) [[unlikely]] {
+  } else if (g_config.stack_stats) {
     n = counted_backtrace(rules, raw, want, stop, salt, &view);
   } else {
-    if (rules && g_config.fast_unwind) {
+    if (!fast_tried && rules && g_config.fast_unwind) {
       rules->use_recent_walks(g_config.recent_walks);
       n = fast_backtrace(*rules, raw, want, stop, salt, &view);
     }
@@ -137,12 +130,7 @@ size_t capture_stack(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** 
   }
   *note = view.note;
   if (view.note && note_key && view.note->key == note_key) return 0;
-  if (n <= 0) return 0;
-  const uint64_t* walked = view.frames;
-  size_t first = 0;
-  while (first < static_cast<size_t>(n) && is_own_address(walked[first])) ++first;
-  *frames = walked + first;
-  return static_cast<size_t>(n) - first < max ? static_cast<size_t>(n) - first : max;
+  return own_frames_skipped(view.frames, n, max, frames);
 }
 
 }  // namespace gmemhook
