@@ -56,6 +56,9 @@ class FrameRuleCache {
   uint64_t reused_walks() const { return reused_walks_; }
   // Walks found whole among the recent walks, no rule looked up (tests and stack statistics).
   uint64_t recent_walks_used() const { return recent_used_; }
+  // A hash of the frames of the last walk when it is among the recent walks (found there or
+  // kept; then its view has a note): the same for every recent walk with the same frames.
+  uint64_t last_walk_hash() const { return last_frames_hash_; }
   // Off: no recent walks are looked up or kept (GMEMHOOK_RECENT_WALKS=0, for measuring them).
   void use_recent_walks(bool on) {
     if (recent_off_ != on) return;

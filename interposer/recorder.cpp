@@ -45,9 +45,28 @@ uint64_t stack_note_key(uint32_t table_epoch, const uint64_t* py, size_t npy) {
   return h | 1;
 }
 
+// A walk has one note, but several Python stacks may share one native walk (the same C++ path
+// under `Linear.forward` for each layer of a model: its innermost Python frames, which tell walks
+// apart, are alike): their ids are kept here too, by the walk's frame hash and the note's key.
+// Direct-mapped; a wrong match needs two stacks to collide in 64 bits, as StackTable's own ids
+// already do. The key holds the stack table's epoch: a reset table leaves no usable slot.
+struct StackMemo {
+  static constexpr size_t kSlots = 512;
+  struct Slot {
+    uint64_t key;  // 0: empty
+    uint32_t id;
+  };
+  Slot slots[kSlots];
+  static uint64_t key(uint64_t walk_hash, uint64_t note_key) {
+    return (walk_hash * 0x9e3779b97f4a7c15ull ^ note_key) | 1;
+  }
+  Slot& at(uint64_t key) { return slots[(key * 0xff51afd7ed558ccdull) >> 55]; }
+};
+
 struct ThreadLog {
   LogFile file;
   StackTable stacks;
+  StackMemo stack_memo;  // ids of `stacks` by walk and Python frames
   PyCodeTable py_codes;
   FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
   fmt::EventDeltas deltas;
@@ -311,6 +330,16 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log
                            g_config.stack_stats ? 0 : note_key, &note);
   if (g_config.stack_stats) note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
   if (note && note->key == note_key) return note->id;
+  StackMemo::Slot* memo = nullptr;
+  uint64_t memo_key = 0;
+  if (note) {
+    memo_key = StackMemo::key(log->frame_rules.last_walk_hash(), note_key);
+    memo = &log->stack_memo.at(memo_key);
+    if (memo->key == memo_key) {
+      *note = WalkNote{note_key, memo->id};
+      return memo->id;
+    }
+  }
   if (n == 0 && npy == 0) return 0;
   bool is_new = false;
   uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);
@@ -322,7 +351,10 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log
     if (!log->file.append(fmt::StackPayload{id, {frames, n}, {log->py_frames, npy}})) return 0;
   }
   // Nothing above walked again: the note is still the walk's.
-  if (note && id) *note = WalkNote{note_key, id};
+  if (note && id) {
+    *note = WalkNote{note_key, id};
+    *memo = StackMemo::Slot{memo_key, id};
+  }
   return id;
 }
 }  // namespace
