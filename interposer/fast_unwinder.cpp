@@ -5,10 +5,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <emmintrin.h>
-
 #include <cerrno>
 #include <cstring>
+
+#include "stack_words.h"
 
 namespace gmemhook {
 
@@ -87,6 +87,7 @@ bool FrameRuleCache::ensure_tables() {
     return false;
   }
   tables_ = static_cast<Tables*>(m);
+  avx2_ = cpu_runs_avx2();
   return true;
 }
 
@@ -151,30 +152,18 @@ int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, 
   return n + take;
 }
 
-bool FrameRuleCache::recent_holds(const RecentWalk& r, const Start& s, int max, StopRange stop,
+__attribute__((always_inline)) inline bool FrameRuleCache::recent_holds(const RecentWalk& r, const Start& s, int max, StopRange stop,
                                   uint64_t lo, uint64_t span) const {
-  if (r.generation != generation_ || r.key != s.key || r.rsp != s.rsp || r.pc != s.pc ||
-      r.salt != s.salt || r.max != max || !(r.stop == stop) || (r.uses_rbp && r.rbp != s.rbp))
+  // The key is a hash of rsp, pc and salt: equal when they are.
+  if (r.generation != generation_ || r.rsp != s.rsp || r.pc != s.pc || r.salt != s.salt ||
+      r.max != max || !(r.stop == stop) || (r.uses_rbp && r.rbp != s.rbp))
     return false;
   // Loaded inside this stack's mapping when it was made; still inside it (a stack only grows).
   if (r.loads && (r.lowest - lo >= span || r.highest - lo >= span)) return false;
-  // Independent loads; two a compare where they are adjacent, eight loads an iteration. The
-  // bits in which the two at i, i + 1 (i even, below r.paired) differ from what they found:
-  const auto pair_differs = [&r](int i) {
-    const __m128i now = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r.at[i]));
-    return _mm_xor_si128(now, _mm_load_si128(reinterpret_cast<const __m128i*>(&r.value[i])));
-  };
-  __m128i a = _mm_setzero_si128(), b = _mm_setzero_si128();
-  int i = 0;
-  for (; i + 7 < r.paired; i += 8) {
-    a = _mm_or_si128(a, _mm_or_si128(pair_differs(i), pair_differs(i + 2)));
-    b = _mm_or_si128(b, _mm_or_si128(pair_differs(i + 4), pair_differs(i + 6)));
-  }
-  for (; i < r.paired; i += 2) a = _mm_or_si128(a, pair_differs(i));
-  a = _mm_or_si128(a, b);
-  uint64_t differ = static_cast<uint64_t>(_mm_cvtsi128_si64(a)) |
-                    static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(a, a)));
-  for (; i < r.loads; ++i) differ |= *reinterpret_cast<const uint64_t*>(r.at[i]) ^ r.value[i];
+  // Independent loads (checking is most of a hit's cost): equal registers and equal loaded
+  // values make the same walk.
+  const uint64_t differ = avx2_ ? stack_words_differ_avx2(r.at, r.value, r.paired, r.loads)
+                                : stack_words_differ_sse2(r.at, r.value, r.paired, r.loads);
   return differ == 0;
 }
 
@@ -188,45 +177,66 @@ void FrameRuleCache::follow(uint32_t index) {
   last_frames_hash_ = recent_at(index).frames_hash;
 }
 
-// Inline in fast_backtrace: its one caller, on every event's path.
-__attribute__((always_inline)) inline int FrameRuleCache::reuse_recent(
+// Inline in fast_backtrace: on every event's path.
+__attribute__((always_inline)) inline int FrameRuleCache::reuse_hinted(
     const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span, uint64_t* out,
-    const uint64_t** frames) {
-  uint32_t found = ~0u;
-  // The walk that came after the last one the time before: in a loop, usually this one.
+    WalkView* view) {
+  // The walk that came after the last one the time before: in a loop, usually this one. Then the
+  // last one already names it as its next (follow() has nothing to write). A walk's own pc is
+  // never 0, so the hinted one never holds for a walk that starts at pc 0.
   const uint32_t hint = last_recent_ ? recent_at(last_recent_ - 1).next : 0;
-  if (hint && recent_holds(recent_at(hint - 1), s, max, stop, lo, span)) found = hint - 1;
+  if (!hint || !recent_holds(recent_at(hint - 1), s, max, stop, lo, span)) return -1;
+  last_recent_ = hint;
+  return use_recent(hint - 1, out, view);
+}
+
+int FrameRuleCache::reuse_recent(Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
+                                 uint64_t* out, WalkView* view) {
+  s.key = recent_key(s.rsp, s.pc, s.salt);
   const uint32_t set_index = recent_set_index(s.key);
   const RecentSet& set = tables_->recent[set_index];
-  for (int k = 0; k < kRecentWays && found == ~0u; ++k)
-    if (set.key[k] == s.key && recent_holds(set.ways[k], s, max, stop, lo, span))
-      found = set_index * kRecentWays + static_cast<uint32_t>(k);
-  if (found == ~0u) return -1;
-  const RecentWalk& r = recent_at(found);
-  if (frames)
-    *frames = r.out;
-  else
+  for (int k = 0; k < kRecentWays; ++k) {
+    const uint32_t index = set_index * kRecentWays + static_cast<uint32_t>(k);
+    if (set.key[k] == s.key && recent_holds(recent_at(index), s, max, stop, lo, span)) {
+      follow(index);
+      return use_recent(index, out, view);
+    }
+  }
+  return -1;
+}
+
+__attribute__((always_inline)) inline int FrameRuleCache::use_recent(uint32_t index,
+                                                                     uint64_t* out,
+                                                                     WalkView* view) {
+  RecentWalk& r = recent_at(index);
+  last_frames_hash_ = r.frames_hash;
+  if (view) {
+    view->frames = r.out;
+    view->note = &r.note;
+  } else {
     std::memcpy(out, r.out, r.count * sizeof(uint64_t));
+  }
   ++recent_used_;
-  follow(found);
   return r.count;
 }
 
-void FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange stop, bool uses_rbp) {
+WalkNote* FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange stop,
+                                      bool uses_rbp) {
   const Walk& w = tables_->walks[which_ ^ 1];
   if (n <= 0 || n > kRecentFrames) {
     last_recent_ = 0;
     last_frames_hash_ = 0;
-    return;
+    return nullptr;
   }
   // The oldest way makes room: a loop's paths come back in turn.
   const uint32_t set_index = recent_set_index(s.key);
   RecentSet& set = tables_->recent[set_index];
   const uint32_t k = set.next++ % kRecentWays;
   const uint32_t index = set_index * kRecentWays + k;
-  RecentWalk& r = set.ways[k];
+  RecentWalk& r = recent_at(index);
   set.key[k] = 0;  // empty until complete
   r.generation = 0;
+  r.note = WalkNote{};  // the user's note was about the walk this one replaces
   r.loads = 0;
   r.lowest = ~uint64_t{0};
   r.highest = 0;
@@ -238,7 +248,7 @@ void FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange stop,
   if (kept > kRecentLoads) {
     last_recent_ = 0;
     last_frames_hash_ = 0;
-    return;
+    return nullptr;
   }
   uint16_t paired = 0, single = static_cast<uint16_t>(kept);
   for (uint32_t i = 0; i < loads; ++i) {
@@ -282,36 +292,52 @@ void FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange stop,
   r.frames_hash = h;
   set.key[k] = s.key;
   follow(index);
+  return &r.note;
 }
 
 __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max,
-                                             StopRange stop, uint64_t salt,
-                                             const uint64_t** frames) {
-  if (frames) *frames = out;
+                                             StopRange stop, uint64_t salt, WalkView* view) {
+  if (view) *view = WalkView{out, nullptr};
   // __builtin_frame_address gives this function a frame pointer whatever the flags: rbp points
   // at the caller's saved rbp, the return address sits above it, the caller's rsp above that.
   const auto* fp = static_cast<const uint64_t*>(__builtin_frame_address(0));
-  uint64_t lo = 0, hi = 0;
-  if (!cache.ensure_tables() || !cache.stack_bounds(reinterpret_cast<uint64_t>(fp), &lo, &hi))
-    return cache.give_up(0, "no memory or stack bounds");
-  if (max > static_cast<int>(FrameRuleCache::kMaxSteps))
-    max = static_cast<int>(FrameRuleCache::kMaxSteps);
-  // A load at `a` is safe when a - lo < span: inside the mapping, all 8 bytes (one compare).
-  const uint64_t span = hi - lo - 7;
-  const uint64_t rsp = reinterpret_cast<uint64_t>(fp) + 16;
-  const uint64_t pc = fp[1];
-  const uint64_t rbp = fp[0];
-  const FrameRuleCache::Start start{rsp, pc, rbp, salt, FrameRuleCache::recent_key(rsp, pc, salt)};
-  if (pc != 0 && !cache.recent_off_) {
-    const int got = cache.reuse_recent(start, max, stop, lo, span, out, frames);
+  const uint64_t sp = reinterpret_cast<uint64_t>(fp);
+  const FrameRuleCache::Start start{sp + 16, fp[1], fp[0], salt, 0};
+  // The usual case first, with nothing else in the way: a recent walk used last (so tables made
+  // and recent walks on), the same stack, the walk that came next last time.
+  const bool usual = cache.last_recent_ && sp - cache.stack_lo_ < cache.stack_hi_ - cache.stack_lo_ &&
+                     max <= static_cast<int>(FrameRuleCache::kMaxSteps);
+  if (usual) {
+    const int got = cache.reuse_hinted(start, max, stop, cache.stack_lo_,
+                                       cache.stack_hi_ - cache.stack_lo_ - 7, out, view);
     if (got >= 0) return got;
   }
-  // This frame stays below the walk's first frame while walk() runs.
-  return cache.walk(start, out, max, stop, lo, span);
+  // This frame stays below the walk's first frame while the rest runs.
+  return cache.backtrace_from(start, sp, out, max, stop, view, usual);
+}
+
+__attribute__((noinline)) int FrameRuleCache::backtrace_from(Start start, uint64_t sp,
+                                                             uint64_t* out, int max,
+                                                             StopRange stop, WalkView* view,
+                                                             bool hint_tried) {
+  uint64_t lo = 0, hi = 0;
+  if (!ensure_tables() || !stack_bounds(sp, &lo, &hi))
+    return give_up(0, "no memory or stack bounds");
+  if (max > static_cast<int>(kMaxSteps)) max = static_cast<int>(kMaxSteps);
+  // A load at `a` is safe when a - lo < span: inside the mapping, all 8 bytes (one compare).
+  const uint64_t span = hi - lo - 7;
+  if (start.pc != 0 && !recent_off_) {
+    int got = hint_tried ? -1 : reuse_hinted(start, max, stop, lo, span, out, view);
+    if (got < 0) got = reuse_recent(start, max, stop, lo, span, out, view);
+    if (got >= 0) return got;
+  }
+  if (start.key == 0) start.key = recent_key(start.rsp, start.pc, start.salt);
+  return walk(start, out, max, stop, lo, span, view);
 }
 
 __attribute__((noinline)) int FrameRuleCache::walk(const Start& start, uint64_t* out, int max,
-                                                   StopRange stop, uint64_t lo, uint64_t span) {
+                                                   StopRange stop, uint64_t lo, uint64_t span,
+                                                   WalkView* view) {
   FrameRuleCache& cache = *this;
   Walk& cur = tables_->walks[which_];
   const Walk& last = tables_->walks[which_ ^ 1];
@@ -419,7 +445,10 @@ __attribute__((noinline)) int FrameRuleCache::walk(const Start& start, uint64_t*
   cache.last_count_ = n;
   cache.last_end_ = end;
   cache.last_stop_ = stop;
-  if (!cache.recent_off_) cache.keep_recent(start, n, max, stop, uses_rbp);
+  if (!cache.recent_off_) {
+    WalkNote* note = cache.keep_recent(start, n, max, stop, uses_rbp);
+    if (view) view->note = note;
+  }
   return n;
 }
 

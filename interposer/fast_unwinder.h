@@ -9,6 +9,21 @@
 
 namespace gmemhook {
 
+// What the walk's user keeps with a recent walk (the recorder: the stack id it interned for the
+// walk's frames, and a key of what else that id depends on). The cache never reads it; it is
+// zeroed whenever the walk it belongs to is made or replaced, so a note never outlives its walk.
+struct WalkNote {
+  uint64_t key;  // 0: empty
+  uint32_t id;
+};
+
+// Where a walk's frames are, and the note of the recent walk they belong to (null: the walk was
+// not kept among the recent walks).
+struct WalkView {
+  const uint64_t* frames = nullptr;
+  WalkNote* note = nullptr;
+};
+
 // Code where a walk stops: the frame whose return address lies in [lo, hi) is the last one taken
 // (the innermost CPython interpreter loop when the event has Python frames, which carry the
 // callers from there). lo == hi: the walk goes to the end.
@@ -33,6 +48,7 @@ class FrameRuleCache {
   void forget_stack() {
     stack_lo_ = stack_hi_ = 0;
     last_count_ = 0;
+    last_recent_ = 0;
     ++generation_;  // the recent walks were made on another stack
   }
   void release();
@@ -41,10 +57,14 @@ class FrameRuleCache {
   // Walks found whole among the recent walks, no rule looked up (tests and stack statistics).
   uint64_t recent_walks_used() const { return recent_used_; }
   // A hash of the frames of the last walk when it is among the recent walks (found there or
-  // kept), 0 when not: what the recorder keys its memo of stack ids by.
+  // kept; then its view has a note): the same for every recent walk with the same frames.
   uint64_t last_walk_hash() const { return last_frames_hash_; }
   // Off: no recent walks are looked up or kept (GMEMHOOK_RECENT_WALKS=0, for measuring them).
-  void use_recent_walks(bool on) { recent_off_ = !on; }
+  void use_recent_walks(bool on) {
+    if (recent_off_ != on) return;
+    recent_off_ = !on;
+    last_recent_ = 0;  // fast_backtrace's usual case is a recent walk used last
+  }
   // Rules learnt from the unwind tables, and times the table of objects was made (stack stats).
   uint64_t rules_learnt() const { return rules_learnt_; }
   uint64_t object_tables_made() const { return tables_ ? tables_->objects.made : 0; }
@@ -56,7 +76,7 @@ class FrameRuleCache {
 
  private:
   friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop,
-                            uint64_t salt, const uint64_t** frames);
+                            uint64_t salt, WalkView* view);
 
   struct Entry {
     uint64_t pc;
@@ -113,25 +133,29 @@ class FrameRuleCache {
     uint16_t count, loads;
     // The first `paired` loads come in twos at adjacent addresses (at[i + 1] == at[i] + 8, i
     // even): a frame-pointer frame's saved rbp and return address. Each two is checked with one
-    // 16-byte compare — checking is most of a hit's cost, a chain of eight instructions a load.
+    // 16-byte load (stack_words.h) — checking is most of a hit's cost.
     uint16_t paired;
     bool uses_rbp;  // the walk read the first frame's rbp before loading one from the stack
+    WalkNote note;  // the user's, zeroed when the walk is made
     uint64_t out[kRecentFrames];
     // The loads, where and what they found, apart: a two's values are one 16-byte operand.
     uint64_t at[kRecentLoads];
-    alignas(16) uint64_t value[kRecentLoads];
+    alignas(32) uint64_t value[kRecentLoads];  // 32: stack_words_differ_avx2
   };
   struct RecentSet {
     // The ways' keys in one cache line: only a way that starts here is read.
     uint64_t key[kRecentWays];
     uint32_t next;  // the way replaced next (round robin)
-    RecentWalk ways[kRecentWays];
   };
+  static constexpr size_t kRecentSets = size_t{1} << kRecentBits;
   struct Tables {
-    Set sets[size_t{1} << kSetBits];             // 128 KiB, pages touched as used
-    Walk walks[2];                               // the last walk and the one being made
-    ObjectTable objects;                         // where learn() finds each object's unwind tables
-    RecentSet recent[size_t{1} << kRecentBits];  // 1.7 MiB, pages touched as used
+    Set sets[size_t{1} << kSetBits];  // 128 KiB, pages touched as used
+    Walk walks[2];                    // the last walk and the one being made
+    ObjectTable objects;              // where learn() finds each object's unwind tables
+    RecentSet recent[kRecentSets];
+    // Way k of set s is recent_walks[s * kRecentWays + k] (its index): found from an index with
+    // one multiply. 1.7 MiB, pages touched as used.
+    RecentWalk recent_walks[kRecentSets * kRecentWays];
   };
 
   // The rule of the frame whose return address is `pc` (never 0), learnt at the first meeting.
@@ -157,7 +181,7 @@ class FrameRuleCache {
   int reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, int n, int max, End* end);
   // The registers and salt of a walk's start, as the recent walks look them up (never 0).
   struct Start {
-    uint64_t rsp, pc, rbp, salt, key;
+    uint64_t rsp, pc, rbp, salt, key;  // key: recent_key(rsp, pc, salt), 0 until needed
   };
   static uint64_t recent_key(uint64_t rsp, uint64_t pc, uint64_t salt) {
     const uint64_t h = ((rsp ^ (pc << 7)) * 0x9e3779b97f4a7c15ull ^ salt) * 0xff51afd7ed558ccdull;
@@ -165,16 +189,28 @@ class FrameRuleCache {
   }
   // The walk frame by frame from `s` (fast_backtrace's own frame), when no recent walk is it: a
   // function of its own, so that finding a recent walk pays for none of its registers.
-  int walk(const Start& s, uint64_t* out, int max, StopRange stop, uint64_t lo, uint64_t span);
-  // The recent walk that starts at `s`: its count, or -1. Its frames are copied to `out`, or
-  // when `frames` is given, *frames points at the walk's own copy.
-  int reuse_recent(const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
-                   uint64_t* out, const uint64_t** frames);
+  int walk(const Start& s, uint64_t* out, int max, StopRange stop, uint64_t lo, uint64_t span,
+           WalkView* view);
+  // The recent walk that came after the last one used, when it is the walk that starts at `s`:
+  // its count, or -1. Its frames are copied to `out`, or when `view` is given, it points at the
+  // walk's own copy and note.
+  int reuse_hinted(const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
+                   uint64_t* out, WalkView* view);
+  // The same for any recent walk that starts at `s`, looked up by s.key (which it sets).
+  int reuse_recent(Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
+                   uint64_t* out, WalkView* view);
+  // Recent walk `index` is used now: its count.
+  int use_recent(uint32_t index, uint64_t* out, WalkView* view);
+  // fast_backtrace apart from its usual case (the hinted recent walk, unless `hint_tried`): `sp`
+  // is fast_backtrace's frame address, `start` its caller's frame.
+  int backtrace_from(Start start, uint64_t sp, uint64_t* out, int max, StopRange stop,
+                     WalkView* view, bool hint_tried);
   // Whether recent walk `r` is the walk that starts at `s` now.
   bool recent_holds(const RecentWalk& r, const Start& s, int max, StopRange stop, uint64_t lo,
                     uint64_t span) const;
-  // Keeps the walk just made (walks[which_ ^ 1], `n` frames) among the recent ones.
-  void keep_recent(const Start& s, int n, int max, StopRange stop, bool uses_rbp);
+  // Keeps the walk just made (walks[which_ ^ 1], `n` frames) among the recent ones; returns its
+  // note, or null when it could not be kept.
+  WalkNote* keep_recent(const Start& s, int n, int max, StopRange stop, bool uses_rbp);
   // The walk at `index` was used now: the one used before it learns that it came next.
   void follow(uint32_t index);
   // The set of a walk that starts with `key` after the walk last used.
@@ -182,12 +218,11 @@ class FrameRuleCache {
     const uint64_t h = (key ^ (last_frames_hash_ * 0x9e3779b97f4a7c15ull)) * 0xc4ceb9fe1a85ec53ull;
     return static_cast<uint32_t>(h >> (64 - kRecentBits));
   }
-  RecentWalk& recent_at(uint32_t index) {
-    return tables_->recent[index / kRecentWays].ways[index % kRecentWays];
-  }
+  RecentWalk& recent_at(uint32_t index) { return tables_->recent_walks[index]; }
 
   Tables* tables_ = nullptr;
   bool failed_ = false;  // mmap failed once: do not retry on every event
+  bool avx2_ = false;    // recent walks are checked with AVX2 (cpu_runs_avx2(), with the tables)
   uint64_t stack_lo_ = 0, stack_hi_ = 0;
   int which_ = 0;       // walks[which_ ^ 1] is the last walk
   int last_count_ = 0;  // its frames; 0: none to reuse
@@ -214,10 +249,11 @@ class FrameRuleCache {
 // stays inside that mapping, between this frame and its top: a wrong rule gives a wrong frame,
 // never a fault. The walk ends after the first frame whose return address lies in `stop`. `salt`
 // tells walks that start alike apart among the recent walks (any value that differs between call
-// paths helps; it never changes what a walk returns). `frames` (when given) is set to where the
+// paths helps; it never changes what a walk returns). `view` (when given) is set to where the
 // frames are: `out`, or the cache's own copy of a recent walk found whole, valid until the cache's
-// next walk (most walks in a loop: copying them cost more than finding them).
+// next walk (most walks in a loop: copying them cost more than finding them); and to the note of
+// the recent walk found or kept, valid as long as the frames (null when none).
 int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop = {},
-                   uint64_t salt = 0, const uint64_t** frames = nullptr);
+                   uint64_t salt = 0, WalkView* view = nullptr);
 
 }  // namespace gmemhook

@@ -38,6 +38,11 @@ struct Interpreter {
 };
 
 std::atomic<int> g_state{kNotTried};
+// Every change of g_state goes through here: g_python_walk (python_frames.h) follows it.
+void set_state(State s) {
+  g_state.store(s, std::memory_order_release);
+  g_python_walk.store(s == kSupported || s == kUnsupported, std::memory_order_release);
+}
 Interpreter g_py;  // written before g_state becomes kSupported (release), read-only afterwards
 LoadCounters g_checked_at{~0ull, ~0ull};
 // The note for an unsupported interpreter. A plain array: detection runs in the library
@@ -89,7 +94,7 @@ void unsupported(uint16_t version, const char* what) {
   if (version) m.append_uint(version >> 8).append(".").append_uint(version & 0xff).append(" ");
   m.append(what).append(": native stacks only");
   std::memcpy(g_reason, m.c_str(), m.size() + 1);
-  g_state.store(kUnsupported, std::memory_order_release);
+  set_state(kUnsupported);
 }
 
 // 3.13 describes its own layout in _PyRuntime.debug_offsets (for out-of-process debuggers): a
@@ -135,7 +140,7 @@ void detect() {
   g_checked_at = current_load_counters();
   auto get = reinterpret_cast<void* (*)()>(symbol("PyGILState_GetThisThreadState"));
   if (!get) {
-    g_state.store(kAbsent, std::memory_order_release);
+    set_state(kAbsent);
     return;
   }
   uint16_t version = 0;
@@ -177,7 +182,7 @@ void detect() {
     if (const char* why = check_debug_offsets_313(L)) return unsupported(version, why);
   find_interpreter_loop(py);
   g_py = py;
-  g_state.store(kSupported, std::memory_order_release);
+  set_state(kSupported);
 }
 
 void note_unsupported_once() {
@@ -311,7 +316,7 @@ void PyCodeTable::release() {
 
 void init_python_frames() {
   if (!g_config.python) {
-    g_state.store(kOff, std::memory_order_release);
+    set_state(kOff);
     return;
   }
   int expected = kNotTried;
@@ -342,7 +347,7 @@ bool interpreter_loop_range(uint64_t* lo, uint64_t* hi) {
 
 // --- The walk ---------------------------------------------------------------------------------
 
-size_t capture_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max) {
+size_t walk_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max) {
   int state = g_state.load(std::memory_order_acquire);
   if (state != kSupported) {
     if (state == kUnsupported) note_unsupported_once();

@@ -2,6 +2,7 @@
 // the thread sits in a hooked CUDA call: no GIL, no interpreter calls, no malloc, no locks.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -62,11 +63,21 @@ void retry_python_detection();
 // its innermost call: the Python frames carry the callers from there (GMEMHOOK_FULL_NATIVE_STACKS).
 bool interpreter_loop_range(uint64_t* lo, uint64_t* hi);
 
+// Whether capture_python_frames has anything to do: an interpreter was found (supported, or not
+// and a note says so once). Inline: asked on every event, and most processes that call CUDA from
+// C++ have no interpreter at all (one load and a branch then).
+inline std::atomic<bool> g_python_walk{false};
+
+size_t walk_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max);
+
 // Fills `out` with the calling thread's Python frames, innermost first, as codec.h's
 // py_frame_word(code_id, where) (format.h: where = instruction byte offset << 1 | is_entry),
 // writing PyCode records for code objects `log` has not described yet. Returns the count; 0 when
 // the thread runs no Python, capture is off, or the interpreter is not supported (then a process
 // note says so, once).
-size_t capture_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max);
+inline size_t capture_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max) {
+  if (!g_python_walk.load(std::memory_order_acquire)) return 0;
+  return walk_python_frames(codes, log, out, max);
+}
 
 }  // namespace gmemhook

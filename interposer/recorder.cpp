@@ -33,10 +33,23 @@ namespace {
 // a thread that records one event costs one page.
 constexpr LogFile::Chunks kThreadChunks{4u << 10, 1u << 20};
 
-// Stack ids by the fast walk's hash and the Python frames: a stack the thread recorded before is
-// known without hashing and looking up every frame again (in a training loop, consecutive events
-// come from different places, so StackTable's "same as the last one" rarely holds). Direct-mapped;
-// a wrong match needs two stacks to collide in 64 bits, as StackTable's own ids already do.
+// What a stack id noted on a recent walk (fast_unwinder.h, WalkNote) depends on besides the
+// walk's native frames: the Python frames, and the stack table that gave the id (reset when the
+// log passes to another thread). A stack the thread recorded before is then known without
+// hashing and looking up its frames (in a training loop, consecutive events come from different
+// places, so StackTable's "same as the last one" rarely holds). Python frames are told apart by
+// a 64-bit hash, as StackTable's own ids already are.
+uint64_t stack_note_key(uint32_t table_epoch, const uint64_t* py, size_t npy) {
+  uint64_t h = (table_epoch + uint64_t{1}) * 0x9e3779b97f4a7c15ull ^ npy;
+  for (size_t i = 0; i < npy; ++i) h = (h ^ py[i]) * 0x100000001b3ull;
+  return h | 1;
+}
+
+// A walk has one note, but several Python stacks may share one native walk (the same C++ path
+// under `Linear.forward` for each layer of a model: its innermost Python frames, which tell walks
+// apart, are alike): their ids are kept here too, by the walk's frame hash and the note's key.
+// Direct-mapped; a wrong match needs two stacks to collide in 64 bits, as StackTable's own ids
+// already do. The key holds the stack table's epoch: a reset table leaves no usable slot.
 struct StackMemo {
   static constexpr size_t kSlots = 512;
   struct Slot {
@@ -44,21 +57,16 @@ struct StackMemo {
     uint32_t id;
   };
   Slot slots[kSlots];
-  static uint64_t key(uint64_t walk_hash, const uint64_t* py, size_t npy) {
-    uint64_t h = walk_hash ^ (npy * 0x9e3779b97f4a7c15ull);
-    for (size_t i = 0; i < npy; ++i) h = (h ^ py[i]) * 0x100000001b3ull;
-    return h | 1;
+  static uint64_t key(uint64_t walk_hash, uint64_t note_key) {
+    return (walk_hash * 0x9e3779b97f4a7c15ull ^ note_key) | 1;
   }
   Slot& at(uint64_t key) { return slots[(key * 0xff51afd7ed558ccdull) >> 55]; }
-  void reset() {
-    for (Slot& s : slots) s = Slot{};
-  }
 };
 
 struct ThreadLog {
   LogFile file;
   StackTable stacks;
-  StackMemo stack_memo;  // ids of `stacks`: reset with it
+  StackMemo stack_memo;  // ids of `stacks` by walk and Python frames
   PyCodeTable py_codes;
   FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
   fmt::EventDeltas deltas;
@@ -122,7 +130,6 @@ ThreadLog* new_thread_log() {
 // Hands `log` (finished, out of the registry) to the spares, or its memory back to the system.
 void retire_thread_log(ThreadLog* log) {
   log->stacks.reset();
-  log->stack_memo.reset();
   log->py_codes.reset();
   log->frame_rules.forget_stack();
   log->file = LogFile{};
@@ -313,18 +320,25 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log
   // The innermost Python frames (code and instruction) tell call paths apart that enter the
   // recorder at the same depth: the native walk finds its recent twin by them.
   const uint64_t salt = npy == 0 ? 0 : log->py_frames[0] ^ (npy > 1 ? log->py_frames[1] << 17 : 0);
-  uint64_t walk_hash = 0;
+  const uint64_t note_key = stack_note_key(log->stacks.epoch(), log->py_frames, npy);
+  WalkNote* note = nullptr;
+  // With statistics on, every capture returns its frames (they count them).
   size_t n = capture_stack(&log->frame_rules, scratch, &frames,
-                           static_cast<size_t>(g_config.depth), stop, salt, &walk_hash);
+                           static_cast<size_t>(g_config.depth), stop, salt,
+                           g_config.stack_stats ? 0 : note_key, &note);
   if (g_config.stack_stats) note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
-  if (n == 0 && npy == 0) return 0;
+  if (note && note->key == note_key) return note->id;
   StackMemo::Slot* memo = nullptr;
   uint64_t memo_key = 0;
-  if (walk_hash) {
-    memo_key = StackMemo::key(walk_hash, log->py_frames, npy);
+  if (note) {
+    memo_key = StackMemo::key(log->frame_rules.last_walk_hash(), note_key);
     memo = &log->stack_memo.at(memo_key);
-    if (memo->key == memo_key) return memo->id;
+    if (memo->key == memo_key) {
+      *note = WalkNote{note_key, memo->id};
+      return memo->id;
+    }
   }
+  if (n == 0 && npy == 0) return 0;
   bool is_new = false;
   uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);
   if (id && is_new) {
@@ -334,7 +348,11 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log
     retry_python_detection();
     if (!log->file.append(fmt::StackPayload{id, {frames, n}, {log->py_frames, npy}})) return 0;
   }
-  if (memo && id) *memo = StackMemo::Slot{memo_key, id};
+  // Nothing above walked again: the note is still the walk's.
+  if (note && id) {
+    *note = WalkNote{note_key, id};
+    *memo = StackMemo::Slot{memo_key, id};
+  }
   return id;
 }
 }  // namespace

@@ -79,6 +79,7 @@ uint32_t StackTable::find_or_add(const uint64_t* frames, size_t n, const uint64_
 
 void StackTable::reset() {
   if (capacity_ > kFirstCapacity) return release();
+  ++epoch_;
   if (slots_) std::memset(slots_, 0, capacity_ * sizeof(Slot));
   used_ = 0;
   next_id_ = 1;
@@ -91,6 +92,7 @@ void StackTable::release() {
   capacity_ = used_ = 0;
   next_id_ = 1;
   last_id_ = 0;
+  ++epoch_;
 }
 
 }  // namespace gmemhook

@@ -19,6 +19,8 @@ class StackTable {
   // Forgets every stack; keeps the memory when the table never grew past its first size, so a
   // log handed to the next thread needs no new mapping.
   void reset();
+  // Changes whenever reset() or release() forgets the ids: what an id kept elsewhere belongs to.
+  uint32_t epoch() const { return epoch_; }
 
  private:
   static constexpr size_t kFirstCapacity = 1024;
@@ -39,6 +41,7 @@ class StackTable {
   size_t capacity_ = 0;
   size_t used_ = 0;
   uint32_t next_id_ = 1;
+  uint32_t epoch_ = 0;
 
   // The last stack interned, frame by frame: a loop allocates from one place over and over, and
   // comparing with it is a few cycles where hashing every frame was a tenth of an event's cost

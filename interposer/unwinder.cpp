@@ -15,14 +15,6 @@
 namespace gmemhook {
 
 namespace {
-// unw_backtrace's fast path keeps a per-thread trace cache that libunwind maps and fills (a few
-// hundred KiB) at a thread's first capture and unmaps when the thread exits: for a thread that
-// makes one allocation that was most of its cost (issue 15: 2000 short-lived threads took 40×
-// the plain run). A thread's first captures step through the frames instead, which needs no
-// per-thread memory; only a thread that keeps allocating pays for the cache, once.
-constexpr uint32_t kStepCaptures = 32;
-__attribute__((tls_model("initial-exec"))) thread_local uint32_t t_captures = 0;
-
 int find_self(dl_phdr_info* info, size_t, void* data) {
   auto self_base = reinterpret_cast<uintptr_t>(data);
   if (info->dlpi_addr != self_base) return 0;
@@ -61,63 +53,84 @@ void init_unwinder() {
   }
 }
 
-size_t capture_stack(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames, size_t max,
-                     StopRange stop, uint64_t salt, uint64_t* walk_hash) {
-  if (walk_hash) *walk_hash = 0;
-  uint64_t* raw = scratch;
-  const uint64_t* walked = raw;  // where the walk's frames are (fast_backtrace's view)
+namespace {
+// libunwind's walk, cut after the first frame in `stop` (unw_backtrace cannot stop early: the
+// same stack whichever walk took it, one interned id).
+int libunwind_backtrace(uint64_t* raw, int want, StopRange stop) {
   static_assert(sizeof(void*) == sizeof(uint64_t));
-  void** as_pointers = reinterpret_cast<void**>(raw);
-  const int want = static_cast<int>(max + 16 < kCaptureScratch ? max + 16 : kCaptureScratch);
+  int n = unw_backtrace(reinterpret_cast<void**>(raw), want);
+  for (int i = 0; i < n; ++i)
+    if (stop.holds(raw[i])) n = i + 1;
+  return n;
+}
+
+// capture_stack's walk with GMEMHOOK_STACK_STATS=1: the same walk, counted by kind. Apart, so
+// that the usual walk reads no counters.
+__attribute__((noinline, cold)) int counted_backtrace(FrameRuleCache* rules, uint64_t* raw,
+                                                      int want, StopRange stop, uint64_t salt,
+                                                      WalkView* view) {
+  uint64_t shadow = 0, recent = 0, learnt = 0, made = 0;
+  if (rules) {
+    shadow = rules->reused_walks();
+    recent = rules->recent_walks_used();
+    learnt = rules->rules_learnt();
+    made = rules->object_tables_made();
+  }
   int n = -1;
-  Walk how = Walk::kStepped;
+  if (rules && g_config.fast_unwind) {
+    rules->use_recent_walks(g_config.recent_walks);
+    n = fast_backtrace(*rules, raw, want, stop, salt, view);
+  }
+  Walk how = Walk::kLibunwind;
+  if (rules) {
+    note_rules_learnt(rules->rules_learnt() - learnt, rules->object_tables_made() - made);
+    how = n < 0                                  ? Walk::kLibunwind
+          : rules->recent_walks_used() != recent ? Walk::kRecent
+          : rules->reused_walks() != shadow      ? Walk::kShadow
+                                                 : Walk::kFast;
+  }
+  if (n < 0) {
+    if (rules && g_config.fast_unwind) {
+      uint64_t pc = 0;
+      const char* why = rules->gave_up(&pc);
+      note_gave_up(pc, why);
+    }
+    *view = WalkView{raw, nullptr};
+    n = libunwind_backtrace(raw, want, stop);
+  }
+  note_walk(how);
+  return n;
+}
+}  // namespace
+
+size_t capture_stack_apart(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames,
+                           size_t max, StopRange stop, uint64_t salt, uint64_t note_key,
+                           WalkNote** note, bool fast_tried) {
+  uint64_t* raw = scratch;
+  WalkView view{raw, nullptr};  // where the walk's frames are, and their recent walk's note
+  const int want = capture_want(max);
+  int n = -1;
   if (t_captures < kStepCaptures) {
-    ++t_captures;
-    n = step_backtrace(as_pointers, want, stop);
-  } else {
     // The fast walk reads /proc/self/maps once per thread for its stack's bounds: one more
     // reason to leave a thread's first captures to libunwind's stepping.
-    // The walk's counters before it, for the statistics only (off: not read, the hot path).
-    const bool stats = rules && g_config.stack_stats;
-    uint64_t shadow = 0, recent = 0, learnt = 0, made = 0;
-    if (stats) {
-      shadow = rules->reused_walks();
-      recent = rules->recent_walks_used();
-      learnt = rules->rules_learnt();
-      made = rules->object_tables_made();
-    }
-    if (rules && g_config.fast_unwind) {
+    ++t_captures;
+    n = step_backtrace(reinterpret_cast<void**>(raw), want, stop);
+    if (g_config.stack_stats) note_walk(Walk::kStepped);
+  } else if (g_config.stack_stats) {
+    n = counted_backtrace(rules, raw, want, stop, salt, &view);
+  } else {
+    if (!fast_tried && rules && g_config.fast_unwind) {
       rules->use_recent_walks(g_config.recent_walks);
-      n = fast_backtrace(*rules, raw, want, stop, salt, &walked);
-    }
-    if (n >= 0 && walk_hash) *walk_hash = rules->last_walk_hash();
-    how = Walk::kLibunwind;
-    if (stats) {
-      note_rules_learnt(rules->rules_learnt() - learnt, rules->object_tables_made() - made);
-      how = n < 0                                  ? Walk::kLibunwind
-            : rules->recent_walks_used() != recent ? Walk::kRecent
-            : rules->reused_walks() != shadow      ? Walk::kShadow
-                                                   : Walk::kFast;
+      n = fast_backtrace(*rules, raw, want, stop, salt, &view);
     }
     if (n < 0) {
-      if (rules && g_config.fast_unwind && g_config.stack_stats) {
-        uint64_t pc = 0;
-        const char* why = rules->gave_up(&pc);
-        note_gave_up(pc, why);
-      }
-      walked = raw;
-      n = unw_backtrace(as_pointers, want);
-      // unw_backtrace cannot stop early: the same stack whichever walk took it (one interned id).
-      for (int i = 0; i < n; ++i)
-        if (stop.holds(raw[i])) n = i + 1;
+      view = WalkView{raw, nullptr};
+      n = libunwind_backtrace(raw, want, stop);
     }
   }
-  if (g_config.stack_stats) note_walk(how);
-  if (n <= 0) return 0;
-  size_t first = 0;
-  while (first < static_cast<size_t>(n) && is_own_address(walked[first])) ++first;
-  *frames = walked + first;
-  return static_cast<size_t>(n) - first < max ? static_cast<size_t>(n) - first : max;
+  *note = view.note;
+  if (view.note && note_key && view.note->key == note_key) return 0;
+  return own_frames_skipped(view.frames, n, max, frames);
 }
 
 }  // namespace gmemhook

@@ -8,7 +8,9 @@
 #include <libunwind.h>
 #include <signal.h>
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -19,6 +21,7 @@
 
 #include "fast_unwinder.h"
 #include "frame_rules.h"
+#include "stack_words.h"
 #include "unwind_shapes.h"
 
 namespace {
@@ -36,6 +39,7 @@ struct Seen {
   std::set<int> kinds;         // rule kinds of the fast walk's frames
   int max = kMax;
   gmemhook::StopRange stop;
+  gmemhook::WalkNote* note = nullptr;  // probe_view's: the note of the walk's recent walk
 };
 
 thread_local FrameRuleCache t_cache;
@@ -59,6 +63,25 @@ __attribute__((noinline)) void probe() {
     break;
   }
   for (uint64_t pc : s.fast) s.kinds.insert(gmemhook::find_frame_rule(pc - 1).kind);
+}
+
+// probe() with a WalkView: the frames may be the cache's own copy, and the walk's note is kept.
+__attribute__((noinline)) void probe_view() {
+  Seen& s = *t_seen;
+  uint64_t fast[kMax];
+  void* slow[kMax + 8];
+  gmemhook::WalkView view;
+  s.fast_count = gmemhook::fast_backtrace(t_cache, fast, s.max, s.stop, 0, &view);
+  s.note = view.note;
+  int n = unw_backtrace(slow, s.max + 8);
+  if (s.fast_count <= 1) return;
+  s.fast.assign(view.frames + 1, view.frames + s.fast_count);
+  for (int i = 0; i < n; ++i) {
+    if (reinterpret_cast<uint64_t>(slow[i]) != s.fast[0]) continue;
+    int take = n - i < s.max - 1 ? n - i : s.max - 1;
+    for (int j = i; j < i + take; ++j) s.slow.push_back(reinterpret_cast<uint64_t>(slow[j]));
+    break;
+  }
 }
 
 Seen walk(const std::vector<int>& shape, int depth, int max = kMax, gmemhook::StopRange stop = {}) {
@@ -195,6 +218,21 @@ std::vector<Seen> walk_paths(const std::vector<int>& shape, int depth,
   return {walk_from_path<kPaths>(shape, depth)...};
 }
 
+// walk_from_path's twins for probe_view: the path's frame, then the shape at depth 8.
+volatile int g_path_sink = 0;
+template <int kPath>
+__attribute__((noinline)) void walk_from_path_view(const unwind_shapes::Walk& w) {
+  volatile int marker = kPath;
+  // Work after the call: a tail call would leave no frame of the path's own.
+  g_path_sink = g_path_sink + unwind_shapes::step(8 + marker - kPath, w);
+}
+using ViewPath = void (*)(const unwind_shapes::Walk&);
+template <int... kPaths>
+constexpr std::array<ViewPath, sizeof...(kPaths)> view_paths(std::integer_sequence<int, kPaths...>) {
+  return {walk_from_path_view<kPaths>...};
+}
+constexpr auto kViewPaths = view_paths(std::make_integer_sequence<int, 12>());
+
 TEST(FastUnwind, RecentWalksServeManyPathsAtOneDepth) {
   const std::vector<int> shape{1, 3, 0};
   std::vector<Seen> first;
@@ -253,6 +291,141 @@ TEST(FastUnwind, RecentWalksCheckNeighbouringLoadsWhole) {
   }
   EXPECT_NE(first_a.fast, first_b.fast);
   EXPECT_GE(t_cache.recent_walks_used() - before, 10u) << "the later rounds' walks were recent ones";
+}
+
+// What the recorder keeps with a recent walk (its stack id, in a WalkNote) is handed back only
+// with that same walk. Each walk's note is written as the recorder writes it (when empty, with its
+// path's key) and must hold that path's key whenever it is found again: two paths that differ in
+// one return address next to a saved rbp, a walk cut at another depth, and a walk made again after
+// the cache forgot its stack (whose note starts empty).
+TEST(FastUnwind, NotesStayWithTheirWalks) {
+  const std::vector<int> shape{3};
+  // Every walk from this one call site: the paths differ only where fp_path_a/b were entered.
+  enum Step { kA, kB, kACut, kForget };
+  const std::vector<Step> steps{kA, kB, kA, kB, kA, kB, kA, kB, kACut, kA, kForget, kA, kB, kA};
+  int found_noted = 0;
+  std::vector<uint64_t> first_a, first_b;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i] == kForget) {
+      t_cache.forget_stack();  // a thread log handed to another thread
+      continue;
+    }
+    Seen s;
+    s.max = steps[i] == kACut ? 7 : kMax;
+    t_seen = &s;
+    unwind_shapes::Walk w{shape.data(), static_cast<int>(shape.size()), probe_view};
+    (steps[i] == kB ? unwind_shapes::fp_path_b : unwind_shapes::fp_path_a)(12, w);
+    t_seen = nullptr;
+    const std::string what = "step " + std::to_string(i);
+    expect_same_as_libunwind(s, what);
+    ASSERT_NE(s.note, nullptr) << what << ": a walk kept among the recent ones has a note";
+    const uint64_t key = steps[i] == kA ? 0xa : steps[i] == kB ? 0xb : 0xc;
+    if (i > 0 && steps[i - 1] == kForget) {
+      EXPECT_EQ(s.note->key, 0u) << what << ": a note outlived the cache's generation";
+    }
+    if (s.note->key == 0) {
+      *s.note = gmemhook::WalkNote{key, 1};
+    } else {
+      EXPECT_EQ(s.note->key, key) << what << ": another walk's note";
+      ++found_noted;
+    }
+    auto& first = steps[i] == kB ? first_b : first_a;
+    if (steps[i] != kACut) {
+      if (first.empty()) first = s.fast;
+      EXPECT_EQ(s.fast, first) << what;
+    }
+  }
+  EXPECT_NE(first_a, first_b);
+  EXPECT_GE(found_noted, 5) << "walks found again with their notes";
+}
+
+// Twelve paths at one depth, path 0 every other time and the others in turn between: the walks
+// of paths 1-11 all follow path 0's and compete for one set of recent walks, more of them than it
+// has ways, so they replace each other. A walk that takes another's place starts with an empty
+// note: the recorder's key is the same for every native-only stack of a thread, so a note left
+// behind would hand the old walk's stack id to the new one.
+TEST(FastUnwind, NotesDoNotPassToTheWalkThatTakesTheirPlace) {
+  const std::vector<int> shape{1, 3, 0};
+  int found_noted = 0;
+  std::map<int, std::vector<uint64_t>> stacks;  // by path
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 1; k < 12; ++k) {
+      for (int path : {0, k}) {
+        Seen s;
+        t_seen = &s;
+        unwind_shapes::Walk w{shape.data(), static_cast<int>(shape.size()), probe_view};
+        (path == 0 ? walk_from_path_view<0> : kViewPaths[path])(w);
+        t_seen = nullptr;
+        const std::string what = "round " + std::to_string(round) + " path " + std::to_string(path);
+        expect_same_as_libunwind(s, what);
+        ASSERT_NE(s.note, nullptr) << what;
+        auto [known, first] = stacks.emplace(path, s.fast);
+        if (!first) {
+          EXPECT_EQ(s.fast, known->second) << what;
+        }
+        if (s.note->key == 0) {
+          *s.note = gmemhook::WalkNote{0x100u + static_cast<uint64_t>(path), 1};
+        } else {
+          EXPECT_EQ(s.note->key, 0x100u + static_cast<uint64_t>(path)) << what;
+          ++found_noted;
+        }
+      }
+    }
+  }
+  EXPECT_GE(found_noted, 11) << "walks found again with their notes";
+  std::set<std::vector<uint64_t>> distinct;
+  for (const auto& [path, frames] : stacks) distinct.insert(frames);
+  EXPECT_EQ(distinct.size(), 12u) << "each path a stack of its own";
+}
+
+// The check behind every recent walk reused: SSE2 and, where the CPU has it, AVX2 say the same —
+// nothing differs when nothing changed, and a change to any one word checked, in any position
+// (each half of a two, a lone word, the tails after the four-word steps), is seen.
+TEST(StackWords, EveryChangedWordIsSeen) {
+  alignas(32) uint64_t stack[512];
+  alignas(32) uint64_t at[200], value[200];
+  std::mt19937_64 rng(14);
+  for (uint64_t& w : stack) w = rng();
+  const bool avx2 = gmemhook::cpu_runs_avx2();
+  int layouts = 0;
+  for (int pairs = 0; pairs <= 19; ++pairs) {
+    for (int singles : {0, 1, 2, 5}) {
+      // Twos at 16-byte-aligned spots apart from each other, lone words between them.
+      int n = 0;
+      for (int p = 0; p < pairs; ++p) {
+        uint64_t* w = &stack[8 + p * 12 + (p % 3) * 2];
+        at[n] = reinterpret_cast<uint64_t>(w);
+        value[n++] = w[0];
+        at[n] = reinterpret_cast<uint64_t>(w + 1);
+        value[n++] = w[1];
+      }
+      for (int k = 0; k < singles; ++k) {
+        uint64_t* w = &stack[300 + k * 7];
+        at[n] = reinterpret_cast<uint64_t>(w);
+        value[n++] = *w;
+      }
+      const int paired = 2 * pairs;
+      ++layouts;
+      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, paired, n), 0u) << pairs << " " << singles;
+      if (avx2) {
+        EXPECT_EQ(gmemhook::stack_words_differ_avx2(at, value, paired, n), 0u);
+      }
+      for (int i = 0; i < n; ++i) {
+        auto* w = reinterpret_cast<uint64_t*>(at[i]);
+        const uint64_t keep = *w;
+        *w ^= uint64_t{1} << (i % 64);
+        EXPECT_NE(gmemhook::stack_words_differ_sse2(at, value, paired, n), 0u)
+            << "word " << i << " of " << n << ", " << paired << " in twos";
+        if (avx2) {
+          EXPECT_NE(gmemhook::stack_words_differ_avx2(at, value, paired, n), 0u)
+              << "word " << i << " of " << n << ", " << paired << " in twos";
+        }
+        *w = keep;
+      }
+    }
+  }
+  EXPECT_EQ(layouts, 80);
+  if (!avx2) GTEST_SKIP() << "no AVX2 here: only the SSE2 check was tried";
 }
 
 // The recorder stops a walk at the innermost interpreter-loop call: the frame whose return

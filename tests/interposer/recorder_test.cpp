@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -306,6 +307,54 @@ TEST(Stacks, FastUnwinderRecordsWhatLibunwindRecords) {
     with_stack += !fast[i].empty();
   }
   EXPECT_GT(with_stack, 60u);
+}
+
+// Issue 14: a recent walk carries the stack id interned for it, and an event whose walk is found
+// again takes that id without looking at its frames. Twelve call sites at the same depth, one
+// every other time and the rest in turn between (more walks competing for the same places than
+// the recent walks keep: they replace each other), on three threads one after another (each takes
+// over the last one's log, whose stack table starts again): every event of a site has that site's
+// stack, no two sites share one, and every stack is the one libunwind records. 200 allocations a
+// thread: past the 32 that step through libunwind.
+TEST(Stacks, KeptStackIdsStayWithTheirWalks) {
+  auto stacks_with = [](const std::string& fast) {
+    fs::path out = temp_dir("sites-" + fast);
+    auto env = traced_env(out);
+    env["GMEMHOOK_FAST_UNWIND"] = fast;
+    RunResult r = run({scenario_path(), "sites", "3", "200"}, env);
+    EXPECT_TRUE(r.exited(0)) << r.err;
+    LoggedProcess p = only_process(out);
+    EXPECT_EQ(p.thread_files, 3u);
+    std::vector<std::pair<uint64_t, std::vector<std::string>>> stacks;  // size, frames
+    for (const LoggedEvent& e : p.events) {
+      if (e.kind != format::EventKind::Alloc) continue;
+      std::vector<std::string> frames;
+      for (uint64_t a : e.stack) {
+        const analysis::Module* m = module_of(p, a);
+        frames.push_back(m ? m->path + "+" + std::to_string(a - m->load_bias) : "?");
+      }
+      stacks.emplace_back(e.ev.f.size, frames);
+    }
+    return stacks;
+  };
+  const auto fast = stacks_with("1");
+  const auto libunwind = stacks_with("0");
+  ASSERT_EQ(fast.size(), 600u);
+  ASSERT_EQ(libunwind.size(), fast.size());
+  std::map<uint64_t, std::vector<std::string>> by_site;
+  for (size_t i = 0; i < fast.size(); ++i) {
+    const auto& [size, frames] = fast[i];
+    ASSERT_FALSE(frames.empty()) << "event " << i;
+    EXPECT_EQ(frames, libunwind[i].second) << "event " << i;
+    auto [site, first] = by_site.emplace(size, frames);
+    if (!first) {
+      EXPECT_EQ(frames, site->second) << "event " << i << " (" << size << " bytes)";
+    }
+  }
+  ASSERT_EQ(by_site.size(), 12u);
+  std::set<std::vector<std::string>> distinct;
+  for (const auto& [size, frames] : by_site) distinct.insert(frames);
+  EXPECT_EQ(distinct.size(), 12u);
 }
 
 // GMEMHOOK_STACK_STATS=1 (issue 14): one line at exit, even when quiet, counting every stack the

@@ -541,6 +541,39 @@ int training(int scale) {
   return 0;
 }
 
+// Issue 14: allocations from twelve call sites at the same depth (same stack pointer in the
+// recorder, different return addresses above it), site 0 every other time and the others in
+// turn between (so the hook's recent walks of sites 1-11 all follow site 0's and compete for the
+// same places), 4096 × (site + 1) bytes each, on `n` threads that run one after another, each
+// making `m`: each thread takes over the log of the one before (its stack table starts again). A
+// stack id the hook keeps with a recent walk must never be given to another site's walk, nor
+// outlive the table.
+volatile int g_site_sink = 0;
+__attribute__((noinline)) void* alloc_at_site(int site) {
+  void* p = nullptr;
+  switch (site) {
+#define GMEMHOOK_SITE(k)                                       \
+  case k:                                                      \
+    CHECK_RT(cudaMalloc(&p, 4096 * (k + 1)));                  \
+    g_site_sink = g_site_sink + k; /* keeps the calls apart */ \
+    break;
+    GMEMHOOK_SITE(0) GMEMHOOK_SITE(1) GMEMHOOK_SITE(2) GMEMHOOK_SITE(3) GMEMHOOK_SITE(4)
+    GMEMHOOK_SITE(5) GMEMHOOK_SITE(6) GMEMHOOK_SITE(7) GMEMHOOK_SITE(8) GMEMHOOK_SITE(9)
+    GMEMHOOK_SITE(10) GMEMHOOK_SITE(11)
+#undef GMEMHOOK_SITE
+  }
+  return p;
+}
+int sites(int n, int m) {
+  CHECK_RT(cudaSetDevice(0));
+  for (int t = 0; t < n; ++t) {
+    std::thread([m] {
+      for (int i = 0; i < m; ++i) CHECK_RT(cudaFree(alloc_at_site(i % 2 ? 1 + (i / 2) % 11 : 0)));
+    }).join();
+  }
+  return 0;
+}
+
 // For NVML samples (issue 13): a context, then 64 MiB, 128 MiB more, the 128 MiB freed, with a
 // pause after each step; the 64 MiB stay allocated at exit. With pause < 0 only the context is
 // made, then the process sleeps -pause ms (the GPU check's "context only" process).
@@ -584,6 +617,7 @@ int main(int argc, char** argv) {
   if (mode == "signal-inside-hook") return signal_inside_hook(arg(2, 5), arg(3, 20000));
   if (mode == "exec-after-cuda") return exec_after_cuda();
   if (mode == "training") return training(arg(2, 1));
+  if (mode == "sites") return sites(arg(2, 3), arg(3, 100));
   if (mode == "nvml") return nvml_steps(arg(2, 100));
   std::fprintf(stderr, "scenario: unknown mode %s\n", mode.c_str());
   return 2;

@@ -202,6 +202,27 @@ def sites_in_turn():
         site_b()
 
 
+def shared_helper():
+    return alloc(160)
+
+
+def via_a():
+    return shared_helper()
+
+
+def via_b():
+    return shared_helper()
+
+
+def helpers_in_turn():
+    # As sites_in_turn, but the two paths part only in the third Python frame: their innermost
+    # two, which tell the native walk's recent copies apart, are alike, so both share one walk
+    # and the stack id kept with it must be told apart by every Python frame.
+    for _ in range(40):
+        via_a()
+        via_b()
+
+
 def loop_site():
     for _ in range(50):
         alloc(128)
@@ -222,6 +243,7 @@ def main():
     t.join()
     gc_callbacks()
     sites_in_turn()
+    helpers_in_turn()
     loop_site()
 
 
