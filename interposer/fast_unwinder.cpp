@@ -152,8 +152,10 @@ int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, 
   return n + take;
 }
 
-__attribute__((always_inline)) inline bool FrameRuleCache::recent_holds(const RecentWalk& r, const Start& s, int max, StopRange stop,
-                                  uint64_t lo, uint64_t span) const {
+__attribute__((always_inline)) inline bool FrameRuleCache::recent_holds(const RecentWalk& r,
+                                                                        const Start& s, int max,
+                                                                        StopRange stop, uint64_t lo,
+                                                                        uint64_t span) const {
   // The key is a hash of rsp, pc and salt: equal when they are.
   if (r.generation != generation_ || r.rsp != s.rsp || r.pc != s.pc || r.salt != s.salt ||
       r.max != max || !(r.stop == stop) || (r.uses_rbp && r.rbp != s.rbp))
@@ -178,9 +180,10 @@ void FrameRuleCache::follow(uint32_t index) {
 }
 
 // Inline in fast_backtrace: on every event's path.
-__attribute__((always_inline)) inline int FrameRuleCache::reuse_hinted(
-    const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span, uint64_t* out,
-    WalkView* view) {
+__attribute__((always_inline)) inline int FrameRuleCache::reuse_hinted(const Start& s, int max,
+                                                                       StopRange stop, uint64_t lo,
+                                                                       uint64_t span, uint64_t* out,
+                                                                       WalkView* view) {
   // The walk that came after the last one the time before: in a loop, usually this one. Then the
   // last one already names it as its next (follow() has nothing to write). A walk's own pc is
   // never 0, so the hinted one never holds for a walk that starts at pc 0.
@@ -205,8 +208,7 @@ int FrameRuleCache::reuse_recent(Start& s, int max, StopRange stop, uint64_t lo,
   return -1;
 }
 
-__attribute__((always_inline)) inline int FrameRuleCache::use_recent(uint32_t index,
-                                                                     uint64_t* out,
+__attribute__((always_inline)) inline int FrameRuleCache::use_recent(uint32_t index, uint64_t* out,
                                                                      WalkView* view) {
   RecentWalk& r = recent_at(index);
   last_frames_hash_ = r.frames_hash;
@@ -305,7 +307,8 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
   const FrameRuleCache::Start start{sp + 16, fp[1], fp[0], salt, 0};
   // The usual case first, with nothing else in the way: a recent walk used last (so tables made
   // and recent walks on), the same stack, the walk that came next last time.
-  const bool usual = cache.last_recent_ && sp - cache.stack_lo_ < cache.stack_hi_ - cache.stack_lo_ &&
+  const bool usual = cache.last_recent_ &&
+                     sp - cache.stack_lo_ < cache.stack_hi_ - cache.stack_lo_ &&
                      max <= static_cast<int>(FrameRuleCache::kMaxSteps);
   if (usual) {
     const int got = cache.reuse_hinted(start, max, stop, cache.stack_lo_,
@@ -317,9 +320,8 @@ __attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* ou
 }
 
 __attribute__((noinline)) int FrameRuleCache::backtrace_from(Start start, uint64_t sp,
-                                                             uint64_t* out, int max,
-                                                             StopRange stop, WalkView* view,
-                                                             bool hint_tried) {
+                                                             uint64_t* out, int max, StopRange stop,
+                                                             WalkView* view, bool hint_tried) {
   uint64_t lo = 0, hi = 0;
   if (!ensure_tables() || !stack_bounds(sp, &lo, &hi))
     return give_up(0, "no memory or stack bounds");

@@ -197,8 +197,8 @@ class FrameRuleCache {
   int reuse_hinted(const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
                    uint64_t* out, WalkView* view);
   // The same for any recent walk that starts at `s`, looked up by s.key (which it sets).
-  int reuse_recent(Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
-                   uint64_t* out, WalkView* view);
+  int reuse_recent(Start& s, int max, StopRange stop, uint64_t lo, uint64_t span, uint64_t* out,
+                   WalkView* view);
   // Recent walk `index` is used now: its count.
   int use_recent(uint32_t index, uint64_t* out, WalkView* view);
   // fast_backtrace apart from its usual case (the hinted recent walk, unless `hint_tried`): `sp`

@@ -323,9 +323,8 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log
   const uint64_t note_key = stack_note_key(log->stacks.epoch(), log->py_frames, npy);
   WalkNote* note = nullptr;
   // With statistics on, every capture returns its frames (they count them).
-  size_t n = capture_stack(&log->frame_rules, scratch, &frames,
-                           static_cast<size_t>(g_config.depth), stop, salt,
-                           g_config.stack_stats ? 0 : note_key, &note);
+  size_t n = capture_stack(&log->frame_rules, scratch, &frames, static_cast<size_t>(g_config.depth),
+                           stop, salt, g_config.stack_stats ? 0 : note_key, &note);
   if (g_config.stack_stats) note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
   if (note && note->key == note_key) return note->id;
   StackMemo::Slot* memo = nullptr;

@@ -39,13 +39,13 @@ bool cpu_runs_avx2() {
 // (vinserti128 from memory), against four saved values in one aligned load. No lambdas: GCC does
 // not compile them for the enclosing function's target.
 __attribute__((target("avx2"))) uint64_t stack_words_differ_avx2(const uint64_t* at,
-                                                                  const uint64_t* value,
-                                                                  int paired, int n) {
-#define GMEMHOOK_FOUR_DIFFER(i)                                                              \
-  _mm256_xor_si256(                                                                          \
-      _mm256_inserti128_si256(                                                               \
+                                                                 const uint64_t* value, int paired,
+                                                                 int n) {
+#define GMEMHOOK_FOUR_DIFFER(i)                                                             \
+  _mm256_xor_si256(                                                                         \
+      _mm256_inserti128_si256(                                                              \
           _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at[i]))), \
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(at[(i) + 2])), 1),                \
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(at[(i) + 2])), 1),               \
       _mm256_load_si256(reinterpret_cast<const __m256i*>(value + (i))))
   __m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
   int i = 0;
@@ -62,11 +62,12 @@ __attribute__((target("avx2"))) uint64_t stack_words_differ_avx2(const uint64_t*
   __m128i c = _mm_or_si128(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
   if (i < paired) {  // one two left
     const __m128i now = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at[i]));
-    c = _mm_or_si128(c, _mm_xor_si128(now, _mm_load_si128(reinterpret_cast<const __m128i*>(value + i))));
+    c = _mm_or_si128(
+        c, _mm_xor_si128(now, _mm_load_si128(reinterpret_cast<const __m128i*>(value + i))));
     i += 2;
   }
-  uint64_t differ = static_cast<uint64_t>(_mm_cvtsi128_si64(c)) |
-                    static_cast<uint64_t>(_mm_extract_epi64(c, 1));
+  uint64_t differ =
+      static_cast<uint64_t>(_mm_cvtsi128_si64(c)) | static_cast<uint64_t>(_mm_extract_epi64(c, 1));
   for (; i < n; ++i) differ |= *reinterpret_cast<const uint64_t*>(at[i]) ^ value[i];
   return differ;
 }

@@ -64,8 +64,8 @@ size_t capture_stack_apart(FrameRuleCache* rules, uint64_t* scratch, const uint6
 inline size_t capture_stack(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames,
                             size_t max, StopRange stop, uint64_t salt, uint64_t note_key,
                             WalkNote** note) {
-  const bool usual = t_captures >= kStepCaptures && rules && g_config.fast_unwind &&
-                     !g_config.stack_stats;
+  const bool usual =
+      t_captures >= kStepCaptures && rules && g_config.fast_unwind && !g_config.stack_stats;
   if (usual) [[likely]] {
     rules->use_recent_walks(g_config.recent_walks);
     WalkView view{scratch, nullptr};

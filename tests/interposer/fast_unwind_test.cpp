@@ -228,7 +228,8 @@ __attribute__((noinline)) void walk_from_path_view(const unwind_shapes::Walk& w)
 }
 using ViewPath = void (*)(const unwind_shapes::Walk&);
 template <int... kPaths>
-constexpr std::array<ViewPath, sizeof...(kPaths)> view_paths(std::integer_sequence<int, kPaths...>) {
+constexpr std::array<ViewPath, sizeof...(kPaths)> view_paths(
+    std::integer_sequence<int, kPaths...>) {
   return {walk_from_path_view<kPaths>...};
 }
 constexpr auto kViewPaths = view_paths(std::make_integer_sequence<int, 12>());
@@ -406,7 +407,8 @@ TEST(StackWords, EveryChangedWordIsSeen) {
       }
       const int paired = 2 * pairs;
       ++layouts;
-      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, paired, n), 0u) << pairs << " " << singles;
+      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, paired, n), 0u)
+          << pairs << " " << singles;
       if (avx2) {
         EXPECT_EQ(gmemhook::stack_words_differ_avx2(at, value, paired, n), 0u);
       }

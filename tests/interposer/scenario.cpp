@@ -557,9 +557,10 @@ __attribute__((noinline)) void* alloc_at_site(int site) {
     CHECK_RT(cudaMalloc(&p, 4096 * (k + 1)));                  \
     g_site_sink = g_site_sink + k; /* keeps the calls apart */ \
     break;
-    GMEMHOOK_SITE(0) GMEMHOOK_SITE(1) GMEMHOOK_SITE(2) GMEMHOOK_SITE(3) GMEMHOOK_SITE(4)
-    GMEMHOOK_SITE(5) GMEMHOOK_SITE(6) GMEMHOOK_SITE(7) GMEMHOOK_SITE(8) GMEMHOOK_SITE(9)
-    GMEMHOOK_SITE(10) GMEMHOOK_SITE(11)
+    GMEMHOOK_SITE(0)
+    GMEMHOOK_SITE(1) GMEMHOOK_SITE(2) GMEMHOOK_SITE(3) GMEMHOOK_SITE(4) GMEMHOOK_SITE(5)
+        GMEMHOOK_SITE(6) GMEMHOOK_SITE(7) GMEMHOOK_SITE(8) GMEMHOOK_SITE(9) GMEMHOOK_SITE(10)
+            GMEMHOOK_SITE(11)
 #undef GMEMHOOK_SITE
   }
   return p;
