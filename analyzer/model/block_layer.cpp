@@ -46,7 +46,7 @@ uint32_t BlockLayer::site_index(uint32_t stack, uint16_t device) {
 
 // Whether the core's state after this call will still say which segments exist: true for the
 // calls it applies the way this layer would (checked before the core applies the call).
-bool BlockLayer::core_stands_for_segments(const Replay& core, const format::Event& ev,
+inline bool BlockLayer::core_stands_for_segments(const Replay& core, const format::Event& ev,
                                           const format::ApiInfo& api, EventKind kind) const {
   if (ev.result != 0) return true;  // changes nothing here nor there
   const auto mapped = [&] {
@@ -92,12 +92,12 @@ void BlockLayer::follow_from(const Replay& core) {
 }
 
 void BlockLayer::call(const Replay& core, const format::Event& ev, const format::ApiInfo& api) {
-  if (pending_) after_reserving(core);
   const EventKind kind = format::event_kind_of(api.kind, ev.f.mask);
-  if (!following_) {
+  if (!following_) {  // then nothing is pending either
     if (core_stands_for_segments(core, ev, api, kind)) return;  // no block yet: nothing to note
     follow_from(core);
   }
+  if (pending_) after_reserving(core);
   if (ev.result != 0) return;
   switch (kind) {
     case EventKind::BlockAlloc:
