@@ -116,9 +116,8 @@ void ThreadFileReader::unexpected_record(const Record& r) const {
 }
 
 void ThreadFileReader::bad_event_size(const Record& r) const {
-  damage(r.offset, "event record: payload malformed (expected " +
-                       std::to_string(kMinEventPayload) + ".." +
-                       std::to_string(format::kMaxEventPayload) + " bytes, got " +
+  damage(r.offset, "event record: payload malformed (expected " + std::to_string(kMinEventPayload) +
+                       ".." + std::to_string(format::kMaxEventPayload) + " bytes, got " +
                        std::to_string(r.payload.size()) + ")");
 }
 

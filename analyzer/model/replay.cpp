@@ -50,9 +50,8 @@ void Replay::also_call(ReplayObserver& o, EventKind kind) const {
   const auto attached = [&](const ReplayObserver* x) {
     return std::find(observers_.begin(), observers_.end(), x) - observers_.begin();
   };
-  const auto at = std::find_if(calls.begin(), calls.end(), [&](const ReplayObserver* x) {
-    return attached(x) > attached(&o);
-  });
+  const auto at = std::find_if(calls.begin(), calls.end(),
+                               [&](const ReplayObserver* x) { return attached(x) > attached(&o); });
   calls.insert(at, &o);
 }
 

@@ -86,7 +86,8 @@ TEST(RecordFraming, QuickEventsAsNextFramesThem) {
     ASSERT_EQ(quick.ends, slow.ends) << "round " << round;
     ASSERT_EQ(quick.error, slow.error) << "round " << round;
     errors += !slow.error.empty();
-    for (analysis::StreamEnd e : slow.ends) damaged_chunks += e == analysis::StreamEnd::DamagedChunk;
+    for (analysis::StreamEnd e : slow.ends)
+      damaged_chunks += e == analysis::StreamEnd::DamagedChunk;
   }
   // The rounds did reach both kinds of damage.
   EXPECT_GT(errors, 20);

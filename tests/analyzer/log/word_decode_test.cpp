@@ -177,7 +177,9 @@ void events_as_the_byte_decoder_reads_them() {
   EXPECT_GT(damaged, 5000);
 }
 
-TEST(WordDecode, EventsAsTheByteDecoderReadsThem) { events_as_the_byte_decoder_reads_them<false>(); }
+TEST(WordDecode, EventsAsTheByteDecoderReadsThem) {
+  events_as_the_byte_decoder_reads_them<false>();
+}
 
 TEST(WordDecode, PextEventsAsTheByteDecoderReadsThem) {
   if (!analysis::pext_is_fast()) GTEST_SKIP() << "no fast pext on this CPU";
