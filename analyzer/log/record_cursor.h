@@ -76,8 +76,7 @@ class RecordCursor {
     __builtin_memcpy(&h, data_ + pos_, sizeof h);
     const uint8_t type = static_cast<uint8_t>(h & 0xff);
     const uint8_t length = static_cast<uint8_t>(h >> 8);
-    if (!format::is_event_type(type, version_) || format::is_big(type) || length == 0)
-      return false;
+    if (!format::is_event_type(type, version_) || format::is_big(type) || length == 0) return false;
     *out = Record{type, pos_, {data_ + pos_ + format::kSmallHeaderSize, length}};
     pos_ += format::kSmallHeaderSize + length;
     return true;
