@@ -107,12 +107,8 @@ LogBytes& LogBytes::operator=(LogBytes&& other) noexcept {
 
 LogBytes::~LogBytes() { release(); }
 
-void LogBytes::release_before(uint64_t offset) {
-  // Batches of 4 MiB keep the madvise calls rare (one per ~300k events); the mapping starts
-  // page-aligned, and a batch is a multiple of any page size.
-  constexpr uint64_t kBatch = 4u << 20;
-  if (!mapped_ || offset < released_ + kBatch) return;
-  uint64_t end = offset / kBatch * kBatch;
+void LogBytes::release_up_to(uint64_t offset) {
+  uint64_t end = offset / kReleaseBatch * kReleaseBatch;
   ::madvise(const_cast<uint8_t*>(data_) + released_, end - released_, MADV_DONTNEED);
   released_ = end;
 }

@@ -33,7 +33,9 @@ class LogBytes {
   // Tells the kernel the pages before `offset` were consumed, so a pass over a log of many GiB
   // does not hold all of it resident. Reading them again later still works (they fault back in
   // from the file). No effect on borrowed memory.
-  void release_before(uint64_t offset);
+  void release_before(uint64_t offset) {
+    if (mapped_ && offset >= released_ + kReleaseBatch) release_up_to(offset);
+  }
   // A new pass starts at the beginning: release_before counts from 0 again.
   void restart() { released_ = 0; }
   size_t size() const { return size_; }
@@ -45,6 +47,10 @@ class LogBytes {
   static bool map_file(const std::filesystem::path& path, const uint8_t** data, size_t* size,
                        std::string* error);
   void release();
+  // Batches of 4 MiB keep the madvise calls rare (one per ~300k events); the mapping starts
+  // page-aligned, and a batch is a multiple of any page size.
+  static constexpr uint64_t kReleaseBatch = 4u << 20;
+  void release_up_to(uint64_t offset);
 
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "analyzer/log/cpu_features.h"
 #include "analyzer/log/merge_heads.h"
 
 namespace gmemhook::analysis {
@@ -46,6 +47,16 @@ std::span<const uint64_t> ProcessReader::stack(size_t thread_index, uint32_t sta
 }
 
 void ProcessReader::read_events(EventVisitor& v) {
+  // Chosen once for the whole pass: a test per varint, or a call through a pointer per event,
+  // would cost part of what pext saves.
+  if (pext_is_fast())
+    merge_events<true>(v);
+  else
+    merge_events<false>(v);
+}
+
+template <bool kPext>
+void ProcessReader::merge_events(EventVisitor& v) {
   events_read_ = 0;
   last_seq_ = 0;
   first_gap_after_.reset();
@@ -79,7 +90,7 @@ void ProcessReader::read_events(EventVisitor& v) {
   };
   for (auto& t : threads_) {
     t->rewind();
-    if (t->advance()) {
+    if (t->template advance<kPext>()) {
       heads.push({t->current().seq, static_cast<uint32_t>(t->index())});
       v.upcoming(t->current(), *t);
     } else {
@@ -102,7 +113,7 @@ void ProcessReader::read_events(EventVisitor& v) {
     ++events_read_;
     last_seq_ = ev.seq;
     previous = &t;
-    if (t.advance()) {
+    if (t.template advance<kPext>()) {
       // With several threads, this event is delivered a few others later: time enough for the
       // visitor's loads to arrive.
       v.upcoming(t.current(), t);

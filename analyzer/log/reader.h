@@ -84,6 +84,8 @@ class ProcessReader {
  private:
   ProcessReader() = default;
   void add_thread(LogBytes file);
+  template <bool kPext>
+  void merge_events(EventVisitor& v);
 
   std::string process_name_;
   ProcessFile process_;

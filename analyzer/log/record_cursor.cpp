@@ -142,6 +142,7 @@ std::optional<format::FileHeader> read_file_header(const LogBytes& file,
 
 RecordCursor::RecordCursor(const LogBytes& file, const format::FileHeader& header)
     : file_(&file),
+      data_(file.bytes().data()),
       chunks_(format::ChunkGeometry::of(header)),
       version_(header.version),
       pos_(sizeof(format::FileHeader)) {}
@@ -152,6 +153,7 @@ void RecordCursor::rewind() {
   chunk_start_ = 1;
   chunk_end_ = 0;
   unsealed_start_ = UINT64_MAX;
+  quick_end_ = 0;
 }
 
 std::optional<UnsealedChunk> RecordCursor::unsealed_chunk() const {
@@ -170,6 +172,7 @@ bool RecordCursor::damaged_chunk(const std::string& why) {
                   " bytes) is damaged: " + why + "; not read"},
              bytes};
   end_ = StreamEnd::DamagedChunk;
+  quick_end_ = 0;
   return false;
 }
 
@@ -249,6 +252,8 @@ bool RecordCursor::next(Record* out) {
     }
     if ((pos_ < chunk_start_ || pos_ >= chunk_end_) && !enter_chunk()) return false;
     const uint64_t chunk_end = area_end_;  // records end here; the next chunk at chunk_end_
+    data_ = data;
+    quick_end_ = live_ ? 0 : std::min(size, chunk_end);
     // A record that ends one byte before a boundary leaves no room for even a ChunkEnd header;
     // the writer then simply continues in the next chunk.
     if (chunk_end < pos_ + format::kSmallHeaderSize) {

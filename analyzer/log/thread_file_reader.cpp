@@ -7,12 +7,6 @@ namespace gmemhook::analysis {
 
 using format::RecordType;
 
-namespace {
-// The smallest event is the api and the time (version 8; before: four more varints and the
-// field mask).
-constexpr size_t kMinEventPayload = 2;
-}  // namespace
-
 ThreadFileReader::ThreadFileReader(LogBytes file, const format::FileHeader& header, size_t index)
     : file_(std::move(file)), header_(header), index_(index), cursor_(file_, header) {
   rewind();
@@ -44,7 +38,7 @@ void ThreadFileReader::damage(uint64_t offset, const std::string& expected) cons
   throw ReadError(file_.name(), offset, expected);
 }
 
-bool ThreadFileReader::advance() {
+bool ThreadFileReader::advance_through_records() {
   if (!damaged_.empty()) {  // followed live (gmemhook top): what was appended since
     read_after_damage();
     return false;
@@ -52,7 +46,7 @@ bool ThreadFileReader::advance() {
   Record r;
   while (cursor_.next(&r)) {
     if (format::is_event_type(r.type, header_.version)) {
-      read_event(r);
+      read_event<false>(r);
       file_.release_before(r.offset);
       return true;
     }
@@ -121,14 +115,13 @@ void ThreadFileReader::unexpected_record(const Record& r) const {
                        a_record(r.type));
 }
 
-void ThreadFileReader::check_event_size(const Record& r) const {
-  const size_t n = r.payload.size();
-  if (n < kMinEventPayload || n > format::kMaxEventPayload)
-    damage(r.offset,
-           "event record: payload malformed (expected " + std::to_string(kMinEventPayload) + ".." +
-               std::to_string(format::kMaxEventPayload) + " bytes, got " + std::to_string(n) + ")");
+void ThreadFileReader::bad_event_size(const Record& r) const {
+  damage(r.offset, "event record: payload malformed (expected " + std::to_string(kMinEventPayload) +
+                       ".." + std::to_string(format::kMaxEventPayload) + " bytes, got " +
+                       std::to_string(r.payload.size()) + ")");
 }
 
+template <bool kPext>
 void ThreadFileReader::read_event(const Record& r) {
   check_event_size(r);
   const size_t n = r.payload.size();
@@ -138,7 +131,7 @@ void ThreadFileReader::read_event(const Record& r) {
   // The decoder may load past the payload up to the end of the file's bytes (never uses them).
   const size_t readable =
       static_cast<size_t>(file_.bytes().data() + file_.size() - r.payload.data());
-  if (!format::decode_event(r.type, r.payload.data(), n, &ev, deltas_, readable))
+  if (!format::decode_event<kPext>(r.type, r.payload.data(), n, &ev, deltas_, readable))
     damage(r.offset, "event record: payload malformed (" + std::to_string(n) +
                          " bytes do not decode as an event)");
   // decode_event rejects a zero delta; a delta that wraps around 2^64 is the remaining way for
@@ -153,6 +146,8 @@ void ThreadFileReader::read_event(const Record& r) {
   current_offset_ = r.offset;
   ++events_read_;
 }
+template void ThreadFileReader::read_event<false>(const Record& r);
+template void ThreadFileReader::read_event<true>(const Record& r);
 
 void ThreadFileReader::read_stack(const Record& r) {
   uint32_t id = decode_stack(r, file_.name(), frame_scratch_, py_frame_scratch_);
@@ -178,7 +173,7 @@ void ThreadFileReader::read_py_code(const Record& r) {
   pending_.push_back({Pending::PyCode, static_cast<uint32_t>(py_codes_.size())});
 }
 
-void ThreadFileReader::deliver_pending(EventVisitor& v) {
+void ThreadFileReader::deliver_queued(EventVisitor& v) {
   for (const Pending& p : pending_) {
     switch (p.kind) {
       case Pending::Stack:

@@ -68,12 +68,25 @@ class ThreadFileReader {
   void rewind();
   // Reads up to and including the next event; false at the end of committed data. Stacks, code
   // objects and notes met on the way are stored and queued for deliver_pending(). Throws
-  // ReadError on damage.
-  bool advance();
+  // ReadError on damage. kPext decodes with BMI2's pext: only where pext_is_fast()
+  // (cpu_features.h); the events are the same either way.
+  template <bool kPext = false>
+  bool advance() {
+    Record r;
+    // The usual record, an event in a chunk already checked, without a call for its framing.
+    if (damaged_.empty() && cursor_.next_event(&r)) {
+      read_event<kPext>(r);
+      file_.release_before(r.offset);
+      return true;
+    }
+    return advance_through_records();
+  }
   const format::Event& current() const { return current_; }
   uint64_t current_offset() const { return current_offset_; }
   // Hands the stacks, code objects and notes queued since the last call to `v`, in file order.
-  void deliver_pending(EventVisitor& v);
+  void deliver_pending(EventVisitor& v) {
+    if (!pending_.empty()) deliver_queued(v);
+  }
 
   // Following a file still being written (gmemhook top): set_live() once, before reading; then,
   // whenever advance() returned false, follow() maps what the writer appended since and lets the
@@ -89,8 +102,19 @@ class ThreadFileReader {
   [[noreturn]] void damage(uint64_t offset, const std::string& expected) const;
   void read_note(const Record& r);
   [[noreturn]] void unexpected_record(const Record& r) const;
-  void check_event_size(const Record& r) const;
+  void check_event_size(const Record& r) const {
+    if (r.payload.size() < kMinEventPayload || r.payload.size() > format::kMaxEventPayload)
+      bad_event_size(r);
+  }
+  [[noreturn]] void bad_event_size(const Record& r) const;
+  // The smallest event is the api and the time (version 8; before: four more varints and the
+  // field mask).
+  static constexpr size_t kMinEventPayload = 2;
+  template <bool kPext>
   void read_event(const Record& r);
+  // advance() for every other record, and the end of the stream.
+  bool advance_through_records();
+  void deliver_queued(EventVisitor& v);
   void read_stack(const Record& r);
   void read_py_code(const Record& r);
   // From a damaged chunk on: skips it (and any later damaged one) and reads the rest of the file

@@ -41,7 +41,7 @@ class AddressMap {
 
   // Inserts or overwrites; `address` must not be 0.
   void insert(uint64_t address, const Value& value) {
-    if ((size_ + 1) * 4 > slots_.size() * 3) grow();
+    if (full()) grow();
     for (size_t i = home(address);; i = next(i)) {
       Slot& s = slots_[i];
       if (s.key == address) {
@@ -60,7 +60,7 @@ class AddressMap {
   // Finds `address` or makes room for it: returns its value and whether it was absent (then
   // the value is default-constructed, ready to be filled). One probe sequence for both.
   std::pair<Value*, bool> find_or_add(uint64_t address) {
-    if ((size_ + 1) * 4 > slots_.size() * 3) grow();
+    if (full()) grow();
     for (size_t i = home(address);; i = next(i)) {
       Slot& s = slots_[i];
       if (s.key == address) return {&s.value, false};
@@ -117,6 +117,10 @@ class AddressMap {
     return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
   }
   size_t next(size_t i) const { return (i + 1) & mask_; }
+  // At most half full: a free's backward shift walks on to the next empty slot, on average ~4
+  // slots at the ~0.6 load a three-quarters limit left (20 000 live in 32 768 slots) and ~1.5 at
+  // ~0.3; the live set's probes and shifts were a tenth of `gmemhook summary`.
+  bool full() const { return (size_ + 1) * 2 > slots_.size(); }
 
   void remove_at(size_t i) {
     size_t hole = i;

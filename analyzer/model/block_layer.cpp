@@ -46,8 +46,8 @@ uint32_t BlockLayer::site_index(uint32_t stack, uint16_t device) {
 
 // Whether the core's state after this call will still say which segments exist: true for the
 // calls it applies the way this layer would (checked before the core applies the call).
-bool BlockLayer::core_stands_for_segments(const Replay& core, const format::Event& ev,
-                                          const format::ApiInfo& api, EventKind kind) const {
+inline bool BlockLayer::core_stands_for_segments(const Replay& core, const format::Event& ev,
+                                                 const format::ApiInfo& api, EventKind kind) const {
   if (ev.result != 0) return true;  // changes nothing here nor there
   const auto mapped = [&] {
     return !core.mappings().empty() && core.mappings().count(ev.f.address) != 0;
@@ -92,12 +92,13 @@ void BlockLayer::follow_from(const Replay& core) {
 }
 
 void BlockLayer::call(const Replay& core, const format::Event& ev, const format::ApiInfo& api) {
-  if (pending_) after_reserving(core);
   const EventKind kind = format::event_kind_of(api.kind, ev.f.mask);
+  // Not following yet: nothing is pending either, and no block came yet, so nothing to note.
   if (!following_) {
-    if (core_stands_for_segments(core, ev, api, kind)) return;  // no block yet: nothing to note
+    if (core_stands_for_segments(core, ev, api, kind)) return;
     follow_from(core);
   }
+  if (pending_) after_reserving(core);
   if (ev.result != 0) return;
   switch (kind) {
     case EventKind::BlockAlloc:

@@ -30,7 +30,10 @@ struct GraphExec {
 class GraphMemory {
  public:
   void begin_capture(uint64_t stream) { capturing_[stream]; }
-  bool capturing(uint64_t stream) const { return capturing_.count(stream) != 0; }
+  // Asked per stream-ordered allocation and free: an empty map is answered without hashing.
+  bool capturing(uint64_t stream) const {
+    return !capturing_.empty() && capturing_.count(stream) != 0;
+  }
   // The nodes captured on `stream` become graph `graph`'s. Returns them as well, for a log that
   // does not say which graph (written before format version 4): the caller decides.
   std::vector<GraphNode> end_capture(uint64_t stream, uint64_t graph, bool graph_known);

@@ -7,7 +7,9 @@ namespace gmemhook::analysis {
 
 using format::EventKind;
 
-// The kinds call() counts; it returns at once on any other.
+// The kinds call() counts; it returns at once on any other. Allocations only count on a stream
+// being captured or after a launch: the replay is asked for them then (a call per allocation
+// of a program without graphs was 1.5 % of `summary`).
 bool GraphTracker::calls_of(EventKind kind) const {
   switch (kind) {
     case EventKind::CaptureBegin:
@@ -15,14 +17,13 @@ bool GraphTracker::calls_of(EventKind kind) const {
     case EventKind::GraphLaunch:
     case EventKind::GraphUpload:
     case EventKind::GraphInstantiate:
-    case EventKind::Alloc:
       return true;
     default:
       return false;
   }
 }
 
-void GraphTracker::call(const Replay&, const format::Event& ev, const format::ApiInfo& api) {
+void GraphTracker::call(const Replay& r, const format::Event& ev, const format::ApiInfo& api) {
   if (ev.result != 0) return;
   const auto it = [&] {
     return std::find(capturing_streams_.begin(), capturing_streams_.end(), ev.f.stream);
@@ -31,12 +32,14 @@ void GraphTracker::call(const Replay&, const format::Event& ev, const format::Ap
     case EventKind::CaptureBegin:
       ++activity_.captures;
       if (it() == capturing_streams_.end()) capturing_streams_.push_back(ev.f.stream);
+      r.also_call(*this, EventKind::Alloc);
       return;
     case EventKind::CaptureEnd:
       if (auto at = it(); at != capturing_streams_.end()) capturing_streams_.erase(at);
       return;
     case EventKind::GraphLaunch:
       ++activity_.launches;
+      r.also_call(*this, EventKind::Alloc);
       return;
     case EventKind::GraphUpload:
       ++activity_.uploads;

@@ -43,6 +43,18 @@ void Replay::observe(ReplayObserver& o) {
   }
 }
 
+void Replay::also_call(ReplayObserver& o, EventKind kind) const {
+  std::vector<ReplayObserver*>& calls = calls_[static_cast<uint8_t>(kind)];
+  if (std::find(calls.begin(), calls.end(), &o) != calls.end()) return;
+  // In the order the observers were attached, as if calls_of() had said yes.
+  const auto attached = [&](const ReplayObserver* x) {
+    return std::find(observers_.begin(), observers_.end(), x) - observers_.begin();
+  };
+  const auto at = std::find_if(calls.begin(), calls.end(),
+                               [&](const ReplayObserver* x) { return attached(x) > attached(&o); });
+  calls.insert(at, &o);
+}
+
 void Replay::update_wake() {
   wake_seq_ = wake_time_ns_ = UINT64_MAX;
   for (const ReplayObserver* o : moments_) {
@@ -205,8 +217,7 @@ uint32_t Replay::add_site(uint32_t stack, uint16_t series, uint8_t api, LiveKind
   return static_cast<uint32_t>(sites_.size() - 1);
 }
 
-void Replay::site_changed(uint32_t site, int64_t bytes, int64_t count) {
-  sites_stale_ = true;
+void Replay::tell_site_watchers(uint32_t site, int64_t bytes, int64_t count) {
   for (ReplayObserver* o : site_watchers_) o->site_changed(*this, site, bytes, count);
 }
 

@@ -201,6 +201,11 @@ class Replay : public EventVisitor {
 
   // Attaches `observer` to this pass (before it starts); it must outlive the pass.
   void observe(ReplayObserver& observer);
+  // From the next event on, `observer` (attached, watching calls) also gets the calls of entry
+  // points of `kind`, which its calls_of() declined: an observer that needs a kind only after
+  // some event (graph tracking counts allocations once a graph was launched) costs nothing per
+  // event before it.
+  void also_call(ReplayObserver& observer, format::EventKind kind) const;
 
   void on_event(const format::Event& ev, const ThreadFileReader& thread) override;
   // Prefetches the live set's slot of an allocation's or free's address (its probe was ~40 % of
@@ -258,7 +263,13 @@ class Replay : public EventVisitor {
   uint32_t site_index(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind);
   void became_live(uint32_t site, uint16_t series, uint64_t bytes, const format::Event& ev);
   void became_free(uint32_t site, uint16_t series, uint64_t bytes, const format::Event& ev);
-  void site_changed(uint32_t site, int64_t bytes, int64_t count);
+  // Per allocation and free: inline, as most passes have no site watcher (the call was 2 % of
+  // `summary`).
+  void site_changed(uint32_t site, int64_t bytes, int64_t count) {
+    sites_stale_ = true;
+    if (!site_watchers_.empty()) tell_site_watchers(site, bytes, count);
+  }
+  void tell_site_watchers(uint32_t site, int64_t bytes, int64_t count);
   void failed(uint16_t series, const format::Event& ev, uint32_t stack);
   void unmatched(const format::Event& ev, uint64_t address, uint32_t stack, uint64_t& counter);
   void wake(const format::Event& next);
@@ -294,7 +305,9 @@ class Replay : public EventVisitor {
   std::vector<ReplayObserver*> observers_, allocations_, site_watchers_, moments_;
   // Those watching calls, by the kind of entry point they want calls of.
   static constexpr size_t kEventKinds = 256;
-  std::array<std::vector<ReplayObserver*>, kEventKinds> calls_;
+  // Mutable: also_call() lets an observer ask for more while it is being called (with the
+  // const Replay it is given).
+  mutable std::array<std::vector<ReplayObserver*>, kEventKinds> calls_;
   // The lowest wake_seq() and wake_time_ns() of moments_: two compares per event.
   uint64_t wake_seq_ = UINT64_MAX, wake_time_ns_ = UINT64_MAX;
 

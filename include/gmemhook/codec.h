@@ -475,7 +475,9 @@ inline bool decode_event_v7(const uint8_t* p, size_t n, Event* ev, EventDeltas& 
 // other event or bytes it cannot vouch for (a varint over 8 bytes, a payload that does not end
 // where its last part does, a zero seq delta): decode_event_v8 then decodes or rejects it, so
 // the two accept and produce exactly the same. `readable` must leave 64 bytes past the payload
-// (7 parts of at most 8 bytes, each loaded as one word).
+// (7 parts of at most 8 bytes, each loaded as one word). With kPext, parts are read by
+// word_varint_pext: only where the CPU has BMI2 (the analyzer's cpu_features.h says).
+template <bool kPext = false>
 inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Event* ev,
                                   EventDeltas& d) {
   constexpr uint8_t kUsualHeads = kSeqGap | kHasStackId;
@@ -488,7 +490,7 @@ inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Even
   // Reads the part at `at`; keeps it (and moves on) only when `stored`.
   auto part = [&](bool stored, uint64_t absent) {
     uint64_t v;
-    const size_t len = word_varint(p + at, &v);
+    const size_t len = kPext ? word_varint_pext(p + at, &v) : word_varint(p + at, &v);
     whole &= !stored || len != 0;
     at += stored ? len : 0;
     return stored ? v : absent;
@@ -577,12 +579,14 @@ inline bool decode_event_v8(uint8_t head, const uint8_t* p, size_t n, Event* ev,
 // malformed input (nothing in `d` is trusted then). Sequence numbers must increase within a
 // file; a zero delta is rejected as damage. `readable` (>= n) is how many bytes from p may be
 // loaded (the rest of a mapped file): a reader that knows it decodes faster, never differently.
+// kPext as for decode_usual_event_v8.
+template <bool kPext = false>
 inline bool decode_event(uint8_t type, const uint8_t* p, size_t n, Event* ev, EventDeltas& d,
                          size_t readable = 0) {
   if (d.version >= kFirstHeadVersion) {
     if (!is_event_type(type, d.version)) return false;
     // The usual event first, apart: inlined here it spares the general decoder's entry.
-    if (readable >= n + 64 && decode_usual_event_v8(type & kEventHeadBits, p, n, ev, d))
+    if (readable >= n + 64 && decode_usual_event_v8<kPext>(type & kEventHeadBits, p, n, ev, d))
       return true;
     return decode_event_v8(type & kEventHeadBits, p, n, ev, d, readable);
   }

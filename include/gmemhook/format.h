@@ -235,6 +235,26 @@ inline size_t word_varint(const uint8_t* p, uint64_t* out) {
   return stops ? n : 0;
 }
 
+// word_varint by BMI2's `pext`, which closes up the 7-bit groups in one instruction (the three
+// shift steps above are ~12). Only for a CPU that has it and runs it fast (cpu_features.h in the
+// analyzer chooses): it is an illegal instruction elsewhere, tens of cycles on AMD before Zen 3.
+// Inline asm, not the intrinsic, so the function inlines into code compiled for any x86-64.
+inline size_t word_varint_pext(const uint8_t* p, uint64_t* out) {
+#if defined(__x86_64__)
+  uint64_t w;
+  __builtin_memcpy(&w, p, sizeof w);
+  const uint64_t stops = ~w & 0x8080808080808080ull;
+  const uint64_t keep = (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;
+  uint64_t x;
+  __asm__("pextq %[keep], %[w], %[x]" : [x] "=r"(x) : [w] "r"(w), [keep] "r"(keep));
+  *out = x;
+  const size_t n = static_cast<size_t>(__builtin_ctzll(stops | (1ull << 63)) >> 3) + 1;
+  return stops ? n : 0;
+#else
+  return word_varint(p, out);
+#endif
+}
+
 // get_varint for a reader that may load up to 8 bytes from p even past `end` (a payload inside a
 // mapped file: `readable` is where that memory ends). Anything word_varint does not take —
 // longer, cut by `end`, too near `readable` — goes to get_varint, so both accept and reject

@@ -1,12 +1,15 @@
-// The reader's one-load decoding (format.h's word_varint, codec.h's decode_usual_event_v8) against
-// the byte-by-byte decoders it stands in for: on sound and damaged bytes alike, with anything
-// after the payload, both must accept the same, reject the same and give the same numbers.
+// The reader's one-load decoding (format.h's word_varint and word_varint_pext, codec.h's
+// decode_usual_event_v8) against the byte-by-byte decoders it stands in for: on sound and damaged
+// bytes alike, with anything after the payload, both must accept the same, reject the same and
+// give the same numbers. The pext tests run where the CPU has a fast pext (the reader uses it
+// only there).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "analyzer/log/cpu_features.h"
 #include "gmemhook/codec.h"
 
 namespace gmemhook {
@@ -38,6 +41,28 @@ TEST(WordDecode, VarintsAsTheByteLoopReadsThem) {
           ASSERT_EQ(got, want) << i;
         }
       }
+    }
+  }
+}
+
+// Every word a varint can start with, as damage or chance leaves it: both one-load decoders
+// give the same length and, when they take it, the same number.
+TEST(WordDecode, PextAsTheShifts) {
+  if (!analysis::pext_is_fast()) GTEST_SKIP() << "no fast pext on this CPU";
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 1000000; ++i) {
+    uint64_t w = rng();
+    // Continuation bits cleared at random, so every length from 1 to 8 (and none) comes up.
+    w &= ~(rng() & rng() & 0x8080808080808080ull);
+    if (i % 3 == 0) w |= 0x8080808080808080ull >> (8 * (rng() % 8));
+    uint8_t bytes[8];
+    std::memcpy(bytes, &w, sizeof w);
+    uint64_t shifts = 0, pext = 0;
+    const size_t n_shifts = format::word_varint(bytes, &shifts);
+    const size_t n_pext = format::word_varint_pext(bytes, &pext);
+    ASSERT_EQ(n_pext, n_shifts) << std::hex << w;
+    if (n_shifts) {
+      ASSERT_EQ(pext, shifts) << std::hex << w;
     }
   }
 }
@@ -77,7 +102,8 @@ void expect_same(const format::EventDeltas& a, const format::EventDeltas& b, int
 // Mostly the events the one-load path takes (allocations and frees with address, size, stream,
 // device; seq gaps; stack ids), with some it must hand on, then damage of every kind: flipped
 // bits, cut or lengthened payloads, a changed head.
-TEST(WordDecode, EventsAsTheByteDecoderReadsThem) {
+template <bool kPext>
+void events_as_the_byte_decoder_reads_them() {
   std::mt19937_64 rng(8);
   format::EventDeltas writer, plain, word;
   uint64_t seq = 0, time = 5000000000007ull;
@@ -134,21 +160,30 @@ TEST(WordDecode, EventsAsTheByteDecoderReadsThem) {
     }
     format::Event want, got;
     const bool ok_want = format::decode_event(type, room, n, &want, plain);
-    const bool ok_got = format::decode_event(type, room, n, &got, word, kRoom);
+    const bool ok_got = format::decode_event<kPext>(type, room, n, &got, word, kRoom);
     ASSERT_EQ(ok_got, ok_want) << i;
     expect_same(word, plain, i);
     if (ok_want) {
       expect_same(got, want, i);
       ++taken;
     }
-    if (damage || !ok_want || HasFailure()) {
+    if (damage || !ok_want || ::testing::Test::HasFailure()) {
       // A reader stops at damage: start both again from the writer's state.
       plain = word = writer;
-      if (HasFailure()) return;
+      if (::testing::Test::HasFailure()) return;
     }
   }
   EXPECT_GT(taken, 80000);
   EXPECT_GT(damaged, 5000);
+}
+
+TEST(WordDecode, EventsAsTheByteDecoderReadsThem) {
+  events_as_the_byte_decoder_reads_them<false>();
+}
+
+TEST(WordDecode, PextEventsAsTheByteDecoderReadsThem) {
+  if (!analysis::pext_is_fast()) GTEST_SKIP() << "no fast pext on this CPU";
+  events_as_the_byte_decoder_reads_them<true>();
 }
 
 }  // namespace

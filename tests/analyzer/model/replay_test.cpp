@@ -205,6 +205,31 @@ TEST(Replay, GraphCaptureOwnsItsAllocationsAndLaunchesAllocateNothing) {
   EXPECT_EQ(series(r, 0)->allocations, 4u);
 }
 
+// The graph tracker asks for allocations only once a graph was launched (Replay::also_call):
+// those before the first launch are not counted, every one after it is, on any stream, and a
+// failed launch asks for nothing.
+TEST(Replay, AllocationsCountAfterTheFirstLaunchOnly) {
+  Scenario s(10);
+  auto launch = [&](uint32_t result) {
+    format::Event& ev = s.event(11, ApiId::cudaGraphLaunch);
+    ev.result = result;
+    ev.f.set_stream(0x77);
+    ev.f.set_handle(0x901);
+  };
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 64);
+  launch(1);  // failed: no launch
+  s.alloc(11, ApiId::cudaMalloc, 0x2000, 64);
+  launch(0);
+  s.alloc(11, ApiId::cudaMalloc, 0x3000, 64);
+  launch(0);
+  s.alloc(11, ApiId::cuMemAlloc_v2, 0x4000, 64);
+  s.alloc(11, ApiId::cudaMallocHost, 0x5000, 64);
+  const auto run = replay(s);
+  const analysis::GraphActivity& g = run->graphs.activity();
+  EXPECT_EQ(g.launches, 2u);
+  EXPECT_EQ(g.allocations_between_launches, 3u);
+}
+
 TEST(Replay, VmmReleaseWhileMappedFreesAtTheLastUnmap) {
   Scenario s(10);
   s.reserve(11, 0x10000000, 8 * kMiB);  // seq 1
