@@ -128,14 +128,22 @@ void LogFile::use_chunk(uint8_t* m, uint64_t start, size_t len) {
   pos_ = 0;
 }
 
-void LogFile::seal_at(size_t at) {
+void LogFile::store_seal(size_t at) {
   uint64_t seal = format::seal_value(format::crc32c(chunk_, at));
   // One aligned 8-byte store, after the bytes it covers: a live reader (gmemhook top) sees no
   // seal or all of it, and sees the chunk complete when it sees the seal.
   __atomic_store_n(reinterpret_cast<uint64_t*>(chunk_ + at), seal, __ATOMIC_RELEASE);
+}
+
+void LogFile::unmap_chunk() {
   uint8_t* old = chunk_;
   chunk_ = nullptr;
   munmap(old, chunk_len_);
+}
+
+void LogFile::seal_at(size_t at) {
+  store_seal(at);
+  unmap_chunk();
 }
 
 // Out of line and cold: it runs once per chunk, append() once per event.
@@ -144,20 +152,24 @@ __attribute__((noinline, cold)) bool LogFile::next_chunk(size_t need) {
   if (room > geometry_.max) return false;  // callers split large data
   // Chunks grow: a record too big for the next one ends that one too, unused, until one fits.
   do {
-    const uint64_t start = chunk_start_ + chunk_len_;  // also after seal()
+    // Sealed before the file grows: killed in between, the file ends in a sealed chunk (a chunk
+    // without a seal that a later one follows reads as damaged).
+    if (chunk_) {  // else seal() has ended it already
+      commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
+      store_seal(record_area());
+    }
+    const uint64_t start = chunk_start_ + chunk_len_;
     const size_t len = geometry_.end_of(start) - start;
     uint8_t* next = map_chunk(start, len);
-    // A file that keeps room for its final record keeps its chunk open when it cannot grow:
-    // the final record goes there. Any other chunk ends here, sealed (else seal() ended it).
-    if (chunk_ && (next || kept_ == 0)) {
-      commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
-      seal_at(record_area());
-    }
-    next_chunk_start_ = 0;
-    if (!next) {
-      full_ = chunk_ != nullptr;
+    if (!next && chunk_ && kept_ != 0) {
+      // A file that keeps room for its final record keeps its sealed chunk mapped: the final
+      // record replaces the ChunkEnd, and seal() seals the chunk again after it.
+      full_ = true;
       return false;
     }
+    if (chunk_) unmap_chunk();
+    next_chunk_start_ = 0;
+    if (!next) return false;
     use_chunk(next, start, len);
   } while (room > chunk_len_);
   return true;

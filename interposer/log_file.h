@@ -50,7 +50,9 @@ class LogFile {
   // record, which says how the process ended and what was lost: a file that cannot grow (disk
   // full, ulimit -f) stops taking ordinary records but still takes that one.
   void keep_for_final(size_t n) { kept_ = n; }
-  // Appends the file's final record, into the kept room when the next chunk cannot be had.
+  // Appends the file's final record, into the kept room when the next chunk cannot be had (then
+  // over the ChunkEnd of the chunk sealed before the file failed to grow: until seal() seals it
+  // again, a reader finds that chunk's seal wrong and reports it damaged — only on that path).
   template <class Payload>
   bool append_final(const Payload& p) {
     final_ = true;
@@ -126,6 +128,9 @@ class LogFile {
   // Stores the seal of the current chunk at chunk offset `at` (a multiple of 8), covering the
   // bytes before it, and unmaps the chunk.
   void seal_at(size_t at);
+  // The two halves of seal_at().
+  void store_seal(size_t at);
+  void unmap_chunk();
   // The end of the current chunk's record area: its seal lives after it.
   size_t record_area() const { return chunk_len_ - format::kSealSize; }
   // Where ordinary records end: before the room kept for the final record.
