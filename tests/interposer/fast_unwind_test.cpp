@@ -291,7 +291,8 @@ TEST(FastUnwind, RecentWalksCheckNeighbouringLoadsWhole) {
     EXPECT_EQ(b.fast, first_b.fast);
   }
   EXPECT_NE(first_a.fast, first_b.fast);
-  EXPECT_GE(t_cache.recent_walks_used() - before, 10u) << "the later rounds' walks were recent ones";
+  EXPECT_GE(t_cache.recent_walks_used() - before, 10u)
+      << "the later rounds' walks were recent ones";
 }
 
 // What the recorder keeps with a recent walk (its stack id, in a WalkNote) is handed back only
@@ -381,7 +382,7 @@ TEST(FastUnwind, NotesDoNotPassToTheWalkThatTakesTheirPlace) {
 
 // The check behind every recent walk reused: SSE2 and, where the CPU has it, AVX2 say the same —
 // nothing differs when nothing changed, and a change to any one word checked, in any position
-// (each half of a two, a lone word, the tails after the four-word steps), is seen.
+// (each half of a two, a lone word, the tails after the four-two and two-two steps), is seen.
 TEST(StackWords, EveryChangedWordIsSeen) {
   alignas(32) uint64_t stack[512];
   alignas(32) uint64_t at[200], value[200];
@@ -391,38 +392,46 @@ TEST(StackWords, EveryChangedWordIsSeen) {
   int layouts = 0;
   for (int pairs = 0; pairs <= 19; ++pairs) {
     for (int singles : {0, 1, 2, 5}) {
-      // Twos at 16-byte-aligned spots apart from each other, lone words between them.
-      int n = 0;
+      // Twos at 16-byte-aligned spots apart from each other, lone words between them. A two
+      // keeps one address, its two values side by side; the lone words follow.
+      std::vector<uint64_t*> words;  // every word checked, to change each in turn
       for (int p = 0; p < pairs; ++p) {
         uint64_t* w = &stack[8 + p * 12 + (p % 3) * 2];
-        at[n] = reinterpret_cast<uint64_t>(w);
-        value[n++] = w[0];
-        at[n] = reinterpret_cast<uint64_t>(w + 1);
-        value[n++] = w[1];
+        at[p] = reinterpret_cast<uint64_t>(w);
+        value[2 * p] = w[0];
+        value[2 * p + 1] = w[1];
+        words.push_back(w);
+        words.push_back(w + 1);
       }
       for (int k = 0; k < singles; ++k) {
         uint64_t* w = &stack[300 + k * 7];
-        at[n] = reinterpret_cast<uint64_t>(w);
-        value[n++] = *w;
+        at[pairs + k] = reinterpret_cast<uint64_t>(w);
+        value[2 * pairs + k] = *w;
+        words.push_back(w);
       }
-      const int paired = 2 * pairs;
       ++layouts;
-      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, paired, n), 0u)
+      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, pairs, singles), 0u)
           << pairs << " " << singles;
       if (avx2) {
-        EXPECT_EQ(gmemhook::stack_words_differ_avx2(at, value, paired, n), 0u);
+        EXPECT_EQ(gmemhook::stack_words_differ_avx2(at, value, pairs, singles), 0u);
       }
-      for (int i = 0; i < n; ++i) {
-        auto* w = reinterpret_cast<uint64_t*>(at[i]);
-        const uint64_t keep = *w;
-        *w ^= uint64_t{1} << (i % 64);
-        EXPECT_NE(gmemhook::stack_words_differ_sse2(at, value, paired, n), 0u)
-            << "word " << i << " of " << n << ", " << paired << " in twos";
+      for (size_t i = 0; i < words.size(); ++i) {
+        const uint64_t keep = *words[i];
+        *words[i] ^= uint64_t{1} << (i % 64);
+        EXPECT_NE(gmemhook::stack_words_differ_sse2(at, value, pairs, singles), 0u)
+            << "word " << i << " of " << words.size() << ", " << pairs << " twos";
         if (avx2) {
-          EXPECT_NE(gmemhook::stack_words_differ_avx2(at, value, paired, n), 0u)
-              << "word " << i << " of " << n << ", " << paired << " in twos";
+          EXPECT_NE(gmemhook::stack_words_differ_avx2(at, value, pairs, singles), 0u)
+              << "word " << i << " of " << words.size() << ", " << pairs << " twos";
         }
-        *w = keep;
+        *words[i] = keep;
+      }
+      // A word next to a two or between lone words is not checked: changing it changes nothing.
+      stack[7] ^= 1;
+      stack[301] ^= 1;
+      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, pairs, singles), 0u);
+      if (avx2) {
+        EXPECT_EQ(gmemhook::stack_words_differ_avx2(at, value, pairs, singles), 0u);
       }
     }
   }
