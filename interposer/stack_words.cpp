@@ -38,9 +38,9 @@ bool cpu_runs_avx2() {
 // Two twos an operand: the second joins the first in the upper half (vinserti128 from memory),
 // against four saved values in one aligned load. No lambdas: GCC does not compile them for the
 // enclosing function's target.
-__attribute__((target("avx2"))) uint64_t stack_words_differ_avx2(const uint64_t* at,
-                                                                 const uint64_t* value, int pairs,
-                                                                 int singles) {
+__attribute__((target("avx2"), pure)) uint64_t stack_words_differ_avx2(const uint64_t* at,
+                                                                       const uint64_t* value,
+                                                                       int pairs, int singles) {
 #define GMEMHOOK_FOUR_DIFFER(k)                                                             \
   _mm256_xor_si256(                                                                         \
       _mm256_inserti128_si256(                                                              \

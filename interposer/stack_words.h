@@ -48,8 +48,9 @@ inline uint64_t stack_words_differ_sse2(const uint64_t* at, const uint64_t* valu
 // The same with AVX2 (stack_words.cpp): two twos an operand. Run only where cpu_runs_avx2(). A
 // call, not inline: a function that holds 256-bit values may realign its stack, and the walk's
 // own frame must keep the layout its first frame is read from (fast_unwinder.cpp).
-__attribute__((target("avx2"))) uint64_t stack_words_differ_avx2(const uint64_t* at,
-                                                                 const uint64_t* value, int pairs,
-                                                                 int singles);
+// Pure (reads memory, writes none): the walk keeps what it loaded before the call.
+__attribute__((target("avx2"), pure)) uint64_t stack_words_differ_avx2(const uint64_t* at,
+                                                                       const uint64_t* value,
+                                                                       int pairs, int singles);
 
 }  // namespace gmemhook
