@@ -198,9 +198,8 @@ int FrameRuleCache::reuse_recent(Start& s, int max, StopRange stop, uint64_t* ou
     const uint32_t index = set_index * kRecentWays + static_cast<uint32_t>(k);
     if (set.key[k] != s.key) continue;
     const RecentWalk& r = recent_at(index);
-    const bool holds = backtrace_ == fast_backtrace_avx2
-                           ? recent_holds<Avx2Words>(r, s.rsp, s.salt, max, stop)
-                           : recent_holds<SseWords>(r, s.rsp, s.salt, max, stop);
+    const bool holds = walks_with_avx2() ? recent_holds<Avx2Words>(r, s.rsp, s.salt, max, stop)
+                                         : recent_holds<SseWords>(r, s.rsp, s.salt, max, stop);
     if (holds) {
       follow(index);
       return use_recent(index, out, view);

@@ -68,6 +68,13 @@ class FrameRuleCache {
   int backtrace(uint64_t* out, int max, const StopRange& stop, uint64_t salt, WalkView* view) {
     return backtrace_(*this, out, max, stop, salt, view);
   }
+  // Walks with the SSE2 compilation whatever the CPU (tests: both compilations walk alike). The
+  // recent walks kept so far are dropped: each compilation finds only its own.
+  void walk_with_sse2() {
+    backtrace_ = fast_backtrace_sse2;
+    forget_stack();
+  }
+  bool walks_with_avx2() const { return backtrace_ == fast_backtrace_avx2; }
   // Walks that ended by reusing the last walk's frames (for tests and stack statistics).
   uint64_t reused_walks() const { return reused_walks_; }
   // Walks found whole among the recent walks, no rule looked up (tests and stack statistics).

@@ -295,6 +295,85 @@ TEST(FastUnwind, RecentWalksCheckNeighbouringLoadsWhole) {
       << "the later rounds' walks were recent ones";
 }
 
+// Two calls of the walk at one stack depth, from two places in one function: their walks differ
+// in the first frame's return address alone, which is fast_backtrace's own saved word (checked
+// among the stack words, not as a register). A B A B ... then A A B B ...: at each change of
+// order the walk tried first is the other place's (the one that came next last time), which must
+// not hold.
+struct Sites {
+  int site = 0;
+  int count = 0;
+  uint64_t first = 0;  // the first frame's return address: inside probe_two_sites
+  std::vector<uint64_t> rest;
+};
+thread_local Sites* t_sites = nullptr;
+
+__attribute__((noinline)) void probe_two_sites() {
+  Sites& s = *t_sites;
+  uint64_t fast_a[kMax], fast_b[kMax];
+  const uint64_t* fast = fast_a;
+  // Each call followed by code of its own: the compiler cannot make them one call.
+  if (s.site == 0) {
+    s.count = gmemhook::fast_backtrace(t_cache, fast_a, kMax);
+    asm volatile("nop" ::: "memory");
+  } else {
+    s.count = gmemhook::fast_backtrace(t_cache, fast_b, kMax);
+    asm volatile("nop; nop" ::: "memory");
+    fast = fast_b;
+  }
+  if (s.count < 2) return;
+  s.first = fast[0];
+  s.rest.assign(fast + 1, fast + s.count);
+}
+
+void expect_sites_apart() {
+  const std::vector<int> shape{3, 1};  // frame pointers below, then rsp-based frames
+  Sites first[2];
+  std::vector<int> order;
+  for (int k = 0; k < 4; ++k) order.insert(order.end(), {0, 1});
+  for (int k = 0; k < 3; ++k) order.insert(order.end(), {0, 0, 1, 1});
+  for (int k = 0; k < 3; ++k) order.insert(order.end(), {0, 1});
+  const uint64_t before = t_cache.recent_walks_used();
+  for (size_t i = 0; i < order.size(); ++i) {
+    Sites s;
+    s.site = order[i];
+    t_sites = &s;
+    unwind_shapes::step(12, unwind_shapes::Walk{shape.data(), 2, probe_two_sites});
+    t_sites = nullptr;
+    ASSERT_GT(s.count, 2) << i;
+    Sites& f = first[s.site];
+    if (f.count == 0) {
+      f = s;
+      continue;
+    }
+    EXPECT_EQ(s.first, f.first) << "walk " << i << ": the other call's first frame";
+    EXPECT_EQ(s.rest, f.rest) << "walk " << i;
+  }
+  EXPECT_NE(first[0].first, first[1].first);
+  EXPECT_EQ(first[0].rest, first[1].rest);
+  EXPECT_GE(t_cache.recent_walks_used() - before, order.size() / 2) << "recent walks were used";
+}
+
+TEST(FastUnwind, FirstFrameTellsRecentWalksApart) { expect_sites_apart(); }
+
+// The walk compiled for SSE2 (any x86-64) against libunwind and with its recent walks, on a
+// thread of its own (each thread has its cache): on an AVX2 machine nothing else runs it.
+TEST(FastUnwind, SseCompilationWalksAlike) {
+  std::thread([] {
+    t_cache.walk_with_sse2();
+    EXPECT_FALSE(t_cache.walks_with_avx2());
+    for (int shape : {0, 1, 2, 3, 4}) {
+      for (int depth : {1, 8, 33}) {
+        for (int pass = 0; pass < 3; ++pass) {
+          Seen s = walk({shape}, depth);
+          expect_same_as_libunwind(s, describe({shape}, depth) + " pass " + std::to_string(pass));
+        }
+      }
+    }
+    expect_sites_apart();
+  }).join();
+}
+
 // What the recorder keeps with a recent walk (its stack id, in a WalkNote) is handed back only
 // with that same walk. Each walk's note is written as the recorder writes it (when empty, with its
 // path's key) and must hold that path's key whenever it is found again: two paths that differ in
