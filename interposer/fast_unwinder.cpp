@@ -70,11 +70,15 @@ bool read_stack_mapping(uint64_t sp, uint64_t* lo, uint64_t* hi) {
 
 }  // namespace
 
+BacktraceFn FrameRuleCache::backtrace_for_this_cpu() {
+  return cpu_runs_avx2() ? fast_backtrace_avx2 : fast_backtrace_sse2;
+}
+
 void FrameRuleCache::release() {
+  forget_stack();
   if (tables_) munmap(tables_, sizeof(Tables));
   tables_ = nullptr;
   failed_ = false;
-  forget_stack();
 }
 
 bool FrameRuleCache::ensure_tables() {
@@ -87,7 +91,6 @@ bool FrameRuleCache::ensure_tables() {
     return false;
   }
   tables_ = static_cast<Tables*>(m);
-  avx2_ = cpu_runs_avx2();
   return true;
 }
 
@@ -152,21 +155,28 @@ int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, 
   return n + take;
 }
 
-__attribute__((always_inline)) inline bool FrameRuleCache::recent_holds(const RecentWalk& r,
-                                                                        const Start& s, int max,
-                                                                        StopRange stop, uint64_t lo,
-                                                                        uint64_t span) const {
-  // The key is a hash of rsp, pc and salt: equal when they are.
-  if (r.generation != generation_ || r.rsp != s.rsp || r.pc != s.pc || r.salt != s.salt ||
-      r.max != max || !(r.stop == stop) || (r.uses_rbp && r.rbp != s.rbp))
-    return false;
-  // Loaded inside this stack's mapping when it was made; still inside it (a stack only grows).
-  if (r.loads && (r.lowest - lo >= span || r.highest - lo >= span)) return false;
-  // Independent loads (checking is most of a hit's cost): equal registers and equal loaded
-  // values make the same walk.
-  const uint64_t differ = avx2_ ? stack_words_differ_avx2(r.at, r.value, r.paired, r.loads)
-                                : stack_words_differ_sse2(r.at, r.value, r.paired, r.loads);
-  return differ == 0;
+// The stack-word checks of the walk's two compilations (stack_words.h).
+struct SseWords {
+  static uint64_t differ(const uint64_t* at, const uint64_t* value, int pairs, int singles) {
+    return stack_words_differ_sse2(at, value, pairs, singles);
+  }
+};
+struct Avx2Words {
+  static uint64_t differ(const uint64_t* at, const uint64_t* value, int pairs, int singles) {
+    return stack_words_differ_avx2(at, value, pairs, singles);
+  }
+};
+
+template <class Words>
+__attribute__((always_inline)) inline bool FrameRuleCache::recent_holds(
+    const RecentWalk& r, uint64_t rsp, uint64_t salt, int max, const StopRange& stop) const {
+  // One branch for the start: a walk of this stack's generation loaded inside its bounds, which
+  // change only with the generation. Then independent loads (checking is most of a hit's cost):
+  // equal registers and equal loaded values make the same walk.
+  const uint64_t start_differs = (r.generation ^ generation_) | (r.rsp ^ rsp) | (r.salt ^ salt) |
+                                 static_cast<uint64_t>(r.max ^ max) | (r.stop.lo ^ stop.lo) |
+                                 (r.stop.hi ^ stop.hi);
+  return start_differs == 0 && Words::differ(r.at, r.value, r.pairs, r.singles) == 0;
 }
 
 void FrameRuleCache::follow(uint32_t index) {
@@ -177,30 +187,20 @@ void FrameRuleCache::follow(uint32_t index) {
   }
   last_recent_ = index + 1;
   last_frames_hash_ = recent_at(index).frames_hash;
+  hint_ = recent_at(index).next;
 }
 
-// Inline in fast_backtrace: on every event's path.
-__attribute__((always_inline)) inline int FrameRuleCache::reuse_hinted(const Start& s, int max,
-                                                                       StopRange stop, uint64_t lo,
-                                                                       uint64_t span, uint64_t* out,
-                                                                       WalkView* view) {
-  // The walk that came after the last one the time before: in a loop, usually this one. Then the
-  // last one already names it as its next (follow() has nothing to write). A walk's own pc is
-  // never 0, so the hinted one never holds for a walk that starts at pc 0.
-  const uint32_t hint = last_recent_ ? recent_at(last_recent_ - 1).next : 0;
-  if (!hint || !recent_holds(recent_at(hint - 1), s, max, stop, lo, span)) return -1;
-  last_recent_ = hint;
-  return use_recent(hint - 1, out, view);
-}
-
-int FrameRuleCache::reuse_recent(Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
-                                 uint64_t* out, WalkView* view) {
+int FrameRuleCache::reuse_recent(Start& s, int max, StopRange stop, uint64_t* out, WalkView* view) {
   s.key = recent_key(s.rsp, s.pc, s.salt);
   const uint32_t set_index = recent_set_index(s.key);
   const RecentSet& set = tables_->recent[set_index];
   for (int k = 0; k < kRecentWays; ++k) {
     const uint32_t index = set_index * kRecentWays + static_cast<uint32_t>(k);
-    if (set.key[k] == s.key && recent_holds(recent_at(index), s, max, stop, lo, span)) {
+    if (set.key[k] != s.key) continue;
+    const RecentWalk& r = recent_at(index);
+    const bool holds = walks_with_avx2() ? recent_holds<Avx2Words>(r, s.rsp, s.salt, max, stop)
+                                         : recent_holds<SseWords>(r, s.rsp, s.salt, max, stop);
+    if (holds) {
       follow(index);
       return use_recent(index, out, view);
     }
@@ -211,7 +211,6 @@ int FrameRuleCache::reuse_recent(Start& s, int max, StopRange stop, uint64_t lo,
 __attribute__((always_inline)) inline int FrameRuleCache::use_recent(uint32_t index, uint64_t* out,
                                                                      WalkView* view) {
   RecentWalk& r = recent_at(index);
-  last_frames_hash_ = r.frames_hash;
   if (view) {
     view->frames = r.out;
     view->note = &r.note;
@@ -225,11 +224,13 @@ __attribute__((always_inline)) inline int FrameRuleCache::use_recent(uint32_t in
 WalkNote* FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange stop,
                                       bool uses_rbp) {
   const Walk& w = tables_->walks[which_ ^ 1];
-  if (n <= 0 || n > kRecentFrames) {
+  const auto not_kept = [this] {
     last_recent_ = 0;
     last_frames_hash_ = 0;
+    hint_ = 0;
     return nullptr;
-  }
+  };
+  if (n <= 0 || n > kRecentFrames) return not_kept();
   // The oldest way makes room: a loop's paths come back in turn.
   const uint32_t set_index = recent_set_index(s.key);
   RecentSet& set = tables_->recent[set_index];
@@ -239,44 +240,46 @@ WalkNote* FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange 
   set.key[k] = 0;  // empty until complete
   r.generation = 0;
   r.note = WalkNote{};  // the user's note was about the walk this one replaces
-  r.loads = 0;
-  r.lowest = ~uint64_t{0};
-  r.highest = 0;
+  r.pairs = r.singles = 0;
   if (last_recent_ == index + 1) last_recent_ = 0;
-  // Adjacent loads in twos first (RecentWalk::paired), the others after them.
+  // The first frame's pc and rbp are the walk's own frame's saved words: loads like the others,
+  // rbp only when a rule read it.
+  Load start_words[2] = {{s.frame, s.rbp}, {s.frame + 8, s.pc}};
+  const uint32_t start_loads = uses_rbp ? 2 : 1;
+  const Load* first_load = start_words + (2 - start_loads);
   const uint32_t loads = w.first_load[n];
-  uint32_t kept = 0;
+  uint32_t kept = start_loads;
   for (uint32_t i = 0; i < loads; ++i) kept += !w.unused[i];
-  if (kept > kRecentLoads) {
-    last_recent_ = 0;
-    last_frames_hash_ = 0;
-    return nullptr;
-  }
-  uint16_t paired = 0, single = static_cast<uint16_t>(kept);
-  for (uint32_t i = 0; i < loads; ++i) {
-    if (w.unused[i]) continue;
-    const Load& a = w.loads[i];
-    if (a.at < r.lowest) r.lowest = a.at;
-    if (a.at > r.highest) r.highest = a.at;
+  if (kept > kRecentLoads) return not_kept();
+  // Adjacent loads in twos (one address each) first, the others after them: they fill from the
+  // end down meanwhile, then move to their place.
+  const auto load_at = [&](uint32_t i) -> const Load& {
+    return i < start_loads ? first_load[i] : w.loads[i - start_loads];
+  };
+  const auto used = [&](uint32_t i) { return i < start_loads || !w.unused[i - start_loads]; };
+  const uint32_t all = start_loads + loads;
+  uint32_t pairs = 0, singles = 0;
+  for (uint32_t i = 0; i < all; ++i) {
+    if (!used(i)) continue;
+    const Load& a = load_at(i);
     uint32_t next = i + 1;
-    while (next < loads && w.unused[next]) ++next;
-    if (next < loads && w.loads[next].at == a.at + 8) {
-      const Load& b = w.loads[next];
-      if (b.at > r.highest) r.highest = b.at;
-      r.at[paired] = a.at;
-      r.value[paired++] = a.value;
-      r.at[paired] = b.at;
-      r.value[paired++] = b.value;
+    while (next < all && !used(next)) ++next;
+    if (next < all && load_at(next).at == a.at + 8) {
+      r.at[pairs] = a.at;
+      r.value[2 * pairs] = a.value;
+      r.value[2 * pairs + 1] = load_at(next).value;
+      ++pairs;
       i = next;
     } else {
-      // The others fill from the end down, to meet the twos: no load is in both.
-      --single;
-      r.at[single] = a.at;
-      r.value[single] = a.value;
+      ++singles;
+      r.at[kRecentLoads - singles] = a.at;
+      r.value[kRecentLoads - singles] = a.value;
     }
   }
-  r.paired = paired;
-  r.loads = static_cast<uint16_t>(kept);
+  std::memmove(r.at + pairs, r.at + kRecentLoads - singles, singles * sizeof(uint64_t));
+  std::memmove(r.value + 2 * pairs, r.value + kRecentLoads - singles, singles * sizeof(uint64_t));
+  r.pairs = static_cast<uint16_t>(pairs);
+  r.singles = static_cast<uint16_t>(singles);
   r.generation = generation_;
   r.key = s.key;
   r.rsp = s.rsp;
@@ -297,40 +300,59 @@ WalkNote* FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange 
   return &r.note;
 }
 
-__attribute__((noinline)) int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max,
-                                             StopRange stop, uint64_t salt, WalkView* view) {
-  if (view) *view = WalkView{out, nullptr};
-  // __builtin_frame_address gives this function a frame pointer whatever the flags: rbp points
-  // at the caller's saved rbp, the return address sits above it, the caller's rsp above that.
-  const auto* fp = static_cast<const uint64_t*>(__builtin_frame_address(0));
-  const uint64_t sp = reinterpret_cast<uint64_t>(fp);
-  const FrameRuleCache::Start start{sp + 16, fp[1], fp[0], salt, 0};
-  // The usual case first, with nothing else in the way: a recent walk used last (so tables made
-  // and recent walks on), the same stack, the walk that came next last time.
-  const bool usual = cache.last_recent_ &&
-                     sp - cache.stack_lo_ < cache.stack_hi_ - cache.stack_lo_ &&
-                     max <= static_cast<int>(FrameRuleCache::kMaxSteps);
-  if (usual) {
-    const int got = cache.reuse_hinted(start, max, stop, cache.stack_lo_,
-                                       cache.stack_hi_ - cache.stack_lo_ - 7, out, view);
-    if (got >= 0) return got;
+template <class Words>
+__attribute__((always_inline)) inline int FrameRuleCache::backtrace_with(uint64_t* out, int max,
+                                                                         const StopRange& stop,
+                                                                         uint64_t salt,
+                                                                         WalkView* view) {
+  // __builtin_frame_address gives the function this is inlined into a frame pointer whatever the
+  // flags: rbp points at the caller's saved rbp, the return address sits above it, the caller's
+  // rsp above that. (A function holding 256-bit values may realign its stack, with a copy of
+  // the return address and no fixed place for the caller's rsp: neither compilation holds any.)
+  const auto frame = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  const uint64_t rsp = frame + 16;
+  // The usual case first, with nothing else in the way: the walk that came next last time (so
+  // tables made and recent walks on).
+  if (hint_) {
+    const RecentWalk& r = recent_at(hint_ - 1);
+    if (recent_holds<Words>(r, rsp, salt, max, stop)) {
+      // The walk used before it already names it as its next: nothing to write there.
+      last_recent_ = hint_;
+      hint_ = r.next;
+      return use_recent(last_recent_ - 1, out, view);
+    }
   }
   // This frame stays below the walk's first frame while the rest runs.
-  return cache.backtrace_from(start, sp, out, max, stop, view, usual);
+  return backtrace_from(frame, rsp, out, max, stop, salt, view);
 }
 
-__attribute__((noinline)) int FrameRuleCache::backtrace_from(Start start, uint64_t sp,
+// The walk's two compilations: each is the walk's own frame (noinline).
+__attribute__((noinline)) int fast_backtrace_sse2(FrameRuleCache& cache, uint64_t* out, int max,
+                                                  const StopRange& stop, uint64_t salt,
+                                                  WalkView* view) {
+  return cache.backtrace_with<SseWords>(out, max, stop, salt, view);
+}
+
+__attribute__((noinline)) int fast_backtrace_avx2(FrameRuleCache& cache, uint64_t* out, int max,
+                                                  const StopRange& stop, uint64_t salt,
+                                                  WalkView* view) {
+  return cache.backtrace_with<Avx2Words>(out, max, stop, salt, view);
+}
+
+__attribute__((noinline)) int FrameRuleCache::backtrace_from(uint64_t frame, uint64_t rsp,
                                                              uint64_t* out, int max, StopRange stop,
-                                                             WalkView* view, bool hint_tried) {
+                                                             uint64_t salt, WalkView* view) {
+  if (view) *view = WalkView{out, nullptr};
+  const auto* saved = reinterpret_cast<const uint64_t*>(frame);
+  Start start{rsp, saved[1], saved[0], salt, 0, frame};
   uint64_t lo = 0, hi = 0;
-  if (!ensure_tables() || !stack_bounds(sp, &lo, &hi))
+  if (!ensure_tables() || !stack_bounds(frame, &lo, &hi))
     return give_up(0, "no memory or stack bounds");
   if (max > static_cast<int>(kMaxSteps)) max = static_cast<int>(kMaxSteps);
   // A load at `a` is safe when a - lo < span: inside the mapping, all 8 bytes (one compare).
   const uint64_t span = hi - lo - 7;
   if (start.pc != 0 && !recent_off_) {
-    int got = hint_tried ? -1 : reuse_hinted(start, max, stop, lo, span, out, view);
-    if (got < 0) got = reuse_recent(start, max, stop, lo, span, out, view);
+    const int got = reuse_recent(start, max, stop, out, view);
     if (got >= 0) return got;
   }
   if (start.key == 0) start.key = recent_key(start.rsp, start.pc, start.salt);

@@ -34,6 +34,16 @@ struct StopRange {
   bool operator==(const StopRange&) const = default;
 };
 
+class FrameRuleCache;
+// The walk of fast_backtrace below, compiled for SSE2 (any x86-64) and for AVX2: a cache walks
+// with the one its CPU runs (FrameRuleCache::backtrace_).
+using BacktraceFn = int (*)(FrameRuleCache& cache, uint64_t* out, int max, const StopRange& stop,
+                            uint64_t salt, WalkView* view);
+int fast_backtrace_sse2(FrameRuleCache& cache, uint64_t* out, int max, const StopRange& stop,
+                        uint64_t salt, WalkView* view);
+int fast_backtrace_avx2(FrameRuleCache& cache, uint64_t* out, int max, const StopRange& stop,
+                        uint64_t salt, WalkView* view);
+
 // One thread's rules by return address, the bounds of the stack it runs on, its last walk and
 // its recent whole walks.
 // A rule is kept until its entry is reused: an object unloaded (dlclose) and another loaded at
@@ -48,22 +58,40 @@ class FrameRuleCache {
   void forget_stack() {
     stack_lo_ = stack_hi_ = 0;
     last_count_ = 0;
+    last_frames_hash_ = last_walk_hash();
     last_recent_ = 0;
+    hint_ = 0;
     ++generation_;  // the recent walks were made on another stack
   }
   void release();
+  // fast_backtrace's walk (below), compiled for this CPU.
+  int backtrace(uint64_t* out, int max, const StopRange& stop, uint64_t salt, WalkView* view) {
+    return backtrace_(*this, out, max, stop, salt, view);
+  }
+  // Walks with the SSE2 compilation whatever the CPU (tests: both compilations walk alike). The
+  // recent walks kept so far are dropped: each compilation finds only its own.
+  void walk_with_sse2() {
+    backtrace_ = fast_backtrace_sse2;
+    forget_stack();
+  }
+  bool walks_with_avx2() const { return backtrace_ == fast_backtrace_avx2; }
   // Walks that ended by reusing the last walk's frames (for tests and stack statistics).
   uint64_t reused_walks() const { return reused_walks_; }
   // Walks found whole among the recent walks, no rule looked up (tests and stack statistics).
   uint64_t recent_walks_used() const { return recent_used_; }
   // A hash of the frames of the last walk when it is among the recent walks (found there or
   // kept; then its view has a note): the same for every recent walk with the same frames.
-  uint64_t last_walk_hash() const { return last_frames_hash_; }
+  uint64_t last_walk_hash() const {
+    // A walk found through the hint leaves last_frames_hash_ as it was: the walk used last has it.
+    return last_recent_ ? tables_->recent_walks[last_recent_ - 1].frames_hash : last_frames_hash_;
+  }
   // Off: no recent walks are looked up or kept (GMEMHOOK_RECENT_WALKS=0, for measuring them).
   void use_recent_walks(bool on) {
     if (recent_off_ != on) return;
     recent_off_ = !on;
-    last_recent_ = 0;  // fast_backtrace's usual case is a recent walk used last
+    last_frames_hash_ = last_walk_hash();
+    last_recent_ = 0;
+    hint_ = 0;  // fast_backtrace's usual case is the hinted recent walk
   }
   // Rules learnt from the unwind tables, and times the table of objects was made (stack stats).
   uint64_t rules_learnt() const { return rules_learnt_; }
@@ -75,8 +103,10 @@ class FrameRuleCache {
   }
 
  private:
-  friend int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop,
-                            uint64_t salt, WalkView* view);
+  friend int fast_backtrace_sse2(FrameRuleCache& cache, uint64_t* out, int max,
+                                 const StopRange& stop, uint64_t salt, WalkView* view);
+  friend int fast_backtrace_avx2(FrameRuleCache& cache, uint64_t* out, int max,
+                                 const StopRange& stop, uint64_t salt, WalkView* view);
 
   struct Entry {
     uint64_t pc;
@@ -120,27 +150,31 @@ class FrameRuleCache {
   static constexpr unsigned kRecentBits = 6;
   static constexpr int kRecentWays = 8;
   static constexpr int kRecentFrames = 80;
-  static constexpr int kRecentLoads = 160;
-  struct RecentWalk {
-    uint64_t generation;          // 0 (zeroed) or not the cache's: empty
-    uint64_t key;                 // recent_key() of rsp, pc and salt
-    uint64_t rsp, pc, rbp, salt;  // the first frame's registers; rbp only counts when `uses_rbp`
-    uint32_t next;                // the walk used after this one last time: its index + 1 (0: none)
-    uint64_t frames_hash;         // of out[0, count): the same for every copy of one path
-    uint64_t lowest, highest;     // the lowest and highest address loaded
+  static constexpr int kRecentLoads = 162;  // a walk's loads, and the first frame's two words
+  // What a hit reads comes first: the first line says whether the walk starts here, the second
+  // holds the note the recorder reads next and the start of the loads' addresses. The first
+  // frame's return address and rbp are fast_backtrace's own saved words: they are checked among
+  // the loads (rbp only when `uses_rbp`), not apart.
+  struct alignas(64) RecentWalk {
+    uint64_t generation;  // 0 (zeroed) or not the cache's: empty
+    uint64_t rsp, salt;   // the first frame's rsp, and the caller's salt
     StopRange stop;
+    uint64_t frames_hash;  // of out[0, count): the same for every copy of one path
     int32_t max;
-    uint16_t count, loads;
-    // The first `paired` loads come in twos at adjacent addresses (at[i + 1] == at[i] + 8, i
-    // even): a frame-pointer frame's saved rbp and return address. Each two is checked with one
-    // 16-byte load (stack_words.h) — checking is most of a hit's cost.
-    uint16_t paired;
-    bool uses_rbp;  // the walk read the first frame's rbp before loading one from the stack
-    WalkNote note;  // the user's, zeroed when the walk is made
-    uint64_t out[kRecentFrames];
-    // The loads, where and what they found, apart: a two's values are one 16-byte operand.
+    uint32_t next;  // the walk used after this one last time: its index + 1 (0: none)
+    uint16_t count;
+    // The loads in twos at adjacent addresses and alone (stack_words.h). The loads made in
+    // this stack's mapping's generation stay inside it: the bounds change only with the
+    // generation.
+    uint16_t pairs, singles;
+    WalkNote note;     // the user's, zeroed when the walk is made
+    uint64_t key;      // recent_key() of rsp, pc and salt
+    uint64_t pc, rbp;  // the first frame's; rbp only counts when `uses_rbp`
+    bool uses_rbp;     // the walk read the first frame's rbp before loading one from the stack
+    // The loads' addresses (one per two) and what they found: a two's values are one operand.
     uint64_t at[kRecentLoads];
     alignas(32) uint64_t value[kRecentLoads];  // 32: stack_words_differ_avx2
+    uint64_t out[kRecentFrames];
   };
   struct RecentSet {
     // The ways' keys in one cache line: only a way that starts here is read.
@@ -182,6 +216,7 @@ class FrameRuleCache {
   // The registers and salt of a walk's start, as the recent walks look them up (never 0).
   struct Start {
     uint64_t rsp, pc, rbp, salt, key;  // key: recent_key(rsp, pc, salt), 0 until needed
+    uint64_t frame;  // where the walk's own frame saved rbp and pc (pc at frame + 8)
   };
   static uint64_t recent_key(uint64_t rsp, uint64_t pc, uint64_t salt) {
     const uint64_t h = ((rsp ^ (pc << 7)) * 0x9e3779b97f4a7c15ull ^ salt) * 0xff51afd7ed558ccdull;
@@ -191,23 +226,26 @@ class FrameRuleCache {
   // function of its own, so that finding a recent walk pays for none of its registers.
   int walk(const Start& s, uint64_t* out, int max, StopRange stop, uint64_t lo, uint64_t span,
            WalkView* view);
-  // The recent walk that came after the last one used, when it is the walk that starts at `s`:
-  // its count, or -1. Its frames are copied to `out`, or when `view` is given, it points at the
-  // walk's own copy and note.
-  int reuse_hinted(const Start& s, int max, StopRange stop, uint64_t lo, uint64_t span,
-                   uint64_t* out, WalkView* view);
-  // The same for any recent walk that starts at `s`, looked up by s.key (which it sets).
-  int reuse_recent(Start& s, int max, StopRange stop, uint64_t lo, uint64_t span, uint64_t* out,
-                   WalkView* view);
+  // fast_backtrace with `Words` checking stack words (stack_words.h): the walk hinted first (the
+  // one that came after the last one used, last time), and the rest apart. Inline in its two
+  // compilations, fast_backtrace_sse2 and fast_backtrace_avx2.
+  template <class Words>
+  int backtrace_with(uint64_t* out, int max, const StopRange& stop, uint64_t salt, WalkView* view);
+  // Any recent walk that starts at `s`, looked up by s.key (which it sets): its count, or -1. Its
+  // frames are copied to `out`, or when `view` is given, it points at the walk's own copy and note.
+  int reuse_recent(Start& s, int max, StopRange stop, uint64_t* out, WalkView* view);
   // Recent walk `index` is used now: its count.
   int use_recent(uint32_t index, uint64_t* out, WalkView* view);
-  // fast_backtrace apart from its usual case (the hinted recent walk, unless `hint_tried`): `sp`
-  // is fast_backtrace's frame address, `start` its caller's frame.
-  int backtrace_from(Start start, uint64_t sp, uint64_t* out, int max, StopRange stop,
-                     WalkView* view, bool hint_tried);
-  // Whether recent walk `r` is the walk that starts at `s` now.
-  bool recent_holds(const RecentWalk& r, const Start& s, int max, StopRange stop, uint64_t lo,
-                    uint64_t span) const;
+  // fast_backtrace apart from its usual case (the hinted recent walk, tried already): `frame`
+  // is the walk's own frame address (its caller's rbp and pc are saved there), `rsp` its
+  // caller's stack pointer.
+  int backtrace_from(uint64_t frame, uint64_t rsp, uint64_t* out, int max, StopRange stop,
+                     uint64_t salt, WalkView* view);
+  // Whether recent walk `r` is the walk that starts at `rsp` with `salt`, `max` and `stop` now
+  // (the first frame's pc and rbp are among its loads), with `Words` checking stack words.
+  template <class Words>
+  bool recent_holds(const RecentWalk& r, uint64_t rsp, uint64_t salt, int max,
+                    const StopRange& stop) const;
   // Keeps the walk just made (walks[which_ ^ 1], `n` frames) among the recent ones; returns its
   // note, or null when it could not be kept.
   WalkNote* keep_recent(const Start& s, int n, int max, StopRange stop, bool uses_rbp);
@@ -215,25 +253,32 @@ class FrameRuleCache {
   void follow(uint32_t index);
   // The set of a walk that starts with `key` after the walk last used.
   uint32_t recent_set_index(uint64_t key) const {
-    const uint64_t h = (key ^ (last_frames_hash_ * 0x9e3779b97f4a7c15ull)) * 0xc4ceb9fe1a85ec53ull;
+    const uint64_t h = (key ^ (last_walk_hash() * 0x9e3779b97f4a7c15ull)) * 0xc4ceb9fe1a85ec53ull;
     return static_cast<uint32_t>(h >> (64 - kRecentBits));
   }
   RecentWalk& recent_at(uint32_t index) { return tables_->recent_walks[index]; }
+  static BacktraceFn backtrace_for_this_cpu();
 
+  // What every walk reads first, together: the walk its CPU runs, the tables, the hinted walk.
+  // Chosen when the cache is made: a recent walk is only found by the compilation that kept it
+  // (the two may lay out the walk's own frame apart).
+  BacktraceFn backtrace_ = backtrace_for_this_cpu();
   Tables* tables_ = nullptr;
+  uint32_t hint_ = 0;         // the recent walk that came after the last one used: index + 1
+  uint32_t last_recent_ = 0;  // the recent walk used last: its index + 1 (0: none)
+  uint64_t generation_ = 1;   // recent walks of another generation are ignored
+  uint64_t recent_used_ = 0;
   bool failed_ = false;  // mmap failed once: do not retry on every event
-  bool avx2_ = false;    // recent walks are checked with AVX2 (cpu_runs_avx2(), with the tables)
   uint64_t stack_lo_ = 0, stack_hi_ = 0;
   int which_ = 0;       // walks[which_ ^ 1] is the last walk
   int last_count_ = 0;  // its frames; 0: none to reuse
   End last_end_ = End::kMax;
   StopRange last_stop_;  // the range the last walk stopped at: another range cannot reuse it
   uint64_t reused_walks_ = 0;
-  uint64_t recent_used_ = 0;
   bool recent_off_ = false;
-  uint32_t last_recent_ = 0;       // the recent walk used last: its index + 1 (0: none)
-  uint64_t last_frames_hash_ = 0;  // and its frames_hash
-  uint64_t generation_ = 1;        // recent walks of another generation are ignored
+  // The frames_hash of the recent walk used last, set when it was found or kept through the
+  // lookup; one found through the hint has it (last_walk_hash()).
+  uint64_t last_frames_hash_ = 0;
   uint64_t rules_learnt_ = 0;
   uint64_t gave_up_pc_ = 0;
   const char* gave_up_why_ = nullptr;
@@ -253,7 +298,10 @@ class FrameRuleCache {
 // frames are: `out`, or the cache's own copy of a recent walk found whole, valid until the cache's
 // next walk (most walks in a loop: copying them cost more than finding them); and to the note of
 // the recent walk found or kept, valid as long as the frames (null when none).
-int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop = {},
-                   uint64_t salt = 0, WalkView* view = nullptr);
+// Inline: one indirect call to the walk compiled for this CPU, whose frame is the walk's first.
+inline int fast_backtrace(FrameRuleCache& cache, uint64_t* out, int max, StopRange stop = {},
+                          uint64_t salt = 0, WalkView* view = nullptr) {
+  return cache.backtrace(out, max, stop, salt, view);
+}
 
 }  // namespace gmemhook

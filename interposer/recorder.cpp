@@ -306,26 +306,34 @@ void bump(std::atomic<uint64_t>& counter) {
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-// Inline in record_event, its one caller.
-__attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log) {
+// The stack of an event, interned: its id. `kStats`: GMEMHOOK_STACK_STATS=1, every capture timed
+// and counted (capture_and_intern below picks; the usual case tests nothing of it).
+template <bool kStats>
+__attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog* log) {
   uint64_t scratch[kCaptureScratch];
   const uint64_t* frames = scratch;
-  const uint64_t start = g_config.stack_stats ? monotonic_ns() : 0;
+  const uint64_t start = kStats ? monotonic_ns() : 0;
   // Python first: whether the event has Python frames decides where the native walk ends. PyCode
   // records of code objects new to this file are written here, before the Stack record.
   size_t npy = capture_python_frames(log->py_codes, log->file, log->py_frames, kMaxPyDepth);
   StopRange stop;
   if (npy > 0 && !g_config.full_native_stacks) interpreter_loop_range(&stop.lo, &stop.hi);
-  const uint64_t python_done = g_config.stack_stats ? monotonic_ns() : 0;
+  const uint64_t python_done = kStats ? monotonic_ns() : 0;
   // The innermost Python frames (code and instruction) tell call paths apart that enter the
   // recorder at the same depth: the native walk finds its recent twin by them.
   const uint64_t salt = npy == 0 ? 0 : log->py_frames[0] ^ (npy > 1 ? log->py_frames[1] << 17 : 0);
   const uint64_t note_key = stack_note_key(log->stacks.epoch(), log->py_frames, npy);
   WalkNote* note = nullptr;
-  // With statistics on, every capture returns its frames (they count them).
-  size_t n = capture_stack(&log->frame_rules, scratch, &frames, static_cast<size_t>(g_config.depth),
-                           stop, salt, g_config.stack_stats ? 0 : note_key, &note);
-  if (g_config.stack_stats) note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
+  const size_t depth = static_cast<size_t>(g_config.depth);
+  size_t n = 0;
+  if constexpr (kStats) {
+    // Every capture returns its frames (they are counted).
+    n = capture_stack_apart(&log->frame_rules, scratch, &frames, depth, stop, salt, 0, &note,
+                            false);
+    note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
+  } else {
+    n = capture_stack(&log->frame_rules, scratch, &frames, depth, stop, salt, note_key, &note);
+  }
   if (note && note->key == note_key) return note->id;
   StackMemo::Slot* memo = nullptr;
   uint64_t memo_key = 0;
@@ -353,6 +361,17 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log
     *memo = StackMemo::Slot{memo_key, id};
   }
   return id;
+}
+
+__attribute__((noinline, cold)) uint32_t capture_and_intern_counted(ThreadLog* log) {
+  return capture_and_intern_with<true>(log);
+}
+
+// Inline in record_event, its one caller.
+__attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log) {
+  if (g_config.stack_stats) [[unlikely]]
+    return capture_and_intern_counted(log);
+  return capture_and_intern_with<false>(log);
 }
 }  // namespace
 

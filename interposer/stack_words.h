@@ -12,32 +12,45 @@ namespace gmemhook {
 // hook runs on any x86-64: AVX2 code runs only where this says yes.
 bool cpu_runs_avx2();
 
-// The bits in which the `n` words at addresses at[i] differ from value[i] now: 0 when every one
-// is unchanged. The first `paired` (even) come in twos at adjacent addresses (at[i + 1] ==
-// at[i] + 8, i even): each two is read with one 16-byte load. `value` is 32-byte aligned. Every
-// at[i] must be readable.
-uint64_t stack_words_differ_avx2(const uint64_t* at, const uint64_t* value, int paired, int n);
+// The words a check reads: first `pairs` twos of adjacent words (a frame pointer's saved rbp and
+// the return address above it), the k-th two at at[k] and at[k] + 8, holding value[2k] and
+// value[2k + 1]; then `singles` lone words, the j-th at at[pairs + j], holding
+// value[2 * pairs + j]. A two is read with one 16-byte load, and its one address is all it
+// keeps (the table a check reads is half as long as one address per word). `value` is 32-byte
+// aligned. Every address must be readable.
 
-// The same with SSE2 only. Inline: the usual check's one caller is on every event's path.
-inline uint64_t stack_words_differ_sse2(const uint64_t* at, const uint64_t* value, int paired,
-                                        int n) {
-  const auto pair_differs = [at, value](int i) {
-    const __m128i now = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at[i]));
-    return _mm_xor_si128(now, _mm_load_si128(reinterpret_cast<const __m128i*>(value + i)));
+// The bits in which those words differ from their values now: 0 when every one is unchanged.
+// Inline: the walk compiled for SSE2 (fast_unwinder.cpp) makes no call in its usual case.
+inline uint64_t stack_words_differ_sse2(const uint64_t* at, const uint64_t* value, int pairs,
+                                        int singles) {
+  const auto pair_differs = [at, value](int k) {
+    const __m128i now = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at[k]));
+    return _mm_xor_si128(now, _mm_load_si128(reinterpret_cast<const __m128i*>(value + 2 * k)));
   };
-  // Independent loads, eight an iteration, two accumulators.
+  // Independent loads, four twos an iteration, two accumulators.
   __m128i a = _mm_setzero_si128(), b = _mm_setzero_si128();
-  int i = 0;
-  for (; i + 7 < paired; i += 8) {
-    a = _mm_or_si128(a, _mm_or_si128(pair_differs(i), pair_differs(i + 2)));
-    b = _mm_or_si128(b, _mm_or_si128(pair_differs(i + 4), pair_differs(i + 6)));
+  int k = 0;
+  for (; k + 3 < pairs; k += 4) {
+    a = _mm_or_si128(a, _mm_or_si128(pair_differs(k), pair_differs(k + 1)));
+    b = _mm_or_si128(b, _mm_or_si128(pair_differs(k + 2), pair_differs(k + 3)));
   }
-  for (; i < paired; i += 2) a = _mm_or_si128(a, pair_differs(i));
+  for (; k < pairs; ++k) a = _mm_or_si128(a, pair_differs(k));
   a = _mm_or_si128(a, b);
   uint64_t differ = static_cast<uint64_t>(_mm_cvtsi128_si64(a)) |
                     static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(a, a)));
-  for (; i < n; ++i) differ |= *reinterpret_cast<const uint64_t*>(at[i]) ^ value[i];
+  const uint64_t* single_at = at + pairs;
+  const uint64_t* single_value = value + 2 * pairs;
+  for (int j = 0; j < singles; ++j)
+    differ |= *reinterpret_cast<const uint64_t*>(single_at[j]) ^ single_value[j];
   return differ;
 }
+
+// The same with AVX2 (stack_words.cpp): two twos an operand. Run only where cpu_runs_avx2(). A
+// call, not inline: a function that holds 256-bit values may realign its stack, and the walk's
+// own frame must keep the layout its first frame is read from (fast_unwinder.cpp).
+// Pure (reads memory, writes none): the walk keeps what it loaded before the call.
+__attribute__((target("avx2"), pure)) uint64_t stack_words_differ_avx2(const uint64_t* at,
+                                                                       const uint64_t* value,
+                                                                       int pairs, int singles);
 
 }  // namespace gmemhook

@@ -78,7 +78,6 @@ __attribute__((noinline, cold)) int counted_backtrace(FrameRuleCache* rules, uin
   }
   int n = -1;
   if (rules && g_config.fast_unwind) {
-    rules->use_recent_walks(g_config.recent_walks);
     n = fast_backtrace(*rules, raw, want, stop, salt, view);
   }
   Walk how = Walk::kLibunwind;
@@ -106,6 +105,7 @@ __attribute__((noinline, cold)) int counted_backtrace(FrameRuleCache* rules, uin
 size_t capture_stack_apart(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames,
                            size_t max, StopRange stop, uint64_t salt, uint64_t note_key,
                            WalkNote** note, bool fast_tried) {
+  if (rules) rules->use_recent_walks(g_config.recent_walks);  // for capture_stack's usual case
   uint64_t* raw = scratch;
   WalkView view{raw, nullptr};  // where the walk's frames are, and their recent walk's note
   const int want = capture_want(max);
@@ -120,7 +120,6 @@ size_t capture_stack_apart(FrameRuleCache* rules, uint64_t* scratch, const uint6
     n = counted_backtrace(rules, raw, want, stop, salt, &view);
   } else {
     if (!fast_tried && rules && g_config.fast_unwind) {
-      rules->use_recent_walks(g_config.recent_walks);
       n = fast_backtrace(*rules, raw, want, stop, salt, &view);
     }
     if (n < 0) {

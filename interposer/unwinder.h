@@ -61,13 +61,15 @@ size_t capture_stack_apart(FrameRuleCache* rules, uint64_t* scratch, const uint6
 // the stack is not one; the caller may write it. When its key is `note_key` (not 0) the capture
 // ends at once and returns 0 without frames: what the caller noted for this walk still holds.
 // Inline: the usual case (the fast walk, a recent walk found) is on every allocation's path.
-inline size_t capture_stack(FrameRuleCache* rules, uint64_t* scratch, const uint64_t** frames,
-                            size_t max, StopRange stop, uint64_t salt, uint64_t note_key,
-                            WalkNote** note) {
-  const bool usual =
-      t_captures >= kStepCaptures && rules && g_config.fast_unwind && !g_config.stack_stats;
+// With GMEMHOOK_STACK_STATS=1 the recorder calls capture_stack_apart instead (it counts walks).
+__attribute__((always_inline)) inline size_t capture_stack(FrameRuleCache* rules, uint64_t* scratch,
+                                                           const uint64_t** frames, size_t max,
+                                                           StopRange stop, uint64_t salt,
+                                                           uint64_t note_key, WalkNote** note) {
+  // The thread's first captures went through capture_stack_apart, which also told the cache
+  // whether to use recent walks.
+  const bool usual = t_captures >= kStepCaptures && rules && g_config.fast_unwind;
   if (usual) [[likely]] {
-    rules->use_recent_walks(g_config.recent_walks);
     WalkView view{scratch, nullptr};
     const int n = fast_backtrace(*rules, scratch, capture_want(max), stop, salt, &view);
     if (n >= 0) {

@@ -291,7 +291,87 @@ TEST(FastUnwind, RecentWalksCheckNeighbouringLoadsWhole) {
     EXPECT_EQ(b.fast, first_b.fast);
   }
   EXPECT_NE(first_a.fast, first_b.fast);
-  EXPECT_GE(t_cache.recent_walks_used() - before, 10u) << "the later rounds' walks were recent ones";
+  EXPECT_GE(t_cache.recent_walks_used() - before, 10u)
+      << "the later rounds' walks were recent ones";
+}
+
+// Two calls of the walk at one stack depth, from two places in one function: their walks differ
+// in the first frame's return address alone, which is fast_backtrace's own saved word (checked
+// among the stack words, not as a register). A B A B ... then A A B B ...: at each change of
+// order the walk tried first is the other place's (the one that came next last time), which must
+// not hold.
+struct Sites {
+  int site = 0;
+  int count = 0;
+  uint64_t first = 0;  // the first frame's return address: inside probe_two_sites
+  std::vector<uint64_t> rest;
+};
+thread_local Sites* t_sites = nullptr;
+
+__attribute__((noinline)) void probe_two_sites() {
+  Sites& s = *t_sites;
+  uint64_t fast_a[kMax], fast_b[kMax];
+  const uint64_t* fast = fast_a;
+  // Each call followed by code of its own: the compiler cannot make them one call.
+  if (s.site == 0) {
+    s.count = gmemhook::fast_backtrace(t_cache, fast_a, kMax);
+    asm volatile("nop" ::: "memory");
+  } else {
+    s.count = gmemhook::fast_backtrace(t_cache, fast_b, kMax);
+    asm volatile("nop; nop" ::: "memory");
+    fast = fast_b;
+  }
+  if (s.count < 2) return;
+  s.first = fast[0];
+  s.rest.assign(fast + 1, fast + s.count);
+}
+
+void expect_sites_apart() {
+  const std::vector<int> shape{3, 1};  // frame pointers below, then rsp-based frames
+  Sites first[2];
+  std::vector<int> order;
+  for (int k = 0; k < 4; ++k) order.insert(order.end(), {0, 1});
+  for (int k = 0; k < 3; ++k) order.insert(order.end(), {0, 0, 1, 1});
+  for (int k = 0; k < 3; ++k) order.insert(order.end(), {0, 1});
+  const uint64_t before = t_cache.recent_walks_used();
+  for (size_t i = 0; i < order.size(); ++i) {
+    Sites s;
+    s.site = order[i];
+    t_sites = &s;
+    unwind_shapes::step(12, unwind_shapes::Walk{shape.data(), 2, probe_two_sites});
+    t_sites = nullptr;
+    ASSERT_GT(s.count, 2) << i;
+    Sites& f = first[s.site];
+    if (f.count == 0) {
+      f = s;
+      continue;
+    }
+    EXPECT_EQ(s.first, f.first) << "walk " << i << ": the other call's first frame";
+    EXPECT_EQ(s.rest, f.rest) << "walk " << i;
+  }
+  EXPECT_NE(first[0].first, first[1].first);
+  EXPECT_EQ(first[0].rest, first[1].rest);
+  EXPECT_GE(t_cache.recent_walks_used() - before, order.size() / 2) << "recent walks were used";
+}
+
+TEST(FastUnwind, FirstFrameTellsRecentWalksApart) { expect_sites_apart(); }
+
+// The walk compiled for SSE2 (any x86-64) against libunwind and with its recent walks, on a
+// thread of its own (each thread has its cache): on an AVX2 machine nothing else runs it.
+TEST(FastUnwind, SseCompilationWalksAlike) {
+  std::thread([] {
+    t_cache.walk_with_sse2();
+    EXPECT_FALSE(t_cache.walks_with_avx2());
+    for (int shape : {0, 1, 2, 3, 4}) {
+      for (int depth : {1, 8, 33}) {
+        for (int pass = 0; pass < 3; ++pass) {
+          Seen s = walk({shape}, depth);
+          expect_same_as_libunwind(s, describe({shape}, depth) + " pass " + std::to_string(pass));
+        }
+      }
+    }
+    expect_sites_apart();
+  }).join();
 }
 
 // What the recorder keeps with a recent walk (its stack id, in a WalkNote) is handed back only
@@ -381,7 +461,7 @@ TEST(FastUnwind, NotesDoNotPassToTheWalkThatTakesTheirPlace) {
 
 // The check behind every recent walk reused: SSE2 and, where the CPU has it, AVX2 say the same —
 // nothing differs when nothing changed, and a change to any one word checked, in any position
-// (each half of a two, a lone word, the tails after the four-word steps), is seen.
+// (each half of a two, a lone word, the tails after the four-two and two-two steps), is seen.
 TEST(StackWords, EveryChangedWordIsSeen) {
   alignas(32) uint64_t stack[512];
   alignas(32) uint64_t at[200], value[200];
@@ -391,38 +471,46 @@ TEST(StackWords, EveryChangedWordIsSeen) {
   int layouts = 0;
   for (int pairs = 0; pairs <= 19; ++pairs) {
     for (int singles : {0, 1, 2, 5}) {
-      // Twos at 16-byte-aligned spots apart from each other, lone words between them.
-      int n = 0;
+      // Twos at 16-byte-aligned spots apart from each other, lone words between them. A two
+      // keeps one address, its two values side by side; the lone words follow.
+      std::vector<uint64_t*> words;  // every word checked, to change each in turn
       for (int p = 0; p < pairs; ++p) {
         uint64_t* w = &stack[8 + p * 12 + (p % 3) * 2];
-        at[n] = reinterpret_cast<uint64_t>(w);
-        value[n++] = w[0];
-        at[n] = reinterpret_cast<uint64_t>(w + 1);
-        value[n++] = w[1];
+        at[p] = reinterpret_cast<uint64_t>(w);
+        value[2 * p] = w[0];
+        value[2 * p + 1] = w[1];
+        words.push_back(w);
+        words.push_back(w + 1);
       }
       for (int k = 0; k < singles; ++k) {
         uint64_t* w = &stack[300 + k * 7];
-        at[n] = reinterpret_cast<uint64_t>(w);
-        value[n++] = *w;
+        at[pairs + k] = reinterpret_cast<uint64_t>(w);
+        value[2 * pairs + k] = *w;
+        words.push_back(w);
       }
-      const int paired = 2 * pairs;
       ++layouts;
-      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, paired, n), 0u)
+      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, pairs, singles), 0u)
           << pairs << " " << singles;
       if (avx2) {
-        EXPECT_EQ(gmemhook::stack_words_differ_avx2(at, value, paired, n), 0u);
+        EXPECT_EQ(gmemhook::stack_words_differ_avx2(at, value, pairs, singles), 0u);
       }
-      for (int i = 0; i < n; ++i) {
-        auto* w = reinterpret_cast<uint64_t*>(at[i]);
-        const uint64_t keep = *w;
-        *w ^= uint64_t{1} << (i % 64);
-        EXPECT_NE(gmemhook::stack_words_differ_sse2(at, value, paired, n), 0u)
-            << "word " << i << " of " << n << ", " << paired << " in twos";
+      for (size_t i = 0; i < words.size(); ++i) {
+        const uint64_t keep = *words[i];
+        *words[i] ^= uint64_t{1} << (i % 64);
+        EXPECT_NE(gmemhook::stack_words_differ_sse2(at, value, pairs, singles), 0u)
+            << "word " << i << " of " << words.size() << ", " << pairs << " twos";
         if (avx2) {
-          EXPECT_NE(gmemhook::stack_words_differ_avx2(at, value, paired, n), 0u)
-              << "word " << i << " of " << n << ", " << paired << " in twos";
+          EXPECT_NE(gmemhook::stack_words_differ_avx2(at, value, pairs, singles), 0u)
+              << "word " << i << " of " << words.size() << ", " << pairs << " twos";
         }
-        *w = keep;
+        *words[i] = keep;
+      }
+      // A word next to a two or between lone words is not checked: changing it changes nothing.
+      stack[7] ^= 1;
+      stack[301] ^= 1;
+      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, pairs, singles), 0u);
+      if (avx2) {
+        EXPECT_EQ(gmemhook::stack_words_differ_avx2(at, value, pairs, singles), 0u);
       }
     }
   }
