@@ -4,20 +4,19 @@
 // passes through and is counted as not recorded instead (issue 15).
 #pragma once
 
-namespace gmemhook {
+#include "thread_state.h"
 
-// initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc.
-inline thread_local int t_busy __attribute__((tls_model("initial-exec"))) = 0;
+namespace gmemhook {
 
 // Set before a lock is tried (a handler that runs while this thread spins must not spin too).
 class BusyScope {
  public:
-  BusyScope() { ++t_busy; }
-  ~BusyScope() { --t_busy; }
+  BusyScope() { ++t_state.busy; }
+  ~BusyScope() { --t_state.busy; }
   BusyScope(const BusyScope&) = delete;
   BusyScope& operator=(const BusyScope&) = delete;
 };
 
-inline bool thread_busy() { return t_busy != 0; }
+inline bool thread_busy() { return t_state.busy != 0; }
 
 }  // namespace gmemhook

@@ -126,6 +126,31 @@ void LogFile::use_chunk(uint8_t* m, uint64_t start, size_t len) {
   chunk_start_ = start;
   chunk_len_ = len;
   pos_ = 0;
+  prefaulted_ = 0;
+  set_in_place_end();
+}
+
+void LogFile::set_in_place_end() {
+  // The furthest an event writes: its header, kMaxEventPayload bytes (zeros past a shorter
+  // payload), and reserve()'s room for a ChunkEnd after it.
+  constexpr size_t kEvent = format::kSmallHeaderSize + format::kMaxEventPayload;
+  const size_t room = chunk_ && !full_ ? ordinary_end() : 0;
+  const size_t end = prefaulted_ < room ? prefaulted_ : room;
+  in_place_end_ =
+      end > kEvent + format::kSmallHeaderSize ? end - kEvent - format::kSmallHeaderSize + 1 : 0;
+}
+
+__attribute__((noinline)) bool LogFile::prefault_ahead() {
+  if (!chunk_ || full_ || prefaulted_ >= chunk_len_) return false;
+  // From where the writer is (a large record may have gone past what was prefaulted), on a
+  // boundary of kPrefault: a multiple of the page size, as madvise needs.
+  const size_t writer_at = pos_ & ~(kPrefault - 1);
+  const size_t from = writer_at > prefaulted_ ? writer_at : prefaulted_;
+  prefaulted_ = chunk_len_ - from > kPrefault ? from + kPrefault : chunk_len_;
+  // Errors are ignored: the pages are then faulted in when written.
+  madvise(chunk_ + from, prefaulted_ - from, MADV_POPULATE_WRITE);
+  set_in_place_end();
+  return pos_ < in_place_end_;
 }
 
 void LogFile::store_seal(size_t at) {
@@ -138,6 +163,7 @@ void LogFile::store_seal(size_t at) {
 void LogFile::unmap_chunk() {
   uint8_t* old = chunk_;
   chunk_ = nullptr;
+  set_in_place_end();
   munmap(old, chunk_len_);
 }
 
@@ -165,6 +191,7 @@ __attribute__((noinline, cold)) bool LogFile::next_chunk(size_t need) {
       // A file that keeps room for its final record keeps its sealed chunk mapped: the final
       // record replaces the ChunkEnd, and seal() seals the chunk again after it.
       full_ = true;
+      set_in_place_end();
       return false;
     }
     if (chunk_) unmap_chunk();
@@ -212,6 +239,7 @@ bool LogFile::append(RecordType type, const void* payload, size_t n) {
 void LogFile::close() {
   if (chunk_) munmap(chunk_, chunk_len_);
   chunk_ = nullptr;
+  set_in_place_end();
   next_chunk_start_ = 0;
 }
 

@@ -49,7 +49,10 @@ class LogFile {
   // append_final): ordinary records end a chunk before them. process.gmh keeps room for its End
   // record, which says how the process ended and what was lost: a file that cannot grow (disk
   // full, ulimit -f) stops taking ordinary records but still takes that one.
-  void keep_for_final(size_t n) { kept_ = n; }
+  void keep_for_final(size_t n) {
+    kept_ = n;
+    set_in_place_end();
+  }
   // Appends the file's final record, into the kept room when the next chunk cannot be had (then
   // over the ChunkEnd of the chunk sealed before the file failed to grow: until seal() seals it
   // again, a reader finds that chunk's seal wrong and reports it damaged — only on that path).
@@ -65,17 +68,16 @@ class LogFile {
   bool full() const { return full_; }
 
   // Appends one event, which `encode(uint8_t* out)` encodes (at most format::kMaxEventPayload
-  // bytes) and returns as a format::EncodedEvent: straight into the mapping when the chunk has
-  // room for the largest event, else through a buffer and append() above. The same bytes land
-  // in the same place either way; copying each event in was a tenth of recording it.
+  // bytes) and returns as a format::EncodedEvent: straight into the mapping while the chunk has
+  // room for the largest event and its pages are prefaulted (one compare), else through a buffer
+  // and append() above. The same bytes land in the same place either way; copying each event in
+  // was a tenth of recording it.
   template <class Encode>
   bool append_event(Encode encode) {
-    constexpr size_t kHeader = format::kSmallHeaderSize;
     static_assert(format::kMaxEventPayload <= format::kMaxSmallPayload);
     static_assert(!format::is_big(format::kEventTypeBase | format::kEventHeadBits));
-    // As reserve(): room for the record and for a ChunkEnd after it.
-    if (chunk_ && pos_ + kHeader + format::kMaxEventPayload + kHeader <= ordinary_end()) {
-      uint8_t* at = chunk_ + pos_ + kHeader;
+    if (pos_ < in_place_end_ || prefault_ahead()) [[likely]] {
+      uint8_t* at = chunk_ + pos_ + format::kSmallHeaderSize;
       const format::EncodedEvent e = encode(at);
       commit_small(e.type, at, e.size);
       return true;
@@ -139,6 +141,20 @@ class LogFile {
   // Opens the file again (to map a chunk, to cut it).
   int reopen() const;
 
+  // An event is written in place while pos_ < in_place_end_: the chunk has room for the largest
+  // event and a ChunkEnd after it (as reserve() keeps), and the pages it may touch are
+  // prefaulted. Writing a log page the first time through the MAP_SHARED mapping was a page
+  // fault taken by the traced thread, one per ~700 events (issue 14): the next kPrefault bytes
+  // are prefaulted with one madvise instead, when the writer reaches them. That saves the trap
+  // only (~0.5 of the ~6 µs a new page of an ext4 file cost on the EPYC VM, most of it the
+  // kernel zeroing the new page-cache page, which stays). Only a hint: a page not prefaulted
+  // (other records, a kernel without MADV_POPULATE_WRITE) is faulted in when written, as before.
+  static constexpr size_t kPrefault = 64u << 10;
+  // Prefaults the next kPrefault bytes of the chunk when an event has reached the end of those
+  // prefaulted so far; returns whether the event may now be written in place.
+  bool prefault_ahead();
+  void set_in_place_end();
+
   char path_[PATH_MAX] = {};
   size_t name_at_ = 0;        // where the file's name starts in path_ (an offset: copies move)
   int dir_fd_ = -1;           // the directory it lives in; owned by process_log.cpp
@@ -152,6 +168,8 @@ class LogFile {
   size_t kept_ = 0;     // keep_for_final()
   bool final_ = false;  // append_final() is appending
   bool full_ = false;   // the file could not grow; only the final record may still come
+  size_t prefaulted_ = 0;    // chunk offset up to which pages are prefaulted
+  size_t in_place_end_ = 0;  // see set_in_place_end()
 };
 
 }  // namespace gmemhook

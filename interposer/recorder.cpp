@@ -411,8 +411,8 @@ void CallScope::inside_recorder() {
   // cuMemAlloc_v2) are nested in it.
   if (!recording_enabled()) return;
   records_ = false;
-  if (t_skipped_depth == 0) {
-    t_skipped_depth = t_call_depth;
+  if (t_state.skipped_depth == 0) {
+    t_state.skipped_depth = t_state.call_depth;
     note_skipped(next_seq());
   }
 }
@@ -491,7 +491,8 @@ Totals totals() {
 void seal_own_thread_log() {
   ThreadLog* log = t_log;
   // Inside a hook (exit from a signal handler that interrupted an append) the chunk is mid-write.
-  if (!log || t_call_depth != 0 || thread_busy() || log->fork_generation != fork_generation()) return;
+  if (!log || t_state.call_depth != 0 || thread_busy() || log->fork_generation != fork_generation())
+    return;
   log->file.seal();
 }
 

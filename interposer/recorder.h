@@ -20,24 +20,19 @@ namespace gmemhook {
 inline std::atomic<bool> g_recording_enabled{false};
 inline bool recording_enabled() { return g_recording_enabled.load(std::memory_order_relaxed); }
 
-// How deep the calling thread is in hooked calls, and the depth of a signal handler's call
-// counted as skipped (CallScope), 0 when none. initial-exec: a preloaded library's TLS is static,
-// and the dynamic model could call malloc on first access.
-inline thread_local int t_call_depth __attribute__((tls_model("initial-exec"))) = 0;
-inline thread_local int t_skipped_depth __attribute__((tls_model("initial-exec"))) = 0;
-
 // Marks the current thread as inside a hooked call. A runtime call that reaches the driver
 // through our wrappers (cudaMalloc → cuMemAlloc_v2) is nested: only the outermost records.
 // Inline: every wrapper makes one, nested driver calls included.
 class CallScope {
  public:
-  CallScope() : records_(t_call_depth++ == 0 && recording_enabled()) {
+  CallScope() : records_(t_state.call_depth++ == 0 && recording_enabled()) {
     if (thread_busy()) [[unlikely]]
       inside_recorder();
   }
   ~CallScope() {
-    if (t_call_depth == t_skipped_depth) t_skipped_depth = 0;
-    --t_call_depth;
+    ThreadState& t = t_state;
+    if (t.call_depth == t.skipped_depth) t.skipped_depth = 0;
+    --t.call_depth;
   }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
@@ -53,18 +48,20 @@ class CallScope {
 // Whether a hooked call may go straight to the real function, with no CallScope: it is nested in
 // another hooked call of this thread, which CallScope would not let record either. Not counting
 // its depth changes nothing: the outer call's depth is what every nested check reads, and
-// t_skipped_depth is set only while the thread is busy. A call while the thread is inside the
+// the skipped depth is set only while the thread is busy. A call while the thread is inside the
 // recorder (a signal handler's) takes a CallScope, which counts it as skipped.
-inline bool passes_through() { return t_call_depth != 0 && !thread_busy(); }
+inline bool passes_through() {
+  const ThreadState& t = t_state;
+  return t.call_depth != 0 && t.busy == 0;
+}
 
 // Where this thread's errno lives, asked of libc once per thread: errno is a call to
 // __errno_location through the PLT, which every recorded event made (~1 % of the hooked loop).
 // The address is the thread's for its life, and a fork child's thread keeps its parent's.
-inline thread_local int* t_errno_at __attribute__((tls_model("initial-exec"))) = nullptr;
 inline int* errno_at() {
-  int* at = t_errno_at;
+  int* at = t_state.errno_at;
   if (!at) [[unlikely]]
-    at = t_errno_at = &errno;
+    at = t_state.errno_at = &errno;
   return at;
 }
 

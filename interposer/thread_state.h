@@ -1,0 +1,23 @@
+// What every hooked call reads and writes of its own thread, in one thread-local struct: each
+// initial-exec variable of a shared library costs a load of its own TLS offset from the GOT, and
+// a recorded pair of calls touched these ~20 times (issue 14).
+#pragma once
+
+namespace gmemhook {
+
+struct ThreadState {
+  // How deep the thread is inside the recorder's non-reentrant parts (busy.h).
+  int busy = 0;
+  // How deep the thread is in hooked calls, and the depth of a signal handler's call counted as
+  // skipped, 0 when none (recorder.h, CallScope).
+  int call_depth = 0;
+  int skipped_depth = 0;
+  // Where this thread's errno lives, once asked of libc (recorder.h, errno_at).
+  int* errno_at = nullptr;
+};
+
+// initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc
+// on first access.
+inline thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+}  // namespace gmemhook
