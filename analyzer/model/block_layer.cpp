@@ -94,10 +94,13 @@ void BlockLayer::follow_from(const Replay& core) {
 void BlockLayer::call(const Replay& core, const format::Event& ev, const format::ApiInfo& api) {
   const EventKind kind = format::event_kind_of(api.kind, ev.f.mask);
   // Not following yet: nothing is pending either, and no block came yet, so nothing to note.
-  if (!following_) {
-    if (core_stands_for_segments(core, ev, api, kind)) return;
-    follow_from(core);
-  }
+  if (!following_ && core_stands_for_segments(core, ev, api, kind)) return;
+  follow_call(core, ev, api, kind);
+}
+
+[[gnu::noinline]] void BlockLayer::follow_call(const Replay& core, const format::Event& ev,
+                                               const format::ApiInfo& api, EventKind kind) {
+  if (!following_) follow_from(core);
   if (pending_) after_reserving(core);
   if (ev.result != 0) return;
   switch (kind) {

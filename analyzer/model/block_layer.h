@@ -143,6 +143,11 @@ class BlockLayer : public ReplayObserver {
   bool core_stands_for_segments(const Replay& core, const format::Event& ev,
                                 const format::ApiInfo& api, format::EventKind kind) const;
   void follow_from(const Replay& core);
+  // call() once following (or about to): a function of its own so that the calls returning at
+  // once, all of them on a run without PyTorch, save and restore no registers (a third of the
+  // call's instructions).
+  void follow_call(const Replay& core, const format::Event& ev, const format::ApiInfo& api,
+                   format::EventKind kind);
   // Per device, the site changes since its latest allocated peak (as in Replay's PeakCapture).
   std::vector<std::vector<Change>> since_peak_;
   std::vector<bool> peak_pending_;
