@@ -78,7 +78,10 @@ ProcessFile read_process_file(const LogBytes& file, std::vector<ReadWarning>& wa
           p.nvml_samples.push_back(decode_nvml_sample(r, file.name()));
           break;
         case RecordType::End:
-          check_previous_snapshot_complete(p, file, r, open_from);
+          // No check that the snapshot before it is complete: when process.gmh cannot grow (disk
+          // full, a file-size limit) the writer stops its records wherever the chunk ran out,
+          // inside a module snapshot too, and still writes the End record in the room it kept for
+          // it. The cut snapshot is said below ("only N were committed"), the rest is read.
           // Several End records can only come from a writer bug; the last one is the latest state.
           p.end = decode_end(r, file.name());
           p.end_offset = r.offset;

@@ -149,7 +149,9 @@ TEST(DiskFull, ProcessFileThatCannotGrowStillGetsItsEndRecord) {
   // The first chunk mapped is process.gmh's, the second the thread file's: the third, the next
   // chunk of process.gmh, finds the disk full.
   env["GMEMHOOK_TEST_DISK_FULL_AFTER"] = "2";
-  RunResult r = run({scenario_path(), "nvml", "300"}, env);
+  // 4 s at a sample every 10 ms, ~400 samples where ~130 fill the 4 KiB chunk: room for a loaded
+  // machine that wakes the sampler late (at 1.2 s it once took too few to fill the chunk).
+  RunResult r = run({scenario_path(), "nvml", "1000"}, env);
   ASSERT_TRUE(r.exited(0)) << r.err;
   EXPECT_EQ(count_of(r.err, "gmemhook: cannot write"), 1u) << r.err;
   EXPECT_NE(r.err.find("process.gmh: No space left on device (ENOSPC); module maps, notes and NVML "
@@ -331,8 +333,12 @@ TEST(DiskFull, AFileSizeLimitStopsTheLogNotTheProgram) {
 TEST(Signals, HandlerCallsInsideTheHookPassThroughAndAreCounted) {
   fs::path out = temp_dir("signal-inside");
   auto env = traced_env(out);
-  env["GMEMHOOK_TEST_DELAY_RECORD_US"] = "150000";  // the window the signal is aimed into
-  RunResult r = run({scenario_path(), "signal-inside-hook", "4", "30000"}, env);
+  // The window the signal is aimed into (every recorded event waits this long), and where in it:
+  // the signal goes 150 ms after the call is made and the hook holds it for 500 ms, so a loaded
+  // machine that runs either thread late still lands it inside (aimed 30 ms into 150 ms, a
+  // handler's pair was once recorded outside).
+  env["GMEMHOOK_TEST_DELAY_RECORD_US"] = "500000";
+  RunResult r = run({scenario_path(), "signal-inside-hook", "4", "150000"}, env);
   ASSERT_TRUE(r.exited(0)) << r.err;
   EXPECT_EQ(r.out, "handler pairs 4\n");
   auto reader = read_through(process_dirs(out).at(0));

@@ -271,6 +271,7 @@ TEST(Damage, RecordsInTheWrongFile) {
   logs.process = q.file.bytes();
   EXPECT_CONTAINS(read_error(logs), "expected module record 2 of 2 (announced at offset");
 
+  // The End record, though, may follow a cut snapshot (next test).
   ProcessLogBuilder m(4242, kStartNs);
   m.info({});
   m.module({"/a", "", 0, {}});
@@ -290,6 +291,28 @@ TEST(Damage, RecordsInTheWrongFile) {
   bad_end.file.record(RecordType::End, varints({4, 0, 0, 0, 0}));
   logs.process = bad_end.file.bytes();
   EXPECT_CONTAINS(read_error(logs), "end record: expected how = 1 (exit), 2 (_exit) or 3 (exec), got 4");
+}
+
+// When process.gmh cannot grow (disk full, a file-size limit), the writer stops in the middle of
+// a module snapshot too and still writes its End record in the room it kept: the process reads,
+// with the End record, and the cut snapshot is a warning, not an error that loses the report.
+TEST(Damage, EndRecordAfterASnapshotCutByAFullDiskReadsWithAWarning) {
+  ProcessLogs logs = small_two_thread_process(false);
+  ProcessLogBuilder p(logs.pid, kStartNs);
+  p.info({});
+  p.snapshot(0, {{"/opt/bin/train", "", 0x400000, {{0, 0x2000, 5}}}});
+  p.modules_begin(4, 3);
+  p.module({"/usr/lib/libcudart.so.13", "", 0x7f0000000000, {{0, 0x10000, 5}}});
+  p.end(format::EndHow::Exit, 0, 6, 5000000, true);
+  logs.process = p.file.bytes();
+  EXPECT_EQ(read_error(logs), "");
+  ProcessReader r = read_in_memory(logs);
+  collect_events(r);
+  ASSERT_TRUE(r.end());
+  EXPECT_EQ(r.end()->how, format::EndHow::Exit);
+  std::string warnings;
+  for (const auto& w : r.warnings()) warnings += w.to_string() + "\n";
+  EXPECT_CONTAINS(warnings, "module snapshot announced 3 modules, only 1 were committed");
 }
 
 }  // namespace
