@@ -45,11 +45,22 @@ inline uint64_t stack_words_differ_sse2(const uint64_t* at, const uint64_t* valu
   return differ;
 }
 
-// The same with AVX2: two twos an operand (the second joins the first in the upper half with
-// vinserti128 from memory), against four saved values. Run only where cpu_runs_avx2(). Inline
-// assembly, not intrinsics: a function compiled for AVX2 may realign its stack, and the walk's
-// own frame must keep the layout its first frame is read from (fast_unwinder.cpp); the assembly
-// needs no 32-byte stack slot, so the walk inlines it and makes no call (a call and its
+// Two twos of stack words against their four saved values, accumulated: the words' addresses at
+// AT_LO and AT_HI past %1, the values at VALUE past %2, through ymmTMP into ymmACC (the
+// operands of stack_words_differ_avx2's assembly).
+#define GMEMHOOK_TWO_TWOS(AT_LO, AT_HI, VALUE, TMP, ACC)         \
+  "mov " AT_LO "(%1), %3\n\t"                                    \
+  "mov " AT_HI "(%1), %4\n\t"                                    \
+  "vmovdqu (%3), %%xmm" TMP "\n\t"                               \
+  "vinserti128 $1, (%4), %%ymm" TMP ", %%ymm" TMP "\n\t"         \
+  "vpxor " VALUE "(%2), %%ymm" TMP ", %%ymm" TMP "\n\t"          \
+  "vpor %%ymm" TMP ", %%ymm" ACC ", %%ymm" ACC "\n\t"
+
+// stack_words_differ_sse2 with AVX2: two twos an operand (the second joins the first in the upper
+// half with vinserti128 from memory), against four saved values. Run only where cpu_runs_avx2().
+// Inline assembly, not intrinsics: a function compiled for AVX2 may realign its stack, and the
+// walk's own frame must keep the layout its first frame is read from (fast_unwinder.cpp); the
+// assembly needs no 32-byte stack slot, so the walk inlines it and makes no call (a call and its
 // arguments were ~25 instructions a check). It ends with vzeroupper: the walk around it is SSE
 // code. It names "memory": it reads words no operand names (callgrind saw no cost in that).
 inline uint64_t stack_words_differ_avx2(const uint64_t* at, const uint64_t* value, int pairs,
@@ -66,30 +77,10 @@ inline uint64_t stack_words_differ_avx2(const uint64_t* at, const uint64_t* valu
       "cmp %5, %3\n\t"
       "ja 2f\n"
       "1:\n\t"
-      "mov (%1), %3\n\t"
-      "mov 8(%1), %4\n\t"
-      "vmovdqu (%3), %%xmm2\n\t"
-      "vinserti128 $1, (%4), %%ymm2, %%ymm2\n\t"
-      "vpxor (%2), %%ymm2, %%ymm2\n\t"
-      "vpor %%ymm2, %%ymm0, %%ymm0\n\t"
-      "mov 16(%1), %3\n\t"
-      "mov 24(%1), %4\n\t"
-      "vmovdqu (%3), %%xmm3\n\t"
-      "vinserti128 $1, (%4), %%ymm3, %%ymm3\n\t"
-      "vpxor 32(%2), %%ymm3, %%ymm3\n\t"
-      "vpor %%ymm3, %%ymm1, %%ymm1\n\t"
-      "mov 32(%1), %3\n\t"
-      "mov 40(%1), %4\n\t"
-      "vmovdqu (%3), %%xmm2\n\t"
-      "vinserti128 $1, (%4), %%ymm2, %%ymm2\n\t"
-      "vpxor 64(%2), %%ymm2, %%ymm2\n\t"
-      "vpor %%ymm2, %%ymm0, %%ymm0\n\t"
-      "mov 48(%1), %3\n\t"
-      "mov 56(%1), %4\n\t"
-      "vmovdqu (%3), %%xmm3\n\t"
-      "vinserti128 $1, (%4), %%ymm3, %%ymm3\n\t"
-      "vpxor 96(%2), %%ymm3, %%ymm3\n\t"
-      "vpor %%ymm3, %%ymm1, %%ymm1\n\t"
+      GMEMHOOK_TWO_TWOS("0", "8", "0", "2", "0")
+      GMEMHOOK_TWO_TWOS("16", "24", "32", "3", "1")
+      GMEMHOOK_TWO_TWOS("32", "40", "64", "2", "0")
+      GMEMHOOK_TWO_TWOS("48", "56", "96", "3", "1")
       "add $64, %1\n\t"
       "sub $-128, %2\n\t"
       "lea 64(%1), %3\n\t"
@@ -99,30 +90,15 @@ inline uint64_t stack_words_differ_avx2(const uint64_t* at, const uint64_t* valu
       "lea 32(%1), %3\n\t"  // four twos
       "cmp %5, %3\n\t"
       "ja 3f\n\t"
-      "mov (%1), %3\n\t"
-      "mov 8(%1), %4\n\t"
-      "vmovdqu (%3), %%xmm2\n\t"
-      "vinserti128 $1, (%4), %%ymm2, %%ymm2\n\t"
-      "vpxor (%2), %%ymm2, %%ymm2\n\t"
-      "vpor %%ymm2, %%ymm0, %%ymm0\n\t"
-      "mov 16(%1), %3\n\t"
-      "mov 24(%1), %4\n\t"
-      "vmovdqu (%3), %%xmm3\n\t"
-      "vinserti128 $1, (%4), %%ymm3, %%ymm3\n\t"
-      "vpxor 32(%2), %%ymm3, %%ymm3\n\t"
-      "vpor %%ymm3, %%ymm1, %%ymm1\n\t"
+      GMEMHOOK_TWO_TWOS("0", "8", "0", "2", "0")
+      GMEMHOOK_TWO_TWOS("16", "24", "32", "3", "1")
       "add $32, %1\n\t"
       "add $64, %2\n"
       "3:\n\t"
       "lea 16(%1), %3\n\t"  // two twos
       "cmp %5, %3\n\t"
       "ja 4f\n\t"
-      "mov (%1), %3\n\t"
-      "mov 8(%1), %4\n\t"
-      "vmovdqu (%3), %%xmm2\n\t"
-      "vinserti128 $1, (%4), %%ymm2, %%ymm2\n\t"
-      "vpxor (%2), %%ymm2, %%ymm2\n\t"
-      "vpor %%ymm2, %%ymm0, %%ymm0\n\t"
+      GMEMHOOK_TWO_TWOS("0", "8", "0", "2", "0")
       "add $16, %1\n\t"
       "add $32, %2\n"
       "4:\n\t"
@@ -149,5 +125,6 @@ inline uint64_t stack_words_differ_avx2(const uint64_t* at, const uint64_t* valu
     differ |= *reinterpret_cast<const uint64_t*>(single_at[j]) ^ single_value[j];
   return differ;
 }
+#undef GMEMHOOK_TWO_TWOS
 
 }  // namespace gmemhook
