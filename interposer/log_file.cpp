@@ -134,7 +134,7 @@ void LogFile::set_in_place_end() {
   // The furthest an event writes: its header, kMaxEventPayload bytes (zeros past a shorter
   // payload), and reserve()'s room for a ChunkEnd after it.
   constexpr size_t kEvent = format::kSmallHeaderSize + format::kMaxEventPayload;
-  const size_t room = chunk_ && !full_ ? ordinary_end() : 0;
+  const size_t room = chunk_ ? ordinary_end() : 0;
   const size_t end = prefaulted_ < room ? prefaulted_ : room;
   in_place_end_ =
       end > kEvent + format::kSmallHeaderSize ? end - kEvent - format::kSmallHeaderSize + 1 : 0;
@@ -204,10 +204,6 @@ __attribute__((noinline, cold)) bool LogFile::next_chunk(size_t need) {
 
 uint8_t* LogFile::reserve(RecordType type, size_t n) {
   if (!chunk_ && !next_chunk_start_) return nullptr;
-  // Once the file could not grow, only the final record comes: a smaller record that would still
-  // fit where a larger one did not would go over the sealed chunk's ChunkEnd, after a module
-  // snapshot cut short (the reader would find a sample where a module record was announced).
-  if (full_ && !final_) return nullptr;
   bool big = format::is_big(static_cast<uint8_t>(type));
   if ((!big && n > format::kMaxSmallPayload) || n > format::kMaxBigRecord) return nullptr;
   size_t need = (big ? format::kBigHeaderSize : format::kSmallHeaderSize) + n;

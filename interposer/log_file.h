@@ -136,7 +136,10 @@ class LogFile {
   // The end of the current chunk's record area: its seal lives after it.
   size_t record_area() const { return chunk_len_ - format::kSealSize; }
   // Where ordinary records end: before the room kept for the final record.
-  size_t ordinary_end() const { return record_area() - kept_; }
+  // Where ordinary records end: before the room kept for the final record; nowhere once the file
+  // could not grow (only the final record comes after that: a smaller record that still fitted
+  // would go over the sealed chunk's ChunkEnd, after a module snapshot cut short).
+  size_t ordinary_end() const { return full_ ? 0 : record_area() - kept_; }
 
   // Opens the file again (to map a chunk, to cut it).
   int reopen() const;
