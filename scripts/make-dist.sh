@@ -18,5 +18,11 @@ cp "$BUILD"/bin/samples/* "$DIST/bin/samples/"
 # The CUPTI oracle of gpu-check's `cupti` rows, when the build has it (-DGMEMHOOK_CUPTI_ORACLE=ON).
 [ -f "$BUILD/lib/libgmemhook_cupti_oracle.so" ] && cp "$BUILD/lib/libgmemhook_cupti_oracle.so" "$DIST/lib/"
 mkdir -p "$DIST/lib/fakecuda" && cp -P "$BUILD"/lib/fakecuda/*.so* "$DIST/lib/fakecuda/"  # python bench
+# scripts/host-bench.sh: the simulated device's NVML, the analyzer's benchmark, and heaptrack (the
+# peer the hook and reader are measured against) with the libraries a GPU machine lacks.
+mkdir -p "$DIST/lib/fakenvml" && cp -P "$BUILD"/lib/fakenvml/*.so* "$DIST/lib/fakenvml/"
+[ -f "$BUILD/bin/analyzer_bench" ] && cp "$BUILD/bin/analyzer_bench" "$DIST/bin/" &&
+  strip --strip-debug "$DIST/bin/analyzer_bench"
+scripts/pack-heaptrack.sh "$DIST/peers" || echo "make-dist: heaptrack not packed (not installed here?)" >&2
 strip --strip-debug "$DIST/bin/gmemhook"
 du -sh "$DIST"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue 14's CPU-side benchmarks in one go, for a quiet machine: the GPU machine's host (a VM of
+# its own; the development machine is shared, and one process to the next moves ±20 % there).
+#   scripts/host-bench.sh DIST OUT [BASE_DIST]
+# DIST is what scripts/make-dist.sh makes (the hook, the CLI, hook_bench, analyzer_bench, the
+# simulated device, heaptrack packed under peers/). BASE_DIST, optional, holds another build's
+# lib/libgmemhook.so and bin/gmemhook: a before/after in the same rounds. Runs:
+#   1. bench/run_hook_bench.sh (the hook next to heaptrack at 8/32/64 frames; point 1);
+#   2. bench/run_reader_bench.sh (gmemhook summary next to heaptrack_print on that loop's logs);
+#   3. analyzer_bench on the synthetic run (2 M events, 8 threads; point 3), then the whole
+#      `gmemhook summary` command on it, pinned to one core, interleaved with BASE_DIST's.
+# Everything printed is also saved under OUT.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIST=$(cd "${1:?usage: scripts/host-bench.sh DIST OUT [BASE_DIST]}" && pwd)
+OUT=${2:?usage: scripts/host-bench.sh DIST OUT [BASE_DIST]}
+BASE=${3:+$(cd "$3" && pwd)}
+mkdir -p "$OUT"
+[ -d "$DIST/peers/bin" ] && export PATH="$DIST/peers/bin:$PATH"
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  lscpu | grep -E 'Model name|^CPU\(s\)|MHz' || true
+  uptime
+  echo "heaptrack: $(command -v heaptrack || echo none)"
+} | tee "$OUT/machine.txt"
+
+echo "== hook next to heaptrack (bench/run_hook_bench.sh, REPS=${HOOK_REPS:-15})" | tee "$OUT/hook.txt"
+REPS=${HOOK_REPS:-15} BASE_HOOK=${BASE:+$BASE/lib/libgmemhook.so} bench/run_hook_bench.sh "$DIST" |
+  tee -a "$OUT/hook.txt"
+
+echo "== reader next to heaptrack_print (bench/run_reader_bench.sh)" | tee "$OUT/reader.txt"
+REPS=${READER_REPS:-5} bench/run_reader_bench.sh "$DIST" | tee -a "$OUT/reader.txt"
+
+SYN=$(mktemp -d)
+trap 'rm -rf "$SYN"' EXIT
+echo "== synthetic run (analyzer_bench --events 2000000, pinned to core 1)" | tee "$OUT/synthetic.txt"
+taskset -c 1 "$DIST/bin/analyzer_bench" --events 2000000 --repeat 5 --dir "$SYN/run" --keep |
+  tee -a "$OUT/synthetic.txt"
+# The whole command, as a user runs it: CPU seconds (user + system) of each run, interleaved.
+cpu() {
+  /usr/bin/time -o "$SYN/time" -f '%U %S' taskset -c 1 "$1" summary "$SYN/run" >/dev/null 2>&1
+  awk '{ print $1 + $2 }' "$SYN/time"
+}
+this="" base=""
+for _ in $(seq "${SUMMARY_REPS:-15}"); do
+  this+="$(cpu "$DIST/bin/gmemhook") "
+  [ -z "$BASE" ] || base+="$(cpu "$BASE/bin/gmemhook") "
+done
+stats() {  # median and fastest of CPU seconds, as M events per CPU second
+  tr ' ' '\n' | grep . | sort -g |
+    awk '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)];
+      printf "median %.3f s (%.2f M events/s), fastest %.3f s (%.2f M events/s), %d runs", m, 2 / m, v[1], 2 / v[1], NR }'
+}
+{
+  echo "gmemhook summary, whole command, 2 M events, one core: $(stats <<<"$this")"
+  [ -z "$BASE" ] || echo "base build, same rounds:                            $(stats <<<"$base")"
+} | tee -a "$OUT/synthetic.txt"
