@@ -41,6 +41,9 @@ class PyCodeTable {
   uint32_t id_of(const uint8_t* code, uintptr_t line_table, int64_t first_line, LogFile& log);
   // What the previous walk found at `depth` (< kMaxPyDepth); its words hold this table's ids.
   PySeenFrame& seen(size_t depth) { return seen_[depth]; }
+  // How many frames the previous walk wrote (its first seen_count() entries are its own).
+  size_t seen_count() const { return seen_count_; }
+  void set_seen_count(size_t n) { seen_count_ = n; }
   void release();
   // Forgets every code object, keeping the memory as StackTable::reset does.
   void reset();
@@ -61,6 +64,7 @@ class PyCodeTable {
   size_t used_ = 0;
   uint32_t next_id_ = 1;
   PySeenFrame seen_[kMaxPyDepth] = {};
+  size_t seen_count_ = 0;
 };
 
 // Finds the interpreter in this process (dlsym; call from the library constructor). A retry later
