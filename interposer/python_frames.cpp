@@ -14,8 +14,8 @@
 #include <atomic>
 #include <cstring>
 #include <iterator>
-#include <utility>
 #include <string_view>
+#include <utility>
 
 #include "config.h"
 #include "gmemhook/codec.h"
@@ -371,7 +371,7 @@ FrameRead read_frame(const uint8_t* f, const uint8_t* code, uintptr_t instr, uin
     // skipped, as CPython's tracebacks do; their group boundary is kept.
     if ((flags & ~kSeenEntry) != kOwnedByGenerator && at < first_traceable * 2)
       return FrameRead::kSkip;
-    int64_t units = load<int64_t>(code, kObSize);             // code units in co_code_adaptive
+    int64_t units = load<int64_t>(code, kObSize);              // code units in co_code_adaptive
     if (units < 0 || at > units * 2) return FrameRead::kStop;  // not inside this code: not ours
     offset = at > 0 ? static_cast<uint64_t>(at) : 0;
   }
@@ -385,8 +385,13 @@ FrameRead read_frame(const uint8_t* f, const uint8_t* code, uintptr_t instr, uin
                     : codes.id_of(code, line_table, first_line, log);
   if (!id) return FrameRead::kStop;
   *word = fmt::py_frame_word(id, static_cast<uint32_t>(offset << 1 | (entry ? 1 : 0)));
-  seen = PySeenFrame{reinterpret_cast<uintptr_t>(f), reinterpret_cast<uintptr_t>(code), instr,
-                     line_table,  first_line,  flags, *word};
+  seen = PySeenFrame{.frame = reinterpret_cast<uintptr_t>(f),
+                     .code = reinterpret_cast<uintptr_t>(code),
+                     .instr = instr,
+                     .line_table = line_table,
+                     .first_line = first_line,
+                     .flags = flags,
+                     .word = *word};
   return FrameRead::kWord;
 }
 
