@@ -44,6 +44,10 @@ what another tenant of the host takes from a vCPU counts as this process's CPU t
 
   python3 bench/torch_loop_bench.py --compare --hook build/lib/libgmemhook.so [--reps 7]
   (bench/run_torch_loop_bench.sh does this from a build directory.)
+
+A before/after of a change in the same rounds: --base-hook OTHER/libgmemhook.so, and a mode
+named base:MODE runs gmemhook MODE under that library, e.g.
+  --modes plain,gmemhook-no-nvml,base:gmemhook-no-nvml,gmemhook-stats,base:gmemhook-stats
 """
 
 import argparse
@@ -128,12 +132,16 @@ def measure(mode, warmup, steps, batch, window):
             "blocks_per_step": (after - before) / steps, "torch": torch.__version__}
 
 
-def run_child(mode, args, log_root):
+BASE = "base:"  # a mode run under --base-hook instead of --hook
+
+
+def run_child(name, args, log_root):
     env = dict(os.environ)
     log_dir = None
+    hook, mode = (args.base_hook, name[len(BASE):]) if name.startswith(BASE) else (args.hook, name)
     if mode.startswith("gmemhook"):
         log_dir = tempfile.mkdtemp(dir=log_root)
-        env.update(LD_PRELOAD=args.hook, GMEMHOOK_OUT=log_dir, GMEMHOOK_QUIET="1")
+        env.update(LD_PRELOAD=hook, GMEMHOOK_OUT=log_dir, GMEMHOOK_QUIET="1")
         env["GMEMHOOK_NVML"] = "1" if mode == "gmemhook" else "0"
         env.update(PARTS.get(mode, {}))
     elif mode == "preload-empty":
@@ -144,7 +152,7 @@ def run_child(mode, args, log_root):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600,
                        preexec_fn=lambda: os.sched_setaffinity(0, {args.cpu}))
     if p.returncode != 0:
-        sys.exit("torch_loop_bench: %s failed (%d):\n%s" % (mode, p.returncode, p.stderr))
+        sys.exit("torch_loop_bench: %s failed (%d):\n%s" % (name, p.returncode, p.stderr))
     result = json.loads(p.stdout.strip().splitlines()[-1])
     stats = [l for l in p.stderr.splitlines() if "stack stats:" in l]
     if stats:
@@ -175,9 +183,13 @@ def compare(args):
     if args.cpu is None:
         args.cpu = max(os.sched_getaffinity(0))
     modes = args.modes.split(",") if args.modes else MODES
-    unknown = [m for m in modes if m not in ALL_MODES]
+    based = [BASE + m for m in ALL_MODES if m.startswith("gmemhook")] if args.base_hook else []
+    unknown = [m for m in modes if m not in ALL_MODES + based]
     if unknown or "plain" not in modes:
-        sys.exit("torch_loop_bench: --modes must include plain and name only %s" % ALL_MODES)
+        sys.exit("torch_loop_bench: --modes must include plain and name only %s"
+                 % (ALL_MODES + based))
+    if args.base_hook and not os.path.exists(args.base_hook):
+        sys.exit("torch_loop_bench: no --base-hook %s" % args.base_hook)
     runs = {m: [] for m in modes}
     log_root = tempfile.mkdtemp(prefix="torch-loop-bench-")
     try:
@@ -209,11 +221,13 @@ def compare(args):
         off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
         print("\nNVML sampling (gmemhook vs gmemhook-no-nvml): %+.1f %% (target: at most +1 %%)"
               % ((on / off - 1) * 100))
-    for mode in ("gmemhook-stats", "gmemhook-full-native-stats", "gmemhook-no-recent-stats"):
-        for r in runs.get(mode, []):
-            print("\n%s (%.3f ms/step): %s" % (mode, r["ms_per_step"], r.get("stack_stats", "-")))
+    for stats in ("gmemhook-stats", "gmemhook-full-native-stats", "gmemhook-no-recent-stats"):
+        for mode in (stats, BASE + stats):
+            for r in runs.get(mode, []):
+                print("\n%s (%.3f ms/step): %s"
+                      % (mode, r["ms_per_step"], r.get("stack_stats", "-")))
     for mode in modes:
-        if mode.startswith("gmemhook") and mode != "gmemhook-disabled":
+        if mode.split(BASE)[-1].startswith("gmemhook") and not mode.endswith("gmemhook-disabled"):
             logs = [r["log_bytes"] for r in runs[mode]]
             print("\n%s log: %.1f KiB per run (median)" % (mode, statistics.median(logs) / 1024))
 
@@ -225,6 +239,7 @@ def main():
     ap.add_argument("--modes", help="comma-separated modes for --compare (default: %s)"
                     % ",".join(MODES))
     ap.add_argument("--hook", help="libgmemhook.so (for --compare)")
+    ap.add_argument("--base-hook", help="another libgmemhook.so, for the base:MODE modes")
     ap.add_argument("--reps", type=int, default=7, help="runs per mode (>= 5)")
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--steps", type=int, default=300)

@@ -9,9 +9,13 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
+#include <iterator>
 #include <string_view>
+#include <utility>
 
 #include "config.h"
 #include "gmemhook/codec.h"
@@ -49,6 +53,9 @@ LoadCounters g_checked_at{~0ull, ~0ull};
 // constructor, possibly before this file's own dynamic initializers would have run.
 char g_reason[192];
 std::atomic<uint64_t> g_noted_generation{~0ull};
+
+// PySeenFrame::flags: the frame's owner (0–3), and this bit for is_entry (3.11).
+constexpr uint8_t kSeenEntry = 0x80;
 
 // Longest filename/name/qualname written; longer ones are cut (they are labels, not keys).
 constexpr size_t kMaxPyName = 4096;
@@ -248,30 +255,17 @@ bool PyCodeTable::grow() {
   return true;
 }
 
-uint32_t PyCodeTable::id_of(const uint8_t* code, size_t depth, const uint8_t* frame, LogFile& log) {
-  const PyLayout& L = *g_py.layout;
-  auto key = reinterpret_cast<uintptr_t>(code);
-  auto line_table = reinterpret_cast<uintptr_t>(load_ptr(code, L.code_linetable));
-  int64_t first_line = load<int32_t>(code, L.code_firstlineno);
-  Recent& r = recent_[depth];
-  if (r.frame == reinterpret_cast<uintptr_t>(frame) && r.slot.code == key &&
-      r.slot.line_table == line_table && r.slot.first_line == first_line)
-    return r.slot.id;
-  uint32_t id = lookup(key, line_table, first_line, log);
-  if (id) r = Recent{reinterpret_cast<uintptr_t>(frame), Slot{key, line_table, first_line, id}};
-  return id;
-}
-
-uint32_t PyCodeTable::lookup(uintptr_t key, uintptr_t line_table, int64_t first_line,
-                             LogFile& log) {
+uint32_t PyCodeTable::id_of(const uint8_t* code, uintptr_t line_table, int64_t first_line,
+                            LogFile& log) {
   if ((used_ + 1) * 2 > capacity_ && !grow()) return 0;
+  auto key = reinterpret_cast<uintptr_t>(code);
   size_t i = mix(key, line_table) & (capacity_ - 1);
   while (slots_[i].code) {
     const Slot& s = slots_[i];
     if (s.code == key && s.line_table == line_table && s.first_line == first_line) return s.id;
     i = (i + 1) & (capacity_ - 1);
   }
-  uint32_t id = write_record(reinterpret_cast<const uint8_t*>(key), log);
+  uint32_t id = write_record(code, log);
   if (id) {
     slots_[i] = Slot{key, line_table, first_line, id};
     ++used_;
@@ -301,7 +295,8 @@ void PyCodeTable::reset() {
   if (slots_) std::memset(slots_, 0, capacity_ * sizeof(Slot));
   used_ = 0;
   next_id_ = 1;
-  for (Recent& r : recent_) r = Recent{};
+  for (PySeenFrame& f : seen_) f = PySeenFrame{};
+  seen_count_ = 0;
 }
 
 void PyCodeTable::release() {
@@ -309,7 +304,8 @@ void PyCodeTable::release() {
   slots_ = nullptr;
   capacity_ = used_ = 0;
   next_id_ = 1;
-  for (Recent& r : recent_) r = Recent{};
+  for (PySeenFrame& f : seen_) f = PySeenFrame{};
+  seen_count_ = 0;
 }
 
 // --- Detection entry points -------------------------------------------------------------------
@@ -347,25 +343,96 @@ bool interpreter_loop_range(uint64_t* lo, uint64_t* hi) {
 
 // --- The walk ---------------------------------------------------------------------------------
 
-size_t walk_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max) {
-  int state = g_state.load(std::memory_order_acquire);
-  if (state != kSupported) {
-    if (state == kUnsupported) note_unsupported_once();
-    return 0;
+namespace {
+
+// Outcome of reading a frame the previous walk did not see at its depth.
+enum class FrameRead { kWord, kSkip, kStop };
+
+// The word of frame `f` (running `code` at `instr`, with `flags`), from the frame and its code
+// object, with `seen` updated; kSkip for a frame that is not shown (incomplete), kStop where the
+// chain cannot be ours or the log failed.
+template <size_t kRow>
+FrameRead read_frame(const uint8_t* f, const uint8_t* code, uintptr_t instr, uint8_t flags,
+                     PySeenFrame& seen, PyCodeTable& codes, LogFile& log, uint64_t* word) {
+  constexpr const PyLayout& L = kPyLayouts[kRow];
+  if (!has_type(code, g_py.code_type)) return FrameRead::kStop;
+  uint64_t offset = 0;
+  bool entry = true;  // 3.10 runs every frame in its own _PyEval_EvalFrameDefault call
+  if constexpr (L.model == PyFrameModel::FrameObject) {
+    auto lasti = static_cast<int32_t>(instr);  // in code units, -1 before the first
+    offset = lasti > 0 ? static_cast<uint64_t>(lasti) * 2 : 0;
+  } else {
+    entry = (flags & kSeenEntry) != 0;
+    // Byte offset of the instruction pointer (prev_instr / instr_ptr) into co_code_adaptive.
+    auto start = reinterpret_cast<uintptr_t>(code) + static_cast<uint32_t>(L.code_adaptive);
+    auto at = static_cast<int64_t>(instr - start);
+    int64_t first_traceable = load<int32_t>(code, static_cast<uint32_t>(L.code_firsttraceable));
+    // Incomplete frames (still building cells or the generator before their first RESUME) are
+    // skipped, as CPython's tracebacks do; their group boundary is kept.
+    if ((flags & ~kSeenEntry) != kOwnedByGenerator && at < first_traceable * 2)
+      return FrameRead::kSkip;
+    int64_t units = load<int64_t>(code, kObSize);              // code units in co_code_adaptive
+    if (units < 0 || at > units * 2) return FrameRead::kStop;  // not inside this code: not ours
+    offset = at > 0 ? static_cast<uint64_t>(at) : 0;
   }
-  const PyLayout& L = *g_py.layout;
+  if (offset >= (uint64_t{1} << 31)) return FrameRead::kStop;
+  auto line_table = load<uintptr_t>(code, L.code_linetable);
+  int32_t first_line = load<int32_t>(code, L.code_firstlineno);
+  // The same code object as the one seen here last time (another instruction): its id is known.
+  uint32_t id = seen.code == reinterpret_cast<uintptr_t>(code) && seen.line_table == line_table &&
+                        seen.first_line == first_line
+                    ? fmt::py_frame_code_id(seen.word)
+                    : codes.id_of(code, line_table, first_line, log);
+  if (!id) return FrameRead::kStop;
+  *word = fmt::py_frame_word(id, static_cast<uint32_t>(offset << 1 | (entry ? 1 : 0)));
+  seen = PySeenFrame{.frame = reinterpret_cast<uintptr_t>(f),
+                     .code = reinterpret_cast<uintptr_t>(code),
+                     .instr = instr,
+                     .line_table = line_table,
+                     .first_line = first_line,
+                     .flags = flags,
+                     .word = *word};
+  return FrameRead::kWord;
+}
+
+// The calling thread's frames under one row of kPyLayouts: its offsets are constants here (read
+// from the row in memory, a frame cost ~130 instructions), and a frame the previous walk saw
+// (PySeenFrame) costs a few loads and compares.
+template <size_t kRow>
+size_t walk_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max) {
+  constexpr const PyLayout& L = kPyLayouts[kRow];
+  // The walk follows the chain one dependent load at a time, and between two PyTorch tensor
+  // events the step's own work pushes the frames out of the near caches (with them in memory a
+  // frame cost ~200 ns here, bench/python_frames_bench.py with EVICT_KB): the lines the previous
+  // walk read, most of which this one reads again, are asked for all at once first. A frame's
+  // fields lie within 72 bytes from 3.11 on (two lines: its first and its last field's); the
+  // code object's key fields are 68 bytes apart (two lines).
+  constexpr uint32_t kFrameFirst = std::min({L.frame_previous, L.frame_code, L.frame_instr});
+  constexpr uint32_t kFrameLast =
+      std::max({L.frame_previous, L.frame_code, L.frame_instr,
+                static_cast<uint32_t>(L.frame_owner >= 0 ? L.frame_owner : 0)});
+  for (size_t i = 0, seen = codes.seen_count(); i < seen; ++i) {
+    const auto* f = reinterpret_cast<const uint8_t*>(codes.seen(i).frame);
+    const auto* code = reinterpret_cast<const uint8_t*>(codes.seen(i).code);
+    __builtin_prefetch(f + kFrameFirst);
+    __builtin_prefetch(f + kFrameLast);
+    __builtin_prefetch(code + L.code_firstlineno);
+    __builtin_prefetch(code + L.code_linetable);
+  }
   const auto* ts = static_cast<const uint8_t*>(g_py.this_thread_state());
   // The thread state must be this thread's: a stale or foreign one has frames that move under us.
   if (!plausible(ts) || load<unsigned long>(ts, L.tstate_thread_id) != pthread_self()) return 0;
   const uint8_t* f = load_ptr(ts, L.tstate_frame);
-  if (L.cframe_frame >= 0) {
+  if constexpr (L.cframe_frame >= 0) {
     if (!plausible(f)) return 0;
     f = load_ptr(f, static_cast<uint32_t>(L.cframe_frame));
   }
+  if (max > kMaxPyDepth) max = kMaxPyDepth;  // the depths PyCodeTable remembers
 
   size_t n = 0;
   bool group_open = false;  // frames were written since the last is_entry mark
-  auto close_group = [&] {
+  // always_inline: GCC kept it out of line, and `n` in memory for it on every frame.
+  auto close_group = [&]() __attribute__((always_inline)) {
     if (group_open) out[n - 1] |= 1;
     group_open = false;
   };
@@ -373,45 +440,62 @@ size_t walk_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_
        ++steps, f = load_ptr(f, L.frame_previous)) {
     if (!plausible(f)) break;
     const uint8_t* code = load_ptr(f, L.frame_code);
-    uint64_t offset = 0;
-    bool entry = false;
-    if (L.model == PyFrameModel::FrameObject) {
-      if (!has_type(f, g_py.frame_type) || !has_type(code, g_py.code_type)) break;
-      int32_t lasti = load<int32_t>(f, L.frame_instr);  // in code units, -1 before the first
-      offset = lasti > 0 ? static_cast<uint64_t>(lasti) * 2 : 0;
-      entry = true;  // 3.10 runs every frame in its own _PyEval_EvalFrameDefault call
+    uintptr_t instr = 0;
+    uint8_t flags = 0;
+    if constexpr (L.model == PyFrameModel::FrameObject) {
+      if (!has_type(f, g_py.frame_type)) break;
+      instr = static_cast<uint32_t>(load<int32_t>(f, L.frame_instr));
     } else {
-      uint8_t owner = load<uint8_t>(f, static_cast<uint32_t>(L.frame_owner));
-      if (L.model == PyFrameModel::CStackShim && owner == kOwnedByCStack) {
-        close_group();  // the frame inside the shim is the first of its loop call
-        continue;
+      flags = load<uint8_t>(f, static_cast<uint32_t>(L.frame_owner));
+      if constexpr (L.model == PyFrameModel::CStackShim) {
+        if (flags == kOwnedByCStack) {
+          close_group();  // the frame inside the shim is the first of its loop call
+          continue;
+        }
+      } else if (load<uint8_t>(f, static_cast<uint32_t>(L.frame_is_entry))) {
+        flags |= kSeenEntry;
       }
-      if (!has_type(code, g_py.code_type)) break;
-      bool entry_flag = L.model == PyFrameModel::EntryFlag &&
-                        load<uint8_t>(f, static_cast<uint32_t>(L.frame_is_entry));
-      // Byte offset of the instruction pointer (prev_instr / instr_ptr) into co_code_adaptive.
-      auto start = reinterpret_cast<uintptr_t>(code) + static_cast<uint32_t>(L.code_adaptive);
-      auto at =
-          static_cast<int64_t>(reinterpret_cast<uintptr_t>(load_ptr(f, L.frame_instr)) - start);
-      int64_t first_traceable = load<int32_t>(code, static_cast<uint32_t>(L.code_firsttraceable));
-      // Incomplete frames (still building cells or the generator before their first RESUME) are
-      // skipped, as CPython's tracebacks do; their group boundary is kept.
-      if (owner != kOwnedByGenerator && at < first_traceable * 2) {
-        if (entry_flag) close_group();
-        continue;
-      }
-      int64_t units = load<int64_t>(code, kObSize);  // code units in co_code_adaptive
-      if (units < 0 || at > units * 2) break;        // not inside this code: the chain is not ours
-      offset = at > 0 ? static_cast<uint64_t>(at) : 0;
-      entry = entry_flag;
+      instr = load<uintptr_t>(f, L.frame_instr);
     }
-    if (offset >= (uint64_t{1} << 31)) break;
-    uint32_t id = codes.id_of(code, n, f, log);
-    if (!id) break;
-    out[n++] = fmt::py_frame_word(id, static_cast<uint32_t>(offset << 1 | (entry ? 1 : 0)));
-    group_open = !entry;
+    PySeenFrame& seen = codes.seen(n);
+    uint64_t word = seen.word;
+    // The code object is read only once the frame matched: then it is the one seen, alive.
+    bool same = seen.frame == reinterpret_cast<uintptr_t>(f) &&
+                seen.code == reinterpret_cast<uintptr_t>(code) && seen.instr == instr &&
+                seen.flags == flags && seen.line_table == load<uintptr_t>(code, L.code_linetable) &&
+                seen.first_line == load<int32_t>(code, L.code_firstlineno);
+    if (!same) {
+      FrameRead r = read_frame<kRow>(f, code, instr, flags, seen, codes, log, &word);
+      if (r == FrameRead::kStop) break;
+      if (r == FrameRead::kSkip) {
+        if (flags & kSeenEntry) close_group();  // the boundary stays where the frame was
+        continue;
+      }
+    }
+    out[n++] = word;
+    group_open = (word & 1) == 0;
   }
+  codes.set_seen_count(n);
   return n;
+}
+
+using WalkFn = size_t (*)(PyCodeTable&, LogFile&, uint64_t*, size_t);
+template <size_t... kRows>
+constexpr std::array<WalkFn, sizeof...(kRows)> walks_of(std::index_sequence<kRows...>) {
+  return {&walk_frames<kRows>...};
+}
+// One walk per row of kPyLayouts, in its order.
+constexpr auto kWalks = walks_of(std::make_index_sequence<std::size(kPyLayouts)>());
+
+}  // namespace
+
+size_t walk_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max) {
+  int state = g_state.load(std::memory_order_acquire);
+  if (state != kSupported) {
+    if (state == kUnsupported) note_unsupported_once();
+    return 0;
+  }
+  return kWalks[static_cast<size_t>(g_py.layout - kPyLayouts)](codes, log, out, max);
 }
 
 }  // namespace gmemhook

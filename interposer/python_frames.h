@@ -15,15 +15,35 @@ class LogFile;
 inline constexpr size_t kMaxPyDepth = 256;
 inline constexpr size_t kMaxPyWalk = 4096;
 
+// What a walk found at one depth of the stack and the word it wrote there. A later walk that finds
+// the same frame there, at the same instruction, with the same owner, running the same code object
+// (same key as PyCodeTable's), writes the same word without reading the rest of the code object:
+// training loops repeat stacks, so most frames of an event are where the previous event found them.
+// Every field is compared, frame by frame: frames are reused at the same addresses by other calls
+// (CPython's frame stack), and a caller below an unchanged top frame may be at another line.
+struct PySeenFrame {
+  uintptr_t frame = 0;  // 0: nothing seen at this depth
+  uintptr_t code = 0;
+  uintptr_t instr = 0;  // the instruction pointer (3.11+) or f_lasti (3.10)
+  uintptr_t line_table = 0;
+  int32_t first_line = 0;
+  uint8_t flags = 0;  // owner, and is_entry in its top bit (3.11)
+  uint64_t word = 0;  // py_frame_word, before a later frame marks it as its group's first
+};
+
 // The code objects one thread file has described so far (PyCode records): code object → id.
 // Keyed by (address, co_linetable, co_firstlineno): a code object on a live frame cannot die,
 // but a new one may later reuse a dead one's address. Memory comes from mmap (this runs in hooks).
 class PyCodeTable {
  public:
-  // The id of `code`, writing its PyCode record to `log` first when it is new; 0 on failure.
-  // `depth` is the frame's position in the stack being walked: a frame found where the previous
-  // walk found it, running the same code, skips the hash lookup (training loops repeat stacks).
-  uint32_t id_of(const uint8_t* code, size_t depth, const uint8_t* frame, LogFile& log);
+  // The id of `code`, whose key fields are `line_table` and `first_line`, writing its PyCode
+  // record to `log` first when it is new; 0 on failure.
+  uint32_t id_of(const uint8_t* code, uintptr_t line_table, int64_t first_line, LogFile& log);
+  // What the previous walk found at `depth` (< kMaxPyDepth); its words hold this table's ids.
+  PySeenFrame& seen(size_t depth) { return seen_[depth]; }
+  // How many frames the previous walk wrote (its first seen_count() entries are its own).
+  size_t seen_count() const { return seen_count_; }
+  void set_seen_count(size_t n) { seen_count_ = n; }
   void release();
   // Forgets every code object, keeping the memory as StackTable::reset does.
   void reset();
@@ -39,17 +59,12 @@ class PyCodeTable {
   bool grow();
   uint32_t write_record(const uint8_t* code, LogFile& log);
 
-  struct Recent {
-    uintptr_t frame;
-    Slot slot;
-  };
-  uint32_t lookup(uintptr_t code, uintptr_t line_table, int64_t first_line, LogFile& log);
-
   Slot* slots_ = nullptr;
   size_t capacity_ = 0;
   size_t used_ = 0;
   uint32_t next_id_ = 1;
-  Recent recent_[kMaxPyDepth] = {};  // what the previous walk found at each depth
+  PySeenFrame seen_[kMaxPyDepth] = {};
+  size_t seen_count_ = 0;
 };
 
 // Finds the interpreter in this process (dlsym; call from the library constructor). A retry later

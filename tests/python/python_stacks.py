@@ -10,6 +10,7 @@ moment of the call: exactly what the recorder must reconstruct from raw interpre
 """
 import asyncio
 import ctypes
+import functools
 import gc
 import sys
 import threading
@@ -223,6 +224,23 @@ def helpers_in_turn():
         via_b()
 
 
+def lines_in_turn():
+    # One caller, two lines, the same helper: every frame sits where the previous call's did,
+    # running the same code at the same instruction, except the caller's, which is a line further
+    # (the recorder reuses what its previous walk read of a frame only when all of that matches).
+    for _ in range(40):
+        shared_helper()
+        shared_helper()
+
+
+def entries_in_turn():
+    # The same helper from the same line, called straight and through C in turn: the frames sit
+    # at the same places at the same instructions, but only through C does the helper's frame
+    # start an interpreter-loop call (its is_entry mark, or a shim frame below it).
+    for call in [shared_helper, functools.partial(shared_helper)] * 20:
+        call()
+
+
 def loop_site():
     for _ in range(50):
         alloc(128)
@@ -244,6 +262,8 @@ def main():
     gc_callbacks()
     sites_in_turn()
     helpers_in_turn()
+    lines_in_turn()
+    entries_in_turn()
     loop_site()
 
 
