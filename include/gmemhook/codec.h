@@ -62,7 +62,8 @@ struct EventDeltas {
   // Version 8 (format.h, "Event payload"): what an event may leave out because it repeats.
   uint64_t last_stream = 0;
   int32_t last_device = 0;
-  // The fields of the previous event of each api, less the bits an event must state (kOneOffFields).
+  // The fields of the previous event of each api, less the bits an event must state
+  // (kOneOffFields).
   uint16_t api_fields[256] = {};
 };
 
@@ -150,11 +151,22 @@ inline uint64_t expected_allocated_total(const EventFields& f, const EventDeltas
 
 // The parts of an event's encoding, for measuring where a log's bytes go (bench/log_size).
 enum class EventPart : uint8_t {
-  Api, Seq, Time, Result, Stack, Fields, Address, Size, Stream, Device, Other, Count
+  Api,
+  Seq,
+  Time,
+  Result,
+  Stack,
+  Fields,
+  Address,
+  Size,
+  Stream,
+  Device,
+  Other,
+  Count
 };
-inline constexpr const char* kEventPartNames[] = {"api",   "seq",    "time",    "result",
-                                                   "stack", "fields", "address", "size",
-                                                   "stream", "device", "other"};
+inline constexpr const char* kEventPartNames[] = {"api",    "seq",    "time",    "result",
+                                                  "stack",  "fields", "address", "size",
+                                                  "stream", "device", "other"};
 
 // Version 8's scaled numbers (format.h): value >> kScaleShift[c], two bits of class c below it.
 inline constexpr unsigned kScaleShift[4] = {0, 8, 12, 21};
@@ -338,32 +350,42 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
   const uint64_t seq_delta = ev.seq - d.last_seq;
   const uint64_t units = time_units(ev.time_ns);
   const uint64_t time_delta = units - time_units(d.last_time_ns);
-  // Scaled as scale_signed and scale_unsigned do; an absent field's part is 0 (its field is 0
-  // too, but a part must not depend on that).
-  const uint64_t address_delta = f.address - d.last_address;
-  const unsigned address_scale = scale_by_zeros(address_delta);
-  const uint64_t address =
-      mask & kHasAddress ? zigzag(static_cast<int64_t>(address_delta) >> (address_scale >> 2)) : 0;
-  const unsigned size_scale = scale_by_zeros(f.size);
-  const uint64_t size = mask & kHasSize ? f.size >> (size_scale >> 2) : 0;
+  // An absent field's part is 0 (its field is 0 too, but a part must not depend on that).
+  const uint64_t address_delta = mask & kHasAddress ? f.address - d.last_address : 0;
+  const uint64_t size = mask & kHasSize ? f.size : 0;
   const uint64_t stream =
       mask & kHasStream ? zigzag(static_cast<int64_t>(f.stream - d.last_stream)) : 0;
-  // Every part below 2^56 (scaled ones below 2^54, before their class's two bits).
-  if ((seq_delta | time_delta | ev.stack_id | stream) >> 56 || (address | size) >> 54) return false;
-  const unsigned address_class = address_scale & 3, size_class = size_scale & 3;
+  // Every part below 2^56, scaled ones below 2^54 before their class's two bits: tested on the
+  // numbers before scaling (scaling only makes them smaller; the few numbers it would have
+  // brought below the line go to encode_event_to, which writes the same bytes). Nothing is
+  // written before this test, and each part is worked out where it is written: with every
+  // part computed first, GCC spilled them to the stack (issue 14).
+  if ((seq_delta | time_delta | ev.stack_id | stream) >> 56 ||
+      (zigzag(static_cast<int64_t>(address_delta)) | size) >> 54)
+    return false;
 
   uint8_t* p = out;
   *p++ = ev.api;
   if (seq_delta != 1) p += put_word_varint(p, seq_delta);
   p += put_word_varint(p, time_delta);
   if (ev.stack_id != 0) p += put_word_varint(p, ev.stack_id);
-  if (mask & kHasAddress) p += put_word_varint(p, address << 2 | address_class);
-  if (mask & kHasSize) p += put_word_varint(p, size << 2 | size_class);
-  if (mask & kHasStream) p += put_word_varint(p, stream);
+  if (mask & kHasAddress) {
+    // Scaled as scale_signed does.
+    const unsigned scale = scale_by_zeros(address_delta);
+    const uint64_t address = zigzag(static_cast<int64_t>(address_delta) >> (scale >> 2));
+    p += put_word_varint(p, address << 2 | (scale & 3));
+    d.last_address = f.address;
+  }
+  if (mask & kHasSize) {
+    const unsigned scale = scale_by_zeros(size);  // as scale_unsigned
+    p += put_word_varint(p, (size >> (scale >> 2)) << 2 | (scale & 3));
+  }
+  if (mask & kHasStream) {
+    p += put_word_varint(p, stream);
+    d.last_stream = f.stream;
+  }
 
   // What encode_event_to leaves in `d` for this event (api_fields and last_device unchanged).
-  if (mask & kHasAddress) d.last_address = f.address;
-  if (mask & kHasStream) d.last_stream = f.stream;
   d.last_seq = ev.seq;
   d.last_time_ns = units << kTimeShift;
   const uint8_t head = (seq_delta != 1 ? kSeqGap : 0) | (ev.stack_id != 0 ? kHasStackId : 0);
