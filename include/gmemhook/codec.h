@@ -62,8 +62,7 @@ struct EventDeltas {
   // Version 8 (format.h, "Event payload"): what an event may leave out because it repeats.
   uint64_t last_stream = 0;
   int32_t last_device = 0;
-  // The fields of the previous event of each api, less the bits an event must state
-  // (kOneOffFields).
+  // The fields of the previous event of each api, less the bits an event must state (kOneOffFields).
   uint16_t api_fields[256] = {};
 };
 
@@ -151,22 +150,11 @@ inline uint64_t expected_allocated_total(const EventFields& f, const EventDeltas
 
 // The parts of an event's encoding, for measuring where a log's bytes go (bench/log_size).
 enum class EventPart : uint8_t {
-  Api,
-  Seq,
-  Time,
-  Result,
-  Stack,
-  Fields,
-  Address,
-  Size,
-  Stream,
-  Device,
-  Other,
-  Count
+  Api, Seq, Time, Result, Stack, Fields, Address, Size, Stream, Device, Other, Count
 };
-inline constexpr const char* kEventPartNames[] = {"api",    "seq",    "time",    "result",
-                                                  "stack",  "fields", "address", "size",
-                                                  "stream", "device", "other"};
+inline constexpr const char* kEventPartNames[] = {"api",   "seq",    "time",    "result",
+                                                   "stack", "fields", "address", "size",
+                                                   "stream", "device", "other"};
 
 // Version 8's scaled numbers (format.h): value >> kScaleShift[c], two bits of class c below it.
 inline constexpr unsigned kScaleShift[4] = {0, 8, 12, 21};
