@@ -338,18 +338,17 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
   const uint64_t seq_delta = ev.seq - d.last_seq;
   const uint64_t units = time_units(ev.time_ns);
   const uint64_t time_delta = units - time_units(d.last_time_ns);
-  // An absent field's part is 0 (its field is 0 too, but a part must not depend on that).
-  const uint64_t address_delta = mask & kHasAddress ? f.address - d.last_address : 0;
-  const uint64_t size = mask & kHasSize ? f.size : 0;
+  const uint64_t address_delta = f.address - d.last_address;
   const uint64_t stream =
       mask & kHasStream ? zigzag(static_cast<int64_t>(f.stream - d.last_stream)) : 0;
   // Every part below 2^56, scaled ones below 2^54 before their class's two bits: tested on the
   // numbers before scaling (scaling only makes them smaller; the few numbers it would have
-  // brought below the line go to encode_event_to, which writes the same bytes). Nothing is
-  // written before this test, and each part is worked out where it is written: with every
-  // part computed first, GCC spilled them to the stack (issue 14).
+  // brought below the line go to encode_event_to, which writes the same bytes), address and
+  // size whether they are there or not (a wrapper clears both: an absent one is 0, and at worst
+  // sends the event on). Nothing is written before this test, and each part is worked out where
+  // it is written: with every part computed first, GCC spilled them to the stack (issue 14).
   if ((seq_delta | time_delta | ev.stack_id | stream) >> 56 ||
-      (zigzag(static_cast<int64_t>(address_delta)) | size) >> 54)
+      (zigzag(static_cast<int64_t>(address_delta)) | f.size) >> 54)
     return false;
 
   uint8_t* p = out;
@@ -365,8 +364,8 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
     d.last_address = f.address;
   }
   if (mask & kHasSize) {
-    const unsigned scale = scale_by_zeros(size);  // as scale_unsigned
-    p += put_word_varint(p, (size >> (scale >> 2)) << 2 | (scale & 3));
+    const unsigned scale = scale_by_zeros(f.size);  // as scale_unsigned
+    p += put_word_varint(p, (f.size >> (scale >> 2)) << 2 | (scale & 3));
   }
   if (mask & kHasStream) {
     p += put_word_varint(p, stream);
