@@ -425,6 +425,13 @@ void CallScope::inside_recorder() {
 }
 
 namespace {
+// An event the usual encoder declines (recorder.cpp's record_event_body): `ev` is a copy.
+__attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, fmt::EventCore ev,
+                                                                 const fmt::EventFields& f,
+                                                                 fmt::EventDeltas& d) {
+  return fmt::encode_event(out, ev, f, d);
+}
+
 // An event's record. `kRelease`: memory given back (a free, an unmap, a release), which has no
 // device and no stack unless GMEMHOOK_FREE_STACKS asks for one: then record_event_with_stack
 // makes it. A release has a body of its own without the capture inlined in it: in the one
@@ -473,8 +480,13 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
   ev.result = result;
   ev.stack_id = stack_id;
   // Inline (GCC made the lambda a function of its own, with its own prologue, ~28 instructions).
+  // Any other event than the usual one is encoded apart, from a copy: `ev` itself never has its
+  // address taken, so GCC keeps its parts in registers instead of storing and reloading them.
   const auto encode = [&](uint8_t * out) __attribute__((always_inline)) {
-    return fmt::encode_event(out, ev, f, log->deltas);
+    fmt::EncodedEvent usual;
+    if (fmt::encode_usual_event(out, ev, f, log->deltas, &usual)) [[likely]]
+      return usual;
+    return encode_unusual_event(out, ev, f, log->deltas);
   };
   if (!log->file.append_event(encode)) {
     note_not_recorded(ev.seq, log->file.path(), log->file.error());
