@@ -156,13 +156,16 @@ int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, 
 }
 
 // The stack-word checks of the walk's two compilations (stack_words.h).
+// Inline in the walk: a call made it spill what it holds around the check.
 struct SseWords {
-  static uint64_t differ(const uint64_t* at, const uint64_t* value, int pairs, int singles) {
+  __attribute__((always_inline)) static uint64_t differ(const uint64_t* at, const uint64_t* value,
+                                                        int pairs, int singles) {
     return stack_words_differ_sse2(at, value, pairs, singles);
   }
 };
 struct Avx2Words {
-  static uint64_t differ(const uint64_t* at, const uint64_t* value, int pairs, int singles) {
+  __attribute__((always_inline)) static uint64_t differ(const uint64_t* at, const uint64_t* value,
+                                                        int pairs, int singles) {
     return stack_words_differ_avx2(at, value, pairs, singles);
   }
 };

@@ -227,9 +227,8 @@ ThreadLog* create_thread_log() {
   return log;
 }
 
-ThreadLog* thread_log() {
-  ThreadLog* log = t_log;
-  if (log && log->fork_generation == fork_generation()) return log;
+// thread_log() when the thread has no log of this process yet.
+__attribute__((noinline)) ThreadLog* new_or_forked_thread_log(ThreadLog* log) {
   if (log) {
     // Inherited across fork: the chunk mapping is shared with the parent's file. Drop it; the
     // copy of the ThreadLog is this process's own memory (the registry was reset at fork).
@@ -246,6 +245,14 @@ ThreadLog* thread_log() {
   t_log = log = create_thread_log();
   t_creating = false;
   return log;
+}
+
+// Inline: every event asks.
+__attribute__((always_inline)) inline ThreadLog* thread_log() {
+  ThreadLog* log = t_log;
+  if (log && log->fork_generation == fork_generation()) [[likely]]
+    return log;
+  return new_or_forked_thread_log(log);
 }
 
 // Driver queries used to learn the device of an allocation. Resolved lazily: libcuda is loaded
@@ -417,10 +424,30 @@ void CallScope::inside_recorder() {
   }
 }
 
-void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
-                  EventClock clock) {
+namespace {
+// An event the usual encoder declines (recorder.cpp's record_event_body): `ev` is a copy.
+__attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, fmt::EventCore ev,
+                                                                 const fmt::EventFields& f,
+                                                                 fmt::EventDeltas& d) {
+  return fmt::encode_event(out, ev, f, d);
+}
+
+// An event's record. `kRelease`: memory given back (a free, an unmap, a release), which has no
+// device and no stack unless GMEMHOOK_FREE_STACKS asks for one: then record_event_with_stack
+// makes it. A release has a body of its own without the capture inlined in it: in the one
+// function a free paid for what an allocation's capture keeps in registers (saved registers,
+// spilled arguments) on every call.
+template <bool kRelease>
+__attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, EventKind kind,
+                                                             uint32_t result, fmt::EventFields& f,
+                                                             EventClock clock) {
+  if constexpr (kRelease) {
+    if (g_config.free_stacks && g_config.depth > 0) [[unlikely]]
+      return record_event_with_stack(api, kind, result, f, clock);
+  }
   BusyScope busy;
-  if (g_config.test_delay_record_us > 0) usleep(static_cast<useconds_t>(g_config.test_delay_record_us));
+  if (g_config.test_delay_record_us > 0)
+    usleep(static_cast<useconds_t>(g_config.test_delay_record_us));
   ThreadLog* log = thread_log();
   if (!log || !log->file.alive()) {
     note_cuda_used();
@@ -436,12 +463,14 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
     return;
   }
 
-  const bool releases = is_release_kind(kind);
-  const bool graph = is_one_of(kind, kGraphKinds);
-  if (!releases && !graph) fill_device(f);
+  const bool releases = kRelease || is_release_kind(kind);
+  const bool graph = !kRelease && is_one_of(kind, kGraphKinds);
   uint32_t stack_id = 0;
-  if (g_config.depth > 0 && (!releases || g_config.free_stacks))
-    stack_id = capture_and_intern(log);
+  if constexpr (!kRelease) {
+    if (!releases && !graph) fill_device(f);
+    if (g_config.depth > 0 && (!releases || g_config.free_stacks))
+      stack_id = capture_and_intern(log);
+  }
 
   if (clock.seq == 0) clock = clock_now();
   fmt::EventCore ev;
@@ -451,8 +480,13 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   ev.result = result;
   ev.stack_id = stack_id;
   // Inline (GCC made the lambda a function of its own, with its own prologue, ~28 instructions).
-  const auto encode = [&](uint8_t* out) __attribute__((always_inline)) {
-    return fmt::encode_event(out, ev, f, log->deltas);
+  // Any other event than the usual one is encoded apart, from a copy: `ev` itself never has its
+  // address taken, so GCC keeps its parts in registers instead of storing and reloading them.
+  const auto encode = [&](uint8_t * out) __attribute__((always_inline)) {
+    fmt::EncodedEvent usual;
+    if (fmt::encode_usual_event(out, ev, f, log->deltas, &usual)) [[likely]]
+      return usual;
+    return encode_unusual_event(out, ev, f, log->deltas);
   };
   if (!log->file.append_event(encode)) {
     note_not_recorded(ev.seq, log->file.path(), log->file.error());
@@ -468,6 +502,17 @@ void record_event(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFie
   else if (kind == EventKind::BlockAlloc)
     bump(log->blocks);
   nvml_after_event(api, kind, result, f, ev.time_ns);
+}
+}  // namespace
+
+void record_event_with_stack(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
+                             EventClock clock) {
+  record_event_body<false>(api, kind, result, f, clock);
+}
+
+void record_release(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
+                    EventClock clock) {
+  record_event_body<true>(api, kind, result, f, clock);
 }
 
 Totals totals() {

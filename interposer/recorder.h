@@ -107,8 +107,20 @@ inline EventClock clock_before_call(format::EventKind kind) {
 }
 
 // The memory type is not passed: it follows from the api id (overrides travel in `fields`).
-void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
-                  format::EventFields& fields, EventClock clock);
+// Any kind, with the event's device and stack.
+void record_event_with_stack(format::ApiId api, format::EventKind kind, uint32_t result,
+                             format::EventFields& fields, EventClock clock);
+// A kind that gives memory back (is_release_kind): no device, no stack unless asked for.
+void record_release(format::ApiId api, format::EventKind kind, uint32_t result,
+                    format::EventFields& fields, EventClock clock);
+// Inline: a wrapper's kind is a constant, and it calls the one it needs.
+inline void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
+                         format::EventFields& fields, EventClock clock) {
+  if (is_release_kind(kind))
+    record_release(api, kind, result, fields, clock);
+  else
+    record_event_with_stack(api, kind, result, fields, clock);
+}
 
 // The driver's figures for the graph memory pool of `device` (-1: the current context's, and
 // `device` is set to it):

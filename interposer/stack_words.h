@@ -21,8 +21,9 @@ bool cpu_runs_avx2();
 
 // The bits in which those words differ from their values now: 0 when every one is unchanged.
 // Inline: the walk compiled for SSE2 (fast_unwinder.cpp) makes no call in its usual case.
-inline uint64_t stack_words_differ_sse2(const uint64_t* at, const uint64_t* value, int pairs,
-                                        int singles) {
+__attribute__((always_inline)) inline uint64_t stack_words_differ_sse2(const uint64_t* at,
+                                                                       const uint64_t* value,
+                                                                       int pairs, int singles) {
   const auto pair_differs = [at, value](int k) {
     const __m128i now = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at[k]));
     return _mm_xor_si128(now, _mm_load_si128(reinterpret_cast<const __m128i*>(value + 2 * k)));
@@ -48,28 +49,52 @@ inline uint64_t stack_words_differ_sse2(const uint64_t* at, const uint64_t* valu
 // Two twos of stack words against their four saved values, accumulated: the words' addresses at
 // AT_LO and AT_HI past %1, the values at VALUE past %2, through ymmTMP into ymmACC (the
 // operands of stack_words_differ_avx2's assembly).
-#define GMEMHOOK_TWO_TWOS(AT_LO, AT_HI, VALUE, TMP, ACC)         \
-  "mov " AT_LO "(%1), %3\n\t"                                    \
-  "mov " AT_HI "(%1), %4\n\t"                                    \
-  "vmovdqu (%3), %%xmm" TMP "\n\t"                               \
-  "vinserti128 $1, (%4), %%ymm" TMP ", %%ymm" TMP "\n\t"         \
-  "vpxor " VALUE "(%2), %%ymm" TMP ", %%ymm" TMP "\n\t"          \
+#define GMEMHOOK_TWO_TWOS(AT_LO, AT_HI, VALUE, TMP, ACC) \
+  "mov " AT_LO                                           \
+  "(%1), %3\n\t"                                         \
+  "mov " AT_HI                                           \
+  "(%1), %4\n\t"                                         \
+  "vmovdqu (%3), %%xmm" TMP                              \
+  "\n\t"                                                 \
+  "vinserti128 $1, (%4), %%ymm" TMP ", %%ymm" TMP        \
+  "\n\t"                                                 \
+  "vpxor " VALUE "(%2), %%ymm" TMP ", %%ymm" TMP         \
+  "\n\t"                                                 \
   "vpor %%ymm" TMP ", %%ymm" ACC ", %%ymm" ACC "\n\t"
 
+// Two lone stack words against their two saved values, accumulated: the words' addresses at
+// AT_LO and AT_HI past %1, the values at VALUE past %2, into xmmTMP (the caller ORs it in).
+#define GMEMHOOK_TWO_SINGLES(AT_LO, AT_HI, TMP) \
+  "mov " AT_LO                                  \
+  "(%1), %3\n\t"                                \
+  "mov " AT_HI                                  \
+  "(%1), %4\n\t"                                \
+  "vmovq (%3), %%xmm" TMP                       \
+  "\n\t"                                        \
+  "vpinsrq $1, (%4), %%xmm" TMP ", %%xmm" TMP "\n\t"
+
 // stack_words_differ_sse2 with AVX2: two twos an operand (the second joins the first in the upper
-// half with vinserti128 from memory), against four saved values. Run only where cpu_runs_avx2().
+// half with vinserti128 from memory), against four saved values; lone words four to an operand
+// (most frames of code built without frame pointers, libtorch's among them, are lone words:
+// a scalar loop was seven instructions a word). Run only where cpu_runs_avx2().
 // Inline assembly, not intrinsics: a function compiled for AVX2 may realign its stack, and the
 // walk's own frame must keep the layout its first frame is read from (fast_unwinder.cpp); the
-// assembly needs no 32-byte stack slot, so the walk inlines it and makes no call (a call and its
-// arguments were ~25 instructions a check). It ends with vzeroupper: the walk around it is SSE
-// code. It names "memory": it reads words no operand names (callgrind saw no cost in that).
-inline uint64_t stack_words_differ_avx2(const uint64_t* at, const uint64_t* value, int pairs,
-                                        int singles) {
+// assembly needs no 32-byte stack slot, so the walk inlines it (always: as a call it spilled
+// what the walk holds around it) and makes no call. It ends with vzeroupper: the walk around it
+// is SSE code. It names "memory": it reads words no operand names (callgrind saw no cost in
+// that).
+__attribute__((always_inline)) inline uint64_t stack_words_differ_avx2(const uint64_t* at,
+                                                                       const uint64_t* value,
+                                                                       int pairs, int singles) {
   const uint64_t* const at_end = at + pairs;
+  const uint64_t* const singles_end = at_end + singles;
   const uint64_t* a = at;
   const uint64_t* v = value;
   uint64_t differ, t0, t1;
-  // %0 differ, %1 a, %2 v, %3 t0, %4 t1, %5 at_end (by loads: eight, four, two, one two left).
+  // %0 differ, %1 a, %2 v, %3 t0, %4 t1, %5 at_end, %6 singles_end. The twos by loads: eight,
+  // four, two, one; then the lone words (which follow the twos in both tables, so a and v go
+  // on): four, two, one. A 128-bit result is ORed in as its 256-bit register (whose upper
+  // half its VEX instruction cleared): a 128-bit vpor would clear the accumulator's upper half.
   __asm__(
       "vpxor %%xmm0, %%xmm0, %%xmm0\n\t"
       "vpxor %%xmm1, %%xmm1, %%xmm1\n\t"
@@ -102,29 +127,59 @@ inline uint64_t stack_words_differ_avx2(const uint64_t* at, const uint64_t* valu
       "add $16, %1\n\t"
       "add $32, %2\n"
       "4:\n\t"
-      "vpor %%ymm1, %%ymm0, %%ymm0\n\t"
-      "vextracti128 $1, %%ymm0, %%xmm1\n\t"
-      "vpor %%xmm1, %%xmm0, %%xmm0\n\t"
-      "cmp %5, %1\n\t"  // one two left
+      "cmp %5, %1\n\t"  // one two
       "jae 5f\n\t"
       "mov (%1), %3\n\t"
       "vmovdqu (%3), %%xmm2\n\t"
       "vpxor (%2), %%xmm2, %%xmm2\n\t"
-      "vpor %%xmm2, %%xmm0, %%xmm0\n"
+      "vpor %%ymm2, %%ymm0, %%ymm0\n\t"
+      "add $8, %1\n\t"
+      "add $16, %2\n"
       "5:\n\t"
+      "lea 32(%1), %3\n\t"  // four lone words fit while a + 4 <= singles_end
+      "cmp %6, %3\n\t"
+      "ja 7f\n"
+      "6:\n\t"
+      GMEMHOOK_TWO_SINGLES("0", "8", "2")
+      GMEMHOOK_TWO_SINGLES("16", "24", "3")
+      "vinserti128 $1, %%xmm3, %%ymm2, %%ymm2\n\t"
+      "vpxor (%2), %%ymm2, %%ymm2\n\t"
+      "vpor %%ymm2, %%ymm1, %%ymm1\n\t"
+      "add $32, %1\n\t"
+      "add $32, %2\n\t"
+      "lea 32(%1), %3\n\t"
+      "cmp %6, %3\n\t"
+      "jbe 6b\n"
+      "7:\n\t"
+      "lea 16(%1), %3\n\t"  // two lone words
+      "cmp %6, %3\n\t"
+      "ja 8f\n\t"
+      GMEMHOOK_TWO_SINGLES("0", "8", "2")
+      "vpxor (%2), %%xmm2, %%xmm2\n\t"
+      "vpor %%ymm2, %%ymm0, %%ymm0\n\t"
+      "add $16, %1\n\t"
+      "add $16, %2\n"
+      "8:\n\t"
+      "vpor %%ymm1, %%ymm0, %%ymm0\n\t"
+      "vextracti128 $1, %%ymm0, %%xmm1\n\t"
+      "vpor %%xmm1, %%xmm0, %%xmm0\n\t"
       "vmovq %%xmm0, %0\n\t"
       "vpextrq $1, %%xmm0, %3\n\t"
       "or %3, %0\n\t"
+      "cmp %6, %1\n\t"  // one lone word
+      "jae 9f\n\t"
+      "mov (%1), %3\n\t"
+      "mov (%3), %3\n\t"
+      "xor (%2), %3\n\t"
+      "or %3, %0\n"
+      "9:\n\t"
       "vzeroupper"
       : "=&r"(differ), "+&r"(a), "+&r"(v), "=&r"(t0), "=&r"(t1)
-      : "r"(at_end)
+      : "r"(at_end), "r"(singles_end)
       : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
-  const uint64_t* single_at = at_end;
-  const uint64_t* single_value = value + 2 * pairs;
-  for (int j = 0; j < singles; ++j)
-    differ |= *reinterpret_cast<const uint64_t*>(single_at[j]) ^ single_value[j];
   return differ;
 }
+#undef GMEMHOOK_TWO_SINGLES
 #undef GMEMHOOK_TWO_TWOS
 
 }  // namespace gmemhook

@@ -338,32 +338,41 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
   const uint64_t seq_delta = ev.seq - d.last_seq;
   const uint64_t units = time_units(ev.time_ns);
   const uint64_t time_delta = units - time_units(d.last_time_ns);
-  // Scaled as scale_signed and scale_unsigned do; an absent field's part is 0 (its field is 0
-  // too, but a part must not depend on that).
   const uint64_t address_delta = f.address - d.last_address;
-  const unsigned address_scale = scale_by_zeros(address_delta);
-  const uint64_t address =
-      mask & kHasAddress ? zigzag(static_cast<int64_t>(address_delta) >> (address_scale >> 2)) : 0;
-  const unsigned size_scale = scale_by_zeros(f.size);
-  const uint64_t size = mask & kHasSize ? f.size >> (size_scale >> 2) : 0;
   const uint64_t stream =
       mask & kHasStream ? zigzag(static_cast<int64_t>(f.stream - d.last_stream)) : 0;
-  // Every part below 2^56 (scaled ones below 2^54, before their class's two bits).
-  if ((seq_delta | time_delta | ev.stack_id | stream) >> 56 || (address | size) >> 54) return false;
-  const unsigned address_class = address_scale & 3, size_class = size_scale & 3;
+  // Every part below 2^56, scaled ones below 2^54 before their class's two bits: tested on the
+  // numbers before scaling (scaling only makes them smaller; the few numbers it would have
+  // brought below the line go to encode_event_to, which writes the same bytes), address and
+  // size whether they are there or not (a wrapper clears both: an absent one is 0, and at worst
+  // sends the event on). Nothing is written before this test, and each part is worked out where
+  // it is written: with every part computed first, GCC spilled them to the stack (issue 14).
+  if ((seq_delta | time_delta | ev.stack_id | stream) >> 56 ||
+      (zigzag(static_cast<int64_t>(address_delta)) | f.size) >> 54)
+    return false;
 
   uint8_t* p = out;
   *p++ = ev.api;
   if (seq_delta != 1) p += put_word_varint(p, seq_delta);
   p += put_word_varint(p, time_delta);
   if (ev.stack_id != 0) p += put_word_varint(p, ev.stack_id);
-  if (mask & kHasAddress) p += put_word_varint(p, address << 2 | address_class);
-  if (mask & kHasSize) p += put_word_varint(p, size << 2 | size_class);
-  if (mask & kHasStream) p += put_word_varint(p, stream);
+  if (mask & kHasAddress) {
+    // Scaled as scale_signed does.
+    const unsigned scale = scale_by_zeros(address_delta);
+    const uint64_t address = zigzag(static_cast<int64_t>(address_delta) >> (scale >> 2));
+    p += put_word_varint(p, address << 2 | (scale & 3));
+    d.last_address = f.address;
+  }
+  if (mask & kHasSize) {
+    const unsigned scale = scale_by_zeros(f.size);  // as scale_unsigned
+    p += put_word_varint(p, (f.size >> (scale >> 2)) << 2 | (scale & 3));
+  }
+  if (mask & kHasStream) {
+    p += put_word_varint(p, stream);
+    d.last_stream = f.stream;
+  }
 
   // What encode_event_to leaves in `d` for this event (api_fields and last_device unchanged).
-  if (mask & kHasAddress) d.last_address = f.address;
-  if (mask & kHasStream) d.last_stream = f.stream;
   d.last_seq = ev.seq;
   d.last_time_ns = units << kTimeShift;
   const uint8_t head = (seq_delta != 1 ? kSeqGap : 0) | (ev.stack_id != 0 ? kHasStackId : 0);

@@ -309,6 +309,36 @@ TEST(Stacks, FastUnwinderRecordsWhatLibunwindRecords) {
   EXPECT_GT(with_stack, 60u);
 }
 
+// A free has no stack unless GMEMHOOK_FREE_STACKS=1 asks for one; then it has the stack of the
+// call (the training scenario frees its activations in run_step and its weights in training).
+// Frees are recorded apart from allocations (record_release), which hands them to the recorder
+// of stacks only when asked: without that, this fails.
+TEST(Stacks, FreesHaveStacksOnlyWhenAsked) {
+  auto events_with = [](const std::string& free_stacks) {
+    fs::path out = temp_dir("free-stacks-" + free_stacks);
+    auto env = traced_env(out);
+    env["GMEMHOOK_FREE_STACKS"] = free_stacks;
+    RunResult r = run({scenario_path(), "training", "1"}, env);
+    EXPECT_TRUE(r.exited(0)) << r.err;
+    return only_process(out);
+  };
+  for (const std::string& free_stacks : {std::string("0"), std::string("1")}) {
+    LoggedProcess p = events_with(free_stacks);
+    size_t frees = 0, frees_with_stack = 0, allocations_without_stack = 0;
+    for (const LoggedEvent& e : p.events) {
+      if (e.kind == format::EventKind::Free) {
+        ++frees;
+        frees_with_stack += !e.stack.empty();
+      } else if (e.kind == format::EventKind::Alloc && e.ev.result == 0) {
+        allocations_without_stack += e.stack.empty();
+      }
+    }
+    ASSERT_GE(frees, 60u) << free_stacks;
+    EXPECT_EQ(allocations_without_stack, 0u) << free_stacks;
+    EXPECT_EQ(frees_with_stack, free_stacks == "1" ? frees : 0u) << free_stacks;
+  }
+}
+
 // Issue 14: a recent walk carries the stack id interned for it, and an event whose walk is found
 // again takes that id without looking at its frames. Twelve call sites at the same depth, one
 // every other time and the rest in turn between (more walks competing for the same places than
