@@ -206,6 +206,9 @@ class Replay : public EventVisitor {
   // some event (graph tracking counts allocations once a graph was launched) costs nothing per
   // event before it.
   void also_call(ReplayObserver& observer, format::EventKind kind) const;
+  // `observer`, which needs_odd_segment_calls(), now gets every allocation, free and map through
+  // calls_of() or also_call(): the replay stops checking them for it.
+  void calls_every_segment_call(ReplayObserver& observer) const;
 
   void on_event(const format::Event& ev, const ThreadFileReader& thread) override;
   // Prefetches the live set's slot of an allocation's or free's address (its probe was ~40 % of
@@ -308,6 +311,9 @@ class Replay : public EventVisitor {
   // Mutable: also_call() lets an observer ask for more while it is being called (with the
   // const Replay it is given).
   mutable std::array<std::vector<ReplayObserver*>, kEventKinds> calls_;
+  // Those that need_odd_segment_calls() and have not yet asked for every one (mutable as calls_).
+  mutable std::vector<ReplayObserver*> odd_segment_calls_;
+  void call_odd_segment_call(const format::Event& ev, const format::ApiInfo& api);
   // The lowest wake_seq() and wake_time_ns() of moments_: two compares per event.
   uint64_t wake_seq_ = UINT64_MAX, wake_time_ns_ = UINT64_MAX;
 
