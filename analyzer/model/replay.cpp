@@ -189,7 +189,7 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
   }
 }
 
-uint16_t Replay::series_index(int32_t device, MemoryType memory) {
+uint16_t Replay::find_series(int32_t device, MemoryType memory) {
   // Pinned host memory is on no device, whichever device was current when it was allocated.
   if (memory == MemoryType::HostPinned) device = kNoDevice;
   if (memory == MemoryType::None) memory = MemoryType::Device;
@@ -215,7 +215,7 @@ uint16_t Replay::pool_index(uint64_t handle, int32_t device) {
   return static_cast<uint16_t>(pools_.size());
 }
 
-uint32_t Replay::site_index(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind) {
+uint32_t Replay::find_site(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind) {
   // Never 0: api ids start at 1.
   const uint64_t way_key =
       (uint64_t{series} << 16) | (uint64_t{api} << 8) | static_cast<uint64_t>(kind);
