@@ -263,6 +263,17 @@ TEST(Damage, EventErrors) {
   }
 }
 
+// The merge's duplicate test compares each event's seq with the last one delivered, 0 before the
+// first: it relies on no file's event having seq 0.
+TEST(Damage, NoEventHasSeqZero) {
+  ProcessLogs logs = small_two_thread_process(true);
+  ThreadLogBuilder t(4242, 4245, kStartNs);
+  t.event(make_event(ApiId::cudaFree, 0, kStartNs));
+  logs.threads.insert(logs.threads.begin(), {4245, t.file.bytes()});
+  EXPECT_CONTAINS(read_error(logs), "thread.4245.gmh: offset ");
+  EXPECT_CONTAINS(read_error(logs), "do not decode as an event");
+}
+
 TEST(Damage, RecordsInTheWrongFile) {
   {
     ThreadLogBuilder t(4242, 4243, kStartNs);
