@@ -32,7 +32,18 @@ class MergeHeads {
     heap_[i] = h;
   }
   // The top's file has a next event, `seq`.
-  void replace_top(uint64_t seq) { sift_down({seq, heap_.front().file}); }
+  void replace_top(uint64_t seq) {
+    // A file that supplies several events in a row (in most programs one thread makes most
+    // allocations) stays on top after a compare with the root's two children, which hold the
+    // smallest of the other heads, on seq alone. An equal seq (a duplicate: damage) sifts, so
+    // that the file index breaks the tie as before.
+    const size_t n = heap_.size();
+    if ((n < 2 || seq < heap_[1].seq) && (n < 3 || seq < heap_[2].seq)) {
+      heap_.front().seq = seq;
+      return;
+    }
+    sift_down({seq, heap_.front().file});
+  }
   // The top's file has ended.
   void pop_top() {
     const Head last = heap_.back();

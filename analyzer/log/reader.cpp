@@ -102,8 +102,9 @@ void ProcessReader::merge_events(EventVisitor& v) {
   while (!heads.empty()) {
     ThreadFileReader& t = *threads_[heads.top().file];
     const format::Event& ev = t.current();
-    // Sequence numbers are handed out process-wide, so two files can never share one.
-    if (previous && ev.seq == last_seq_)
+    // Sequence numbers are handed out process-wide, so two files can never share one. (A file's
+    // seqs start above 0, read_event makes sure, so before the first event this never holds.)
+    if (ev.seq == last_seq_)
       throw ReadError(t.name(), t.current_offset(),
                       "event record: expected a sequence number no other thread file uses, seq " +
                           std::to_string(ev.seq) + " also appears in " + previous->name());

@@ -130,8 +130,9 @@ template <bool kPext>
 [[gnu::flatten]] bool decode_usual_event(uint8_t type, const uint8_t* p, size_t n,
                                          format::Event* ev, format::EventDeltas& d,
                                          size_t readable) {
-  return d.version >= format::kFirstHeadVersion && format::is_event_type(type, d.version) &&
-         readable >= n + 64 &&
+  // Its callers framed an event record of this file's version already (RecordCursor::next_event,
+  // or advance_through_records' own test): is_event_type is not asked again.
+  return d.version >= format::kFirstHeadVersion && readable >= n + 64 &&
          format::decode_usual_event_v8<kPext>(type & format::kEventHeadBits, p, n, ev, d);
 }
 

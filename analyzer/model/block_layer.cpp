@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "analyzer/model/replay.h"
+#include "analyzer/model/segment_calls.h"
 
 namespace gmemhook::analysis {
 
@@ -44,51 +45,27 @@ uint32_t BlockLayer::site_index(uint32_t stack, uint16_t device) {
   return *slot;
 }
 
-// Whether the core's state after this call will still say which segments exist: true for the
-// calls it applies the way this layer would (checked before the core applies the call).
-inline bool BlockLayer::core_stands_for_segments(const Replay& core, const format::Event& ev,
-                                                 const format::ApiInfo& api, EventKind kind) const {
-  if (ev.result != 0) return true;  // changes nothing here nor there
-  const auto mapped = [&] {
-    return !core.mappings().empty() && core.mappings().count(ev.f.address) != 0;
-  };
-  switch (kind) {
-    case EventKind::Alloc: {
-      if (ev.f.address == 0) return true;
-      // The core clamps devices below -1 (a segment keeps the call's own), and an address live
-      // or mapped already is replaced differently on each side.
-      if (ev.f.device < -1 || mapped()) return false;
-      const format::MemoryType memory = ev.f.has(format::kHasMemory) ? ev.f.memory : api.memory;
-      if (memory == format::MemoryType::Device || memory == format::MemoryType::None) return true;
-      const LiveAllocation* old = core.live().find(ev.f.address);
-      return !old || core.series()[old->series].key.memory != format::MemoryType::Device;
-    }
-    case EventKind::Free:
-      return !mapped();  // a free of a mapped address ends the segment here, not the mapping
-    case EventKind::Map:
-      return ev.f.address != 0 && ev.f.device >= -1 && !core.live().find(ev.f.address);
-    case EventKind::Create:
-    case EventKind::Release:
-    case EventKind::Reserve:
-    case EventKind::AddressFree:
-    case EventKind::Retain:
-    case EventKind::Export:
-    case EventKind::GraphMemTrim:
-      return true;
-    default:  // blocks, unmaps, captures, graphs, imports
-      return false;
-  }
-}
-
 // The segments as the calls so far made them: the core's live device allocations and mappings.
 void BlockLayer::follow_from(const Replay& core) {
   following_ = true;
+  // Every call from the next one on, those calls_of() declined while asleep included.
+  for (size_t k = 0; k < 256; ++k) {
+    const auto kind = static_cast<EventKind>(k);
+    if (is_segment_call(kind) || always_stands_for_segments(kind)) core.also_call(*this, kind);
+  }
+  core.calls_every_segment_call(*this);
   core.live().for_each([&](uint64_t address, const LiveAllocation& a) {
     const SeriesKey& key = core.series()[a.series].key;
     if (key.memory == format::MemoryType::Device) add_segment(address, a.size, key.device);
   });
   for (const auto& [address, m] : core.mappings())
     add_segment(address, m.size, core.series()[m.series].key.device);
+}
+
+bool BlockLayer::calls_of(EventKind kind) const {
+  // Asleep, the calls that always stand for segments change nothing here, and the replay tells
+  // this layer only of the allocations, frees and maps that do not (segment_calls.h).
+  return following_ || !(is_segment_call(kind) || always_stands_for_segments(kind));
 }
 
 void BlockLayer::call(const Replay& core, const format::Event& ev, const format::ApiInfo& api) {

@@ -74,6 +74,11 @@ class BlockLayer : public ReplayObserver {
   // known from the call itself, and what needs the core's state after a call (its reserved peak,
   // idle memory) is looked at on the next call or at finish().
   void call(const Replay& core, const format::Event& ev, const format::ApiInfo& api) override;
+  // Asleep (before the first block), none of the calls that always stand for segments, and only
+  // the allocations, frees and maps that do not (segment_calls.h): the replay checks those
+  // itself, a call per event less.
+  bool calls_of(format::EventKind kind) const override;
+  bool needs_odd_segment_calls() const override { return true; }
   // Ends a pass: completes the peak site captures.
   void finish(const Replay& core) override;
 
@@ -140,8 +145,6 @@ class BlockLayer : public ReplayObserver {
   // that needs them or that the core would apply differently (a block, an unmap, graphs,
   // imports, an address in two roles). From then on each call is followed as it comes.
   bool following_ = false;
-  bool core_stands_for_segments(const Replay& core, const format::Event& ev,
-                                const format::ApiInfo& api, format::EventKind kind) const;
   void follow_from(const Replay& core);
   // call() once following (or about to): a function of its own so that the calls returning at
   // once, all of them on a run without PyTorch, save and restore no registers (a third of the

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "analyzer/log/thread_file_reader.h"
+#include "analyzer/model/segment_calls.h"
 
 namespace gmemhook::analysis {
 
@@ -35,6 +36,8 @@ void Replay::observe(ReplayObserver& o) {
   if (o.watch() & ReplayObserver::kCalls)
     for (size_t kind = 0; kind < kEventKinds; ++kind)
       if (o.calls_of(static_cast<EventKind>(kind))) calls_[kind].push_back(&o);
+  if ((o.watch() & ReplayObserver::kCalls) && o.needs_odd_segment_calls())
+    odd_segment_calls_.push_back(&o);
   if (o.watch() & ReplayObserver::kAllocations) allocations_.push_back(&o);
   if (o.watch() & ReplayObserver::kSites) site_watchers_.push_back(&o);
   if (o.watch() & ReplayObserver::kMoments) {
@@ -53,6 +56,18 @@ void Replay::also_call(ReplayObserver& o, EventKind kind) const {
   const auto at = std::find_if(calls.begin(), calls.end(),
                                [&](const ReplayObserver* x) { return attached(x) > attached(&o); });
   calls.insert(at, &o);
+}
+
+void Replay::calls_every_segment_call(ReplayObserver& o) const {
+  odd_segment_calls_.erase(std::remove(odd_segment_calls_.begin(), odd_segment_calls_.end(), &o),
+                           odd_segment_calls_.end());
+}
+
+// Out of line: it happens a few times a run at most (an address in two roles, a device below
+// -1), and each observer called may stop its checks (a copy of the list, then).
+void Replay::call_odd_segment_call(const format::Event& ev, const format::ApiInfo& api) {
+  const std::vector<ReplayObserver*> odd = odd_segment_calls_;
+  for (ReplayObserver* o : odd) o->call(*this, ev, api);
 }
 
 void Replay::update_wake() {
@@ -140,11 +155,17 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
       return import_close(ev, stack);
     case EventKind::Retain:
       return retain(ev);
+    // An observer asleep through plain allocations, frees and maps gets the others after the
+    // observers above (a call reads the core, never another observer's state).
     case EventKind::Alloc:
+      if (!odd_segment_calls_.empty() && !alloc_stands_for_segments(*this, ev, *api)) [[unlikely]]
+        call_odd_segment_call(ev, *api);
       if (ev.f.has(format::kHasStream) && graphs_.capturing(ev.f.stream))
         return capture_node(ev, *api, stack);
       return alloc(ev, *api, stack);
     case EventKind::Free:
+      if (!odd_segment_calls_.empty() && !free_stands_for_segments(*this, ev)) [[unlikely]]
+        call_odd_segment_call(ev, *api);
       if (ev.f.has(format::kHasStream) && graphs_.capturing(ev.f.stream))
         return capture_node(ev, *api, stack);
       return free(ev, stack);
@@ -153,6 +174,8 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
     case EventKind::Release:
       return release(ev, stack);
     case EventKind::Map:
+      if (!odd_segment_calls_.empty() && !map_stands_for_segments(*this, ev)) [[unlikely]]
+        call_odd_segment_call(ev, *api);
       return map(ev, stack);
     case EventKind::Unmap:
       return unmap(ev, stack);
@@ -166,7 +189,7 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
   }
 }
 
-uint16_t Replay::series_index(int32_t device, MemoryType memory) {
+uint16_t Replay::find_series(int32_t device, MemoryType memory) {
   // Pinned host memory is on no device, whichever device was current when it was allocated.
   if (memory == MemoryType::HostPinned) device = kNoDevice;
   if (memory == MemoryType::None) memory = MemoryType::Device;
@@ -192,7 +215,7 @@ uint16_t Replay::pool_index(uint64_t handle, int32_t device) {
   return static_cast<uint16_t>(pools_.size());
 }
 
-uint32_t Replay::site_index(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind) {
+uint32_t Replay::find_site(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind) {
   // Never 0: api ids start at 1.
   const uint64_t way_key =
       (uint64_t{series} << 16) | (uint64_t{api} << 8) | static_cast<uint64_t>(kind);

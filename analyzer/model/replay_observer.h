@@ -34,6 +34,12 @@ class ReplayObserver {
   // kCalls: whether call() wants the events of entry points of `kind` (asked once per kind when
   // the observer is attached; a call per event that returned at once was 3 % of `summary`).
   virtual bool calls_of(format::EventKind /*kind*/) const { return true; }
+  // kCalls: an observer whose calls_of() declines allocations, frees and maps while the core's
+  // live set and mappings say all it needs of them (BlockLayer before the first block) still
+  // gets those the core applies otherwise than a list of segments would
+  // (core_stands_for_segments in segment_calls.h), until it asks for every one
+  // (Replay::calls_every_segment_call).
+  virtual bool needs_odd_segment_calls() const { return false; }
 
   // kAllocations: an allocation (cudaMalloc family, pinned, managed, stream-ordered) entered the
   // live set, or left it (freed, or its address handed out again).

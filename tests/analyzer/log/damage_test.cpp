@@ -248,6 +248,30 @@ TEST(Damage, EventErrors) {
     logs.threads.push_back({4245, t.file.bytes()});
     EXPECT_CONTAINS(read_error(logs), "seq 3 also appears in thread.");
   }
+  {
+    // The twin of a seq sits in another file while the first file goes on with the next seqs:
+    // the merge must stop at the twin, not run on through the first file.
+    ProcessLogs logs = small_two_thread_process(true);
+    logs.threads.clear();
+    ThreadLogBuilder a(4242, 4250, kStartNs), b(4242, 4251, kStartNs);
+    for (uint64_t seq = 1; seq <= 4; ++seq) a.event(make_event(ApiId::cudaFree, seq, kStartNs));
+    b.event(make_event(ApiId::cudaFree, 2, kStartNs));
+    logs.threads.push_back({4250, a.file.bytes()});
+    logs.threads.push_back({4251, b.file.bytes()});
+    EXPECT_CONTAINS(read_error(logs), "thread.4251.gmh: offset ");
+    EXPECT_CONTAINS(read_error(logs), "seq 2 also appears in thread.4250.gmh");
+  }
+}
+
+// The merge's duplicate test compares each event's seq with the last one delivered, 0 before the
+// first: it relies on no file's event having seq 0.
+TEST(Damage, NoEventHasSeqZero) {
+  ProcessLogs logs = small_two_thread_process(true);
+  ThreadLogBuilder t(4242, 4245, kStartNs);
+  t.event(make_event(ApiId::cudaFree, 0, kStartNs));
+  logs.threads.insert(logs.threads.begin(), {4245, t.file.bytes()});
+  EXPECT_CONTAINS(read_error(logs), "thread.4245.gmh: offset ");
+  EXPECT_CONTAINS(read_error(logs), "do not decode as an event");
 }
 
 TEST(Damage, RecordsInTheWrongFile) {

@@ -150,6 +150,37 @@ TEST(BlockLayer, SegmentsMadeBeforeTheFirstBlock) {
   EXPECT_EQ(run->blocks.segments().size(), 4u);  // kPinned and kGone are none
 }
 
+// Asleep, the layer is called only for the allocations, frees and maps the core applies
+// otherwise than a list of segments would (segment_calls.h); each case here alone would leave
+// the segments taken from the core at the first block wrong if that call were not made.
+TEST(BlockLayer, OddCallsBeforeTheFirstBlockReachIt) {
+  using format::ApiId;
+  constexpr uint64_t kA = 0x10000000, kMapped = 0x40000000;
+  {
+    // A free of a mapped address ends the segment here, not the core's mapping.
+    Scenario s(10);
+    s.create(11, 7, 2 * kMiB);
+    s.map(11, kMapped, 2 * kMiB, 7);
+    s.free(11, ApiId::cudaFree, kMapped);
+    block_event(s, 11, kA, 1024, 1024, 0, 0);
+    const auto run = run_blocks(s);
+    EXPECT_EQ(run->replay.mappings().count(kMapped), 1u);
+    EXPECT_EQ(run->blocks.segments().count(kMapped), 0u);
+  }
+  {
+    // A device below -1: the core counts the allocation on no device, the segment keeps it.
+    Scenario s(10);
+    format::Event& e = s.event(11, ApiId::cudaMalloc);
+    e.f.set_address(kA);
+    e.f.set_size(2 * kMiB);
+    e.f.set_device(-5);
+    block_event(s, 11, kA, 1024, 1024, 0, 0);
+    const auto run = run_blocks(s);
+    ASSERT_EQ(run->blocks.segments().count(kA), 1u);
+    EXPECT_EQ(run->blocks.segments().at(kA).device, -5);
+  }
+}
+
 TEST(BlockLayer, FreeOfABlockNeverSeenIsCountedNotFatal) {
   Scenario s(10);
   block_event(s, 11, 0x5000, -512, 0, 0, 0);
