@@ -265,8 +265,8 @@ class Replay : public EventVisitor {
   // met before): as calls, their saved registers were about a third of their instructions.
   uint16_t series_index(int32_t device, format::MemoryType memory) {
     if (memory == format::MemoryType::Device && device >= kNoDevice && device < kDirectDevices)
-      if (const uint16_t i = series_by_key_[static_cast<size_t>(device + 1) * 4 +
-                                            static_cast<size_t>(memory)])
+      if (const uint16_t i =
+              series_by_key_[static_cast<size_t>(device + 1) * 4 + static_cast<size_t>(memory)])
         return i - 1;
     return find_series(device, memory);
   }
