@@ -32,9 +32,10 @@ echo "== reader next to heaptrack_print (bench/run_reader_bench.sh)" | tee "$OUT
 REPS=${READER_REPS:-5} bench/run_reader_bench.sh "$DIST" | tee -a "$OUT/reader.txt"
 
 SYN=$(mktemp -d)
+EVENTS=2000000  # the synthetic run; its events/s below are worked out from it
 trap 'rm -rf "$SYN"' EXIT
-echo "== synthetic run (analyzer_bench --events 2000000, pinned to core 1)" | tee "$OUT/synthetic.txt"
-taskset -c 1 "$DIST/bin/analyzer_bench" --events 2000000 --repeat 5 --dir "$SYN/run" --keep |
+echo "== synthetic run (analyzer_bench --events $EVENTS, pinned to core 1)" | tee "$OUT/synthetic.txt"
+taskset -c 1 "$DIST/bin/analyzer_bench" --events "$EVENTS" --repeat 5 --dir "$SYN/run" --keep |
   tee -a "$OUT/synthetic.txt"
 # The whole command, as a user runs it: CPU seconds (user + system) of each run, interleaved.
 cpu() {
@@ -48,10 +49,10 @@ for _ in $(seq "${SUMMARY_REPS:-15}"); do
 done
 stats() {  # median and fastest of CPU seconds, as M events per CPU second
   tr ' ' '\n' | grep . | sort -g |
-    awk '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)];
-      printf "median %.3f s (%.2f M events/s), fastest %.3f s (%.2f M events/s), %d runs", m, 2 / m, v[1], 2 / v[1], NR }'
+    awk -v e="$EVENTS" '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)]; me = e / 1e6;
+      printf "median %.3f s (%.2f M events/s), fastest %.3f s (%.2f M events/s), %d runs", m, me / m, v[1], me / v[1], NR }'
 }
 {
-  echo "gmemhook summary, whole command, 2 M events, one core: $(stats <<<"$this")"
+  echo "gmemhook summary, whole command, $EVENTS events, one core: $(stats <<<"$this")"
   [ -z "$BASE" ] || echo "base build, same rounds:                            $(stats <<<"$base")"
 } | tee -a "$OUT/synthetic.txt"
