@@ -167,24 +167,28 @@ def run_child(name, args, log_root):
 
 def print_table(modes, runs, key, heading):
     """One markdown table: each mode's median of `key`, every run's value (sorted), and the
-    overhead over plain by the medians and by the fastest runs. On the H200 a process is either
-    fast or ~40 % slower for its whole life, plain included, so a median of five can land on
-    either side; the sorted runs show which, and the machine's noise only ever adds time, so
-    the fastest runs are compared too."""
+    overhead over plain three ways. On the H200 a process is either fast or ~40 % slower for its
+    whole life, plain included, and the machine has slow spells that slow every mode of a round,
+    so a median of five can land on either side. The sorted runs show which; the machine's noise
+    only ever adds time, so the fastest runs are compared too; and each round's run is compared
+    with plain's run of the same round (the median of those ratios: a slow spell that covers a
+    round cancels out)."""
     plain = [r[key] for r in runs["plain"]]
-    print("| mode | %s | every run, sorted | overhead (medians) | overhead (fastest runs) |"
-          % heading)
-    print("|---|---|---|---|---|")
+    print("| mode | %s | every run, sorted | overhead (medians) | overhead (fastest runs) "
+          "| overhead (paired rounds) |" % heading)
+    print("|---|---|---|---|---|---|")
     for mode in modes:
         ms = sorted(r[key] for r in runs[mode])
         med = statistics.median(ms)
         if mode == "plain":
-            by_median = by_fastest = "—"
+            by_median = by_fastest = by_round = "—"
         else:
             by_median = "%+.1f %%" % ((med / statistics.median(plain) - 1) * 100)
             by_fastest = "%+.1f %%" % ((ms[0] / min(plain) - 1) * 100)
-        print("| %s | %.3f | %s | %s | %s |" % (mode, med, " ".join("%.3f" % m for m in ms),
-                                                by_median, by_fastest))
+            ratios = [r[key] / p for r, p in zip(runs[mode], plain)]
+            by_round = "%+.1f %%" % ((statistics.median(ratios) - 1) * 100)
+        print("| %s | %.3f | %s | %s | %s | %s |"
+              % (mode, med, " ".join("%.3f" % m for m in ms), by_median, by_fastest, by_round))
 
 
 def compare(args):

@@ -620,21 +620,23 @@ def check_torch_loop_bench(c, py):
     over = {}
     for line in p.stdout.splitlines():
         cells = [x.strip() for x in line.strip("|").split("|")]
-        # mode | median | every run | overhead by medians | by fastest runs (the last table
-        # printed, each run's fastest window, is the one kept)
-        if len(cells) == 5 and cells[0] in modes.split(","):
-            over[cells[0]] = (cells[1], cells[3], cells[4])
+        # mode | median | every run | overhead by medians | by fastest runs | by paired rounds
+        # (the last table printed, each run's fastest window, is the one kept)
+        if len(cells) == 6 and cells[0] in modes.split(","):
+            over[cells[0]] = (cells[1], cells[3], cells[4], cells[5])
     if "gmemhook" not in over:
         c.row("torch loop bench", "runs", "missing", False, (p.stderr or p.stdout)[-300:])
         return
     pct = float(over["gmemhook"][1].replace("%", "").replace("+", "").strip())
     c.row("torch loop: gmemhook (every block, native + Python stacks) over plain", "<= +5 %",
-          over["gmemhook"][1], pct <= 5.0, "plain %s ms/step; by the fastest runs %s"
-          % (over.get("plain", ("?",))[0], over["gmemhook"][2]))
+          over["gmemhook"][1], pct <= 5.0,
+          "plain %s ms/step; by the fastest runs %s; by paired rounds %s"
+          % (over.get("plain", ("?",))[0], over["gmemhook"][2], over["gmemhook"][3]))
     for mode in modes.split(",")[2:]:
         if mode in over:  # the controls (preload-empty, plain-again) say how large the noise is
             c.row("torch loop: %s over plain (info)" % mode, "-", over[mode][1], True,
-                  "%s ms/step; by the fastest runs %s" % (over[mode][0], over[mode][2]))
+                  "%s ms/step; by the fastest runs %s; by paired rounds %s"
+                  % (over[mode][0], over[mode][2], over[mode][3]))
     stats = [l for l in p.stdout.splitlines() if "stack stats:" in l]
     if stats:  # the first run's: where the time of stack capture went, inside the loop's process
         c.row("torch loop: stack capture inside the process (info)", "-", "see note", True,

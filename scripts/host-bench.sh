@@ -15,6 +15,13 @@ cd "$(dirname "$0")/.."
 DIST=$(cd "${1:?usage: scripts/host-bench.sh DIST OUT [BASE_DIST]}" && pwd)
 OUT=${2:?usage: scripts/host-bench.sh DIST OUT [BASE_DIST]}
 BASE=${3:+$(cd "$3" && pwd)}
+# A base without both binaries would only print nonsense figures next to this build's.
+for f in ${BASE:+"$BASE/lib/libgmemhook.so" "$BASE/bin/gmemhook"}; do
+  [ -f "$f" ] || { echo "host-bench: BASE_DIST lacks $f" >&2; exit 2; }
+done
+# The synthetic run and its whole commands run on one core: the last one, the core
+# torch_loop_bench.py pins its children to; CORE=N picks another.
+CORE=${CORE:-$(( $(nproc) - 1 ))}
 mkdir -p "$OUT"
 [ -d "$DIST/peers/bin" ] && export PATH="$DIST/peers/bin:$PATH"
 {
@@ -34,18 +41,21 @@ REPS=${READER_REPS:-5} bench/run_reader_bench.sh "$DIST" | tee -a "$OUT/reader.t
 SYN=$(mktemp -d)
 EVENTS=2000000  # the synthetic run; its events/s below are worked out from it
 trap 'rm -rf "$SYN"' EXIT
-echo "== synthetic run (analyzer_bench --events $EVENTS, pinned to core 1)" | tee "$OUT/synthetic.txt"
-taskset -c 1 "$DIST/bin/analyzer_bench" --events "$EVENTS" --repeat 5 --dir "$SYN/run" --keep |
+echo "== synthetic run (analyzer_bench --events $EVENTS, pinned to core $CORE)" | tee "$OUT/synthetic.txt"
+taskset -c "$CORE" "$DIST/bin/analyzer_bench" --events "$EVENTS" --repeat 5 --dir "$SYN/run" --keep |
   tee -a "$OUT/synthetic.txt"
 # The whole command, as a user runs it: CPU seconds (user + system) of each run, interleaved.
+# A failed run stops the script (a command substitution does not inherit set -e).
 cpu() {
-  /usr/bin/time -o "$SYN/time" -f '%U %S' taskset -c 1 "$1" summary "$SYN/run" >/dev/null 2>&1
+  /usr/bin/time -o "$SYN/time" -f '%U %S' taskset -c "$CORE" "$1" summary "$SYN/run" \
+    >/dev/null 2>&1 || { echo "host-bench: $1 summary failed" >&2; return 1; }
   awk '{ print $1 + $2 }' "$SYN/time"
 }
 this="" base=""
 for _ in $(seq "${SUMMARY_REPS:-15}"); do
-  this+="$(cpu "$DIST/bin/gmemhook") "
-  [ -z "$BASE" ] || base+="$(cpu "$BASE/bin/gmemhook") "
+  t=$(cpu "$DIST/bin/gmemhook") || exit 1
+  this+="$t "
+  [ -z "$BASE" ] || { t=$(cpu "$BASE/bin/gmemhook") || exit 1; base+="$t "; }
 done
 stats() {  # median and fastest of CPU seconds, as M events per CPU second
   tr ' ' '\n' | grep . | sort -g |
