@@ -425,11 +425,12 @@ void CallScope::inside_recorder() {
 }
 
 namespace {
-// An event the usual encoder declines (recorder.cpp's record_event_body): `ev` is a copy.
+// An event the usual encoder declined (record_event_body below): `ev` is a copy. Encoded the
+// general way straight away; fmt::encode_event would try the usual encoder a second time.
 __attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, fmt::EventCore ev,
                                                                  const fmt::EventFields& f,
                                                                  fmt::EventDeltas& d) {
-  return fmt::encode_event(out, ev, f, d);
+  return fmt::encode_general_event(out, ev, f, d);
 }
 
 // An event's record. `kRelease`: memory given back (a free, an unmap, a release), which has no

@@ -380,6 +380,16 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
   return true;
 }
 
+// Encodes any event into out (room for kMaxEventPayload bytes) the general way, without trying
+// encode_usual_event first: for a caller that has just tried it (the hook's rare path).
+template <class Core>
+EncodedEvent encode_general_event(uint8_t* out, const Core& ev, const EventFields& f,
+                                  EventDeltas& d) {
+  PayloadWriter w(out);
+  const uint8_t head = encode_event_to(w, ev, f, d);
+  return {static_cast<RecordType>(kEventTypeBase | head), w.size()};
+}
+
 // Encodes `ev` into out (room for kMaxEventPayload bytes); with fields `f`, or its own.
 template <class Core>
 __attribute__((always_inline)) inline EncodedEvent encode_event(uint8_t* out, const Core& ev,
@@ -388,9 +398,7 @@ __attribute__((always_inline)) inline EncodedEvent encode_event(uint8_t* out, co
   EncodedEvent usual;
   if (encode_usual_event(out, ev, f, d, &usual)) [[likely]]
     return usual;
-  PayloadWriter w(out);
-  const uint8_t head = encode_event_to(w, ev, f, d);
-  return {static_cast<RecordType>(kEventTypeBase | head), w.size()};
+  return encode_general_event(out, ev, f, d);
 }
 inline EncodedEvent encode_event(uint8_t* out, const Event& ev, EventDeltas& d) {
   return encode_event(out, ev, ev.f, d);
