@@ -2,10 +2,11 @@
 #pragma once
 
 #include <climits>
+#include <cstddef>
 
 namespace gmemhook {
 
-struct Config {
+struct alignas(64) Config {
   bool disabled = false;     // GMEMHOOK_DISABLE=1: pass every call through, record nothing
   int depth = 64;            // GMEMHOOK_DEPTH: native frames per stack (0 = no stacks)
   bool free_stacks = false;  // GMEMHOOK_FREE_STACKS=1: also unwind on frees/unmaps/releases
@@ -19,24 +20,9 @@ struct Config {
   // a training step's memory at about ten cheap driver queries a second (nvidia-smi's own loop
   // is 1 s); high-water marks in between are caught by the peak checks after allocations.
   int nvml_interval_ms = 100;
-  char out_dir[PATH_MAX] = {};  // GMEMHOOK_OUT: run directory; empty = the working directory
-  // GMEMHOOK_TEST_DISK_FULL_AFTER=N: the log writer acts as if the disk filled up after N chunks
-  // of this process (tests the write-failure path where no small file system can be mounted).
-  long test_disk_full_after = -1;
-  // GMEMHOOK_TEST_PROCESS_CHUNK_KIB=N: process.gmh's chunks are N KiB instead of 64 (tests that
-  // fill process.gmh with the records of a short run: its module maps).
-  long test_process_chunk_kib = 0;
-  // GMEMHOOK_TEST_SWAP_DIR=DIR: right after making the process directory, the hook renames it
-  // and puts a symlink to DIR in its place, as another user could (tests that files still land
-  // in the directory made, never in DIR).
-  char test_swap_dir[PATH_MAX] = {};
   // GMEMHOOK_TEST_DELAY_RECORD_US=N: the recorder waits N µs inside each record (a window for
   // tests to deliver a signal to a thread in the middle of recording).
   long test_delay_record_us = 0;
-  // GMEMHOOK_TEST_DELAY_OPEN_MS=N: the thread opening the process log takes N ms longer, and
-  // GMEMHOOK_TEST_OPEN_WAIT_MS=M: other threads wait at most M ms for it (default 10 s).
-  long test_delay_open_ms = 0;
-  long open_wait_ms = 10000;
   // GMEMHOOK_STACK_STATS=1: one line on stderr at exit with the time stack capture took, native
   // and Python apart (capture_stats.h).
   bool stack_stats = false;
@@ -55,7 +41,29 @@ struct Config {
   // GMEMHOOK_TSC=0: every event time from clock_gettime, not from the time-stamp counter
   // (event_time.h; an escape hatch, and the "before" of measuring what the counter saves).
   bool tsc = true;
+
+  // The settings below are read once; the paths last. Every event reads those above, which then
+  // share one cache line (the 4 KiB paths had put the stack settings and the test delay on a
+  // second one, issue 14).
+  // GMEMHOOK_TEST_DISK_FULL_AFTER=N: the log writer acts as if the disk filled up after N chunks
+  // of this process (tests the write-failure path where no small file system can be mounted).
+  long test_disk_full_after = -1;
+  // GMEMHOOK_TEST_PROCESS_CHUNK_KIB=N: process.gmh's chunks are N KiB instead of 64 (tests that
+  // fill process.gmh with the records of a short run: its module maps).
+  long test_process_chunk_kib = 0;
+  // GMEMHOOK_TEST_DELAY_OPEN_MS=N: the thread opening the process log takes N ms longer, and
+  // GMEMHOOK_TEST_OPEN_WAIT_MS=M: other threads wait at most M ms for it (default 10 s).
+  long test_delay_open_ms = 0;
+  long open_wait_ms = 10000;
+  char out_dir[PATH_MAX] = {};  // GMEMHOOK_OUT: run directory; empty = the working directory
+  // GMEMHOOK_TEST_SWAP_DIR=DIR: right after making the process directory, the hook renames it
+  // and puts a symlink to DIR in its place, as another user could (tests that files still land
+  // in the directory made, never in DIR).
+  char test_swap_dir[PATH_MAX] = {};
 };
+
+// The settings every event reads stay on the struct's first cache line.
+static_assert(offsetof(Config, tsc) < 64);
 
 inline constexpr int kMaxDepth = 256;
 

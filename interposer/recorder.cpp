@@ -441,10 +441,10 @@ __attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, f
 template <bool kRelease>
 __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, EventKind kind,
                                                              uint32_t result, fmt::EventFields& f,
-                                                             EventClock clock) {
+                                                             uint64_t seq, uint64_t time_ns) {
   if constexpr (kRelease) {
     if (g_config.free_stacks && g_config.depth > 0) [[unlikely]]
-      return record_event_with_stack(api, kind, result, f, clock);
+      return record_event_with_stack(api, kind, result, f, seq, time_ns);
   }
   BusyScope busy;
   if (g_config.test_delay_record_us > 0)
@@ -453,13 +453,13 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
   if (!log || !log->file.alive()) {
     note_cuda_used();
     // Still take a sequence number: the gap it leaves is what tells a reader events are missing.
-    if (clock.seq == 0) clock.seq = next_seq();
+    if (seq == 0) seq = next_seq();
     // The log is still being opened by another thread that did not finish in time: counted, not
     // latched (process_log.h, ensure_process_log).
-    if (!log && t_create_error == 0 && !recording_broken()) return note_skipped(clock.seq);
+    if (!log && t_create_error == 0 && !recording_broken()) return note_skipped(seq);
     // Without a process log there is nowhere to say it: opening it already warned.
     if (process_log_ready())
-      note_not_recorded(clock.seq, log ? log->file.path() : process_dir(),
+      note_not_recorded(seq, log ? log->file.path() : process_dir(),
                         log ? log->file.error() : t_create_error);
     return;
   }
@@ -473,11 +473,14 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
       stack_id = capture_and_intern(log);
   }
 
-  if (clock.seq == 0) clock = clock_now();
+  if (seq == 0) {
+    seq = next_seq();
+    time_ns = event_time_ns();
+  }
   fmt::EventCore ev;
   ev.api = static_cast<uint8_t>(api);
-  ev.seq = clock.seq;
-  ev.time_ns = clock.time_ns < log->deltas.last_time_ns ? log->deltas.last_time_ns : clock.time_ns;
+  ev.seq = seq;
+  ev.time_ns = time_ns < log->deltas.last_time_ns ? log->deltas.last_time_ns : time_ns;
   ev.result = result;
   ev.stack_id = stack_id;
   // Inline (GCC made the lambda a function of its own, with its own prologue, ~28 instructions).
@@ -507,13 +510,13 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
 }  // namespace
 
 void record_event_with_stack(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
-                             EventClock clock) {
-  record_event_body<false>(api, kind, result, f, clock);
+                             uint64_t seq, uint64_t time_ns) {
+  record_event_body<false>(api, kind, result, f, seq, time_ns);
 }
 
 void record_release(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
-                    EventClock clock) {
-  record_event_body<true>(api, kind, result, f, clock);
+                    uint64_t seq, uint64_t time_ns) {
+  record_event_body<true>(api, kind, result, f, seq, time_ns);
 }
 
 Totals totals() {
