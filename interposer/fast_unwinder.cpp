@@ -204,6 +204,7 @@ int FrameRuleCache::reuse_recent(Start& s, int max, StopRange stop, uint64_t* ou
     const bool holds = walks_with_avx2() ? recent_holds<Avx2Words>(r, s.rsp, s.salt, max, stop)
                                          : recent_holds<SseWords>(r, s.rsp, s.salt, max, stop);
     if (holds) {
+      ++recent_looked_up_;
       follow(index);
       return use_recent(index, out, view);
     }

@@ -79,6 +79,8 @@ class FrameRuleCache {
   uint64_t reused_walks() const { return reused_walks_; }
   // Walks found whole among the recent walks, no rule looked up (tests and stack statistics).
   uint64_t recent_walks_used() const { return recent_used_; }
+  // Of those, the walks found by looking them up rather than as the hinted one (stack stats).
+  uint64_t recent_walks_looked_up() const { return recent_looked_up_; }
   // A hash of the frames of the last walk when it is among the recent walks (found there or
   // kept; then its view has a note): the same for every recent walk with the same frames.
   uint64_t last_walk_hash() const {
@@ -268,6 +270,7 @@ class FrameRuleCache {
   uint32_t last_recent_ = 0;  // the recent walk used last: its index + 1 (0: none)
   uint64_t generation_ = 1;   // recent walks of another generation are ignored
   uint64_t recent_used_ = 0;
+  uint64_t recent_looked_up_ = 0;
   bool failed_ = false;  // mmap failed once: do not retry on every event
   uint64_t stack_lo_ = 0, stack_hi_ = 0;
   int which_ = 0;       // walks[which_ ^ 1] is the last walk
