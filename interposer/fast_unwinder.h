@@ -154,9 +154,11 @@ class FrameRuleCache {
   static constexpr int kRecentFrames = 80;
   static constexpr int kRecentLoads = 162;  // a walk's loads, and the first frame's two words
   // What a hit reads comes first: the first line says whether the walk starts here, the second
-  // holds the note the recorder reads next and the start of the loads' addresses. The first
-  // frame's return address and rbp are fast_backtrace's own saved words: they are checked among
-  // the loads (rbp only when `uses_rbp`), not apart.
+  // holds the note the recorder reads next, and the loads' values and places follow with no gap
+  // (a hit reads every line of them, and a walk the program's work pushed out of the near caches
+  // costs a miss a line: issue 14 point 2). The first frame's return address and rbp are
+  // fast_backtrace's own saved words: they are checked among the loads (rbp only when
+  // `uses_rbp`), not apart.
   struct alignas(64) RecentWalk {
     uint64_t generation;  // 0 (zeroed) or not the cache's: empty
     uint64_t rsp, salt;   // the first frame's rsp, and the caller's salt
@@ -169,14 +171,17 @@ class FrameRuleCache {
     // this stack's mapping's generation stay inside it: the bounds change only with the
     // generation.
     uint16_t pairs, singles;
-    WalkNote note;     // the user's, zeroed when the walk is made
-    uint64_t key;      // recent_key() of rsp, pc and salt
-    uint64_t pc, rbp;  // the first frame's; rbp only counts when `uses_rbp`
-    bool uses_rbp;     // the walk read the first frame's rbp before loading one from the stack
-    // The loads' addresses (one per two) and what they found: a two's values are one operand.
-    uint64_t at[kRecentLoads];
-    alignas(32) uint64_t value[kRecentLoads];  // 32: stack_words_differ_avx2
+    WalkNote note;  // the user's, zeroed when the walk is made
+    // What the loads found (a two's values side by side: one operand), then where they were:
+    // their places from the walk's own frame (rsp - 16), 4 bytes each, one per two, right after
+    // the last value: words() and places().
+    alignas(16) uint64_t checked[kRecentLoads + (kRecentLoads + 1) / 2];
     uint64_t out[kRecentFrames];
+    const uint64_t* words() const { return checked; }
+    const uint32_t* places() const {
+      return reinterpret_cast<const uint32_t*>(checked + 2 * pairs + singles);
+    }
+    uint32_t* places() { return reinterpret_cast<uint32_t*>(checked + 2 * pairs + singles); }
   };
   struct RecentSet {
     // The ways' keys in one cache line: only a way that starts here is read.
