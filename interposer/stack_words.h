@@ -98,7 +98,7 @@ __attribute__((always_inline)) inline uint64_t stack_words_differ_avx2(uint64_t 
   uint64_t differ, t0, t1;
   // %0 differ, %1 a, %2 v, %3 t0, %4 t1, %5 at_end, %6 singles_end, %7 base. The twos by loads:
   // eight, four, two, one; then the lone words (which follow the twos in both tables, so a and v
-  // go on): four, two, one. A place is loaded into a 32-bit register (which clears the upper
+  // go on): eight (a frame of libtorch's is a lone word: ~28 of them a capture), four, two, one. A place is loaded into a 32-bit register (which clears the upper
   // half) and added to the base in the address. A 128-bit result is ORed in as its 256-bit
   // register (whose upper half its VEX instruction cleared): a 128-bit vpor would clear the
   // accumulator's upper half.
@@ -143,20 +143,36 @@ __attribute__((always_inline)) inline uint64_t stack_words_differ_avx2(uint64_t 
       "add $4, %1\n\t"
       "add $16, %2\n"
       "5:\n\t"
-      "lea 16(%1), %3\n\t"  // four lone words fit while a + 4 <= singles_end
+      "lea 32(%1), %3\n\t"  // eight lone words fit while a + 8 <= singles_end
       "cmp %6, %3\n\t"
-      "ja 7f\n"
+      "ja 6f\n"
+      "10:\n\t"
+      GMEMHOOK_TWO_SINGLES("0", "4", "2")
+      GMEMHOOK_TWO_SINGLES("8", "12", "3")
+      "vinserti128 $1, %%xmm3, %%ymm2, %%ymm2\n\t"
+      "vpxor (%2), %%ymm2, %%ymm2\n\t"
+      "vpor %%ymm2, %%ymm1, %%ymm1\n\t"
+      GMEMHOOK_TWO_SINGLES("16", "20", "4")
+      GMEMHOOK_TWO_SINGLES("24", "28", "5")
+      "vinserti128 $1, %%xmm5, %%ymm4, %%ymm4\n\t"
+      "vpxor 32(%2), %%ymm4, %%ymm4\n\t"
+      "vpor %%ymm4, %%ymm0, %%ymm0\n\t"
+      "add $32, %1\n\t"
+      "add $64, %2\n\t"
+      "lea 32(%1), %3\n\t"
+      "cmp %6, %3\n\t"
+      "jbe 10b\n"
       "6:\n\t"
+      "lea 16(%1), %3\n\t"  // four lone words
+      "cmp %6, %3\n\t"
+      "ja 7f\n\t"
       GMEMHOOK_TWO_SINGLES("0", "4", "2")
       GMEMHOOK_TWO_SINGLES("8", "12", "3")
       "vinserti128 $1, %%xmm3, %%ymm2, %%ymm2\n\t"
       "vpxor (%2), %%ymm2, %%ymm2\n\t"
       "vpor %%ymm2, %%ymm1, %%ymm1\n\t"
       "add $16, %1\n\t"
-      "add $32, %2\n\t"
-      "lea 16(%1), %3\n\t"
-      "cmp %6, %3\n\t"
-      "jbe 6b\n"
+      "add $32, %2\n"
       "7:\n\t"
       "lea 8(%1), %3\n\t"  // two lone words
       "cmp %6, %3\n\t"
@@ -183,7 +199,7 @@ __attribute__((always_inline)) inline uint64_t stack_words_differ_avx2(uint64_t 
       "vzeroupper"
       : "=&r"(differ), "+&r"(a), "+&r"(v), "=&r"(t0), "=&r"(t1)
       : "r"(at_end), "r"(singles_end), "r"(base)
-      : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "cc", "memory");
   return differ;
 }
 #undef GMEMHOOK_TWO_SINGLES
