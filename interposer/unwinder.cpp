@@ -84,11 +84,11 @@ __attribute__((noinline, cold)) int counted_backtrace(FrameRuleCache* rules, uin
   Walk how = Walk::kLibunwind;
   if (rules) {
     note_rules_learnt(rules->rules_learnt() - learnt, rules->object_tables_made() - made);
-    how = n < 0                                         ? Walk::kLibunwind
+    how = n < 0                                          ? Walk::kLibunwind
           : rules->recent_walks_looked_up() != looked_up ? Walk::kRecentLookedUp
-          : rules->recent_walks_used() != recent        ? Walk::kRecent
-          : rules->reused_walks() != shadow             ? Walk::kShadow
-                                                        : Walk::kFast;
+          : rules->recent_walks_used() != recent         ? Walk::kRecent
+          : rules->reused_walks() != shadow              ? Walk::kShadow
+                                                         : Walk::kFast;
   }
   if (n < 0) {
     if (rules && g_config.fast_unwind) {
