@@ -98,10 +98,10 @@ __attribute__((always_inline)) inline uint64_t stack_words_differ_avx2(uint64_t 
   uint64_t differ, t0, t1;
   // %0 differ, %1 a, %2 v, %3 t0, %4 t1, %5 at_end, %6 singles_end, %7 base. The twos by loads:
   // eight, four, two, one; then the lone words (which follow the twos in both tables, so a and v
-  // go on): eight (a frame of libtorch's is a lone word: ~28 of them a capture), four, two, one. A place is loaded into a 32-bit register (which clears the upper
-  // half) and added to the base in the address. A 128-bit result is ORed in as its 256-bit
-  // register (whose upper half its VEX instruction cleared): a 128-bit vpor would clear the
-  // accumulator's upper half.
+  // go on): eight (a frame of libtorch's is a lone word: ~28 of them a capture), four, two,
+  // one. A place is loaded into a 32-bit register (which clears the upper half) and added to the
+  // base in the address. A 128-bit result is ORed in as its 256-bit register (whose upper half
+  // its VEX instruction cleared): a 128-bit vpor would clear the accumulator's upper half.
   __asm__(
       "vpxor %%xmm0, %%xmm0, %%xmm0\n\t"
       "vpxor %%xmm1, %%xmm1, %%xmm1\n\t"
