@@ -182,10 +182,12 @@ class FrameRuleCache {
     // twice on every hit).
     uint64_t spare[8];
     const uint64_t* words() const { return checked; }
+    // How many words the check reads.
+    uint32_t words_checked() const { return uint32_t{pairs} * 2 + singles; }
     const uint32_t* places() const {
-      return reinterpret_cast<const uint32_t*>(checked + 2 * pairs + singles);
+      return reinterpret_cast<const uint32_t*>(checked + words_checked());
     }
-    uint32_t* places() { return reinterpret_cast<uint32_t*>(checked + 2 * pairs + singles); }
+    uint32_t* places() { return reinterpret_cast<uint32_t*>(checked + words_checked()); }
   };
   struct RecentSet {
     // The ways' keys in one cache line: only a way that starts here is read.
