@@ -6,6 +6,12 @@
 // recording a graph launch costs — its stack and the graph pool's figures (issue 12). The
 // `malloc` mode makes malloc+free pairs instead, at the same depth, for heaptrack: the peer a
 // recorder of every allocation with its stack is compared with (issue 14).
+// A fourth argument `paths` > 1 makes each pair at the bottom of one of that many call paths in
+// turn (the paths part in their frames' return addresses), as a training loop's ~135 tensor
+// allocations a step come from ~135 places; a fifth, `evict_kb`, writes that many KiB between two
+// pairs, as the program's own work between two events pushes the hook's tables out of the caches.
+// bench/CMakeLists.txt also builds this file without frame pointers (hook_bench_nofp): the
+// frames libtorch is built with (DWARF rules from rsp, each return address a lone stack word).
 #include <cuda_runtime_api.h>
 
 #include <time.h>
@@ -52,6 +58,54 @@ __attribute__((noinline)) long pairs_at_depth(int depth, long pairs) {
   return failures;
 }
 
+// Paths mode: one pair at the bottom of `depth` frames, each frame from one of two functions
+// chosen by a bit of `path`, so that paths differ in their return addresses.
+int g_evict_bytes = 0;
+char* g_evict = nullptr;
+__attribute__((noinline)) long path_a(int depth, unsigned path);
+__attribute__((noinline)) long path_b(int depth, unsigned path);
+__attribute__((noinline)) long path_step(int depth, unsigned path) {
+  if (depth <= 1) {
+    void* p = nullptr;
+    long failures = 0;
+    if (g_mode == Mode::Async) {
+      failures += cudaMallocAsync(&p, 4096, nullptr) != cudaSuccess;
+      failures += cudaFreeAsync(p, nullptr) != cudaSuccess;
+    } else if (g_mode == Mode::Malloc) {
+      void* volatile q = std::malloc(4096);
+      failures += q == nullptr;
+      std::free(q);
+    } else {
+      failures += cudaMalloc(&p, 4096) != cudaSuccess;
+      failures += cudaFree(p) != cudaSuccess;
+    }
+    return failures;
+  }
+  // Levels depth..2 choose by bits depth - 2..0: up to 2^12 distinct paths at 28 frames.
+  long r = (path >> ((depth - 2) & 15)) & 1 ? path_b(depth - 1, path) : path_a(depth - 1, path);
+  g_sink = g_sink + 3;
+  return r;
+}
+__attribute__((noinline)) long path_a(int depth, unsigned path) {
+  long r = path_step(depth, path);
+  g_sink = g_sink + 1;  // work after the call: no tail call
+  return r;
+}
+__attribute__((noinline)) long path_b(int depth, unsigned path) {
+  long r = path_step(depth, path);
+  g_sink = g_sink + 2;
+  return r;
+}
+long pairs_on_paths(int depth, long pairs, unsigned paths) {
+  long failures = 0;
+  for (long i = 0; i < pairs; ++i) {
+    // Each path's frames are two per level (path_a/b and path_step): depth levels in all.
+    failures += path_step(depth / 2, static_cast<unsigned>(i % paths));
+    for (int b = 0; b < g_evict_bytes; b += 64) g_evict[b] = static_cast<char>(i);
+  }
+  return failures;
+}
+
 // A graph holding one 4 KiB allocation node, instantiated with auto-free on launch.
 bool make_launch_graph() {
   cudaGraph_t graph;
@@ -72,17 +126,24 @@ int main(int argc, char** argv) {
   int depth = argc > 1 ? std::atoi(argv[1]) : 32;
   long pairs = argc > 2 ? std::atol(argv[2]) : 200000;
   const std::string mode = argc > 3 ? argv[3] : "sync";
+  const unsigned paths = argc > 4 ? static_cast<unsigned>(std::atoi(argv[4])) : 1;
+  g_evict_bytes = argc > 5 ? std::atoi(argv[5]) * 1024 : 0;
+  if (g_evict_bytes > 0) g_evict = static_cast<char*>(std::calloc(1, g_evict_bytes));
   g_mode = mode == "async"    ? Mode::Async
            : mode == "malloc" ? Mode::Malloc
            : mode == "launch" ? Mode::Launch
                               : Mode::Sync;
   if (g_mode != Mode::Malloc && cudaSetDevice(0) != cudaSuccess) return 1;
   if (g_mode == Mode::Launch && !make_launch_graph()) return 1;
-  pairs_at_depth(depth, pairs / 10);  // warm up: caches, first-touch of log pages
+  const bool on_paths = paths > 1 && g_mode != Mode::Launch;
+  const auto run = [&](long n) {
+    return on_paths ? pairs_on_paths(depth, n, paths) : pairs_at_depth(depth, n);
+  };
+  run(pairs / 10);  // warm up: caches, first-touch of log pages
   timespec c0{}, c1{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
   auto t0 = std::chrono::steady_clock::now();
-  long failures = pairs_at_depth(depth, pairs);
+  long failures = run(pairs);
   auto t1 = std::chrono::steady_clock::now();
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
   double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(pairs);
@@ -91,7 +152,9 @@ int main(int argc, char** argv) {
   // the thread waited for a core, CPU time does not.
   double cpu = (static_cast<double>(c1.tv_sec - c0.tv_sec) * 1e9 +
                 static_cast<double>(c1.tv_nsec - c0.tv_nsec)) / static_cast<double>(pairs);
-  std::printf("depth %d pairs %ld ns_per_pair %.1f %s cpu_ns_per_pair %.1f\n", depth, pairs, ns,
+  std::printf("depth %d pairs %ld ns_per_pair %.1f %s cpu_ns_per_pair %.1f", depth, pairs, ns,
               mode.c_str(), cpu);
+  if (on_paths) std::printf(" paths %u evict_kb %d", paths, g_evict_bytes / 1024);
+  std::printf("\n");
   return failures ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "frame_rules.h"
+#include "process_log.h"
 #include "text.h"
 
 namespace gmemhook {
@@ -19,7 +20,8 @@ constexpr uint64_t kSlowNs = 10000;
 
 std::atomic<uint64_t> g_captures{0}, g_native_ns{0}, g_native_frames{0}, g_python_ns{0},
     g_python_frames{0}, g_slow{0}, g_slow_ns{0}, g_rules_learnt{0}, g_object_tables{0};
-std::atomic<uint64_t> g_walks[5];
+std::atomic<uint64_t> g_walks[6];
+std::atomic<uint64_t> g_ids[4];
 std::atomic<uint64_t> g_gave_up_pc{0};
 std::atomic<const char*> g_gave_up_why{nullptr};
 
@@ -53,6 +55,8 @@ void note_rules_learnt(uint64_t rules, uint64_t object_tables) {
 
 void note_walk(Walk how) { add(g_walks[static_cast<int>(how)], 1); }
 
+void note_stack_id(StackIdFrom from) { add(g_ids[static_cast<int>(from)], 1); }
+
 void note_gave_up(uint64_t pc, const char* why) {
   const char* none = nullptr;
   if (g_gave_up_why.load(std::memory_order_relaxed) ||
@@ -61,15 +65,21 @@ void note_gave_up(uint64_t pc, const char* why) {
   g_gave_up_pc.store(pc, std::memory_order_relaxed);
 }
 
-// ", walks: fast F (recent R, shadow S), libunwind L (stepped T); first given up at libx.so+0x12
-// (why)".
-void append_walks(FixedString<640>& m) {
-  m.append("walks: fast ").append_uint(get(g_walks[1]) + get(g_walks[2]) + get(g_walks[4]));
-  m.append(" (recent ").append_uint(get(g_walks[4])).append(", shadow ");
+// ", walks: fast F (recent R (looked up U), shadow S), libunwind L (stepped T); ... first given
+// up at libx.so+0x12 (why)".
+void append_walks(FixedString<768>& m) {
+  const uint64_t recent = get(g_walks[4]) + get(g_walks[5]);
+  m.append("walks: fast ").append_uint(get(g_walks[1]) + get(g_walks[2]) + recent);
+  m.append(" (recent ").append_uint(recent).append(" (looked up ").append_uint(get(g_walks[5]));
+  m.append("), shadow ");
   m.append_uint(get(g_walks[2])).append("), libunwind ");
   m.append_uint(get(g_walks[3])).append(" (stepped ").append_uint(get(g_walks[0]));
   m.append("); rules learnt ").append_uint(get(g_rules_learnt)).append(" (object tables made ");
   m.append_uint(get(g_object_tables)).append(")");
+  m.append("; stack ids from notes ").append_uint(get(g_ids[0])).append(", memo ");
+  m.append_uint(get(g_ids[1])).append(", table ").append_uint(get(g_ids[2]) + get(g_ids[3]));
+  m.append(" (new ");
+  m.append_uint(get(g_ids[3])).append(")");
   const char* why = g_gave_up_why.load(std::memory_order_relaxed);
   if (!why) return;
   const uint64_t pc = get(g_gave_up_pc);
@@ -89,10 +99,23 @@ void append_walks(FixedString<640>& m) {
   m.append(" (").append(why).append(")");
 }
 
+// What one clock read costs here (the least of a few back to back): each native and Python
+// figure above holds one, as the capture is timed by reads before, between and after its parts
+// (recorder.cpp). On a VM a read may cost more than a recent walk's whole check.
+uint64_t clock_read_ns() {
+  uint64_t least = ~0ull;
+  for (int i = 0; i < 64; ++i) {
+    const uint64_t t0 = monotonic_ns();
+    const uint64_t t1 = monotonic_ns();
+    if (t1 - t0 < least) least = t1 - t0;
+  }
+  return least;
+}
+
 void print_capture_stats() {
   const uint64_t n = get(g_captures);
   if (n == 0) return;
-  FixedString<640> m;
+  FixedString<768> m;
   m.append("gmemhook: stack stats: ").append_uint(n).append(" captures; native ");
   m.append_uint(get(g_native_ns) / n).append(" ns and ").append_uint(get(g_native_frames) / n);
   m.append(" frames each on average (").append_uint(get(g_slow)).append(" over ");
@@ -101,7 +124,7 @@ void print_capture_stats() {
   m.append_uint(get(g_python_frames) / n).append(" frames each; ");
   m.append_uint((get(g_native_ns) + get(g_python_ns)) / 1000).append(" us in all; ");
   append_walks(m);
-  m.append("\n");
+  m.append("; a clock read ").append_uint(clock_read_ns()).append(" ns (in each figure)\n");
   write_stderr(m.c_str(), m.size());
 }
 

@@ -13,10 +13,17 @@ void note_capture(uint64_t native_ns, size_t native_frames, uint64_t python_ns,
                   size_t python_frames);
 
 // How one native stack was walked (unwinder.cpp), and for a walk the fast unwinder gave up on,
-// where and why (the first such frame of the process is kept for the line below).
-enum class Walk { kStepped, kFast, kShadow, kLibunwind, kRecent };
+// where and why (the first such frame of the process is kept for the line below). A recent walk
+// is found either as the hinted one (the one that came next last time: fast_unwinder.h) or
+// looked up among the recent walks (kRecentLookedUp): in a real program the first is a few
+// loads, the second reads more lines.
+enum class Walk { kStepped, kFast, kShadow, kLibunwind, kRecent, kRecentLookedUp };
 void note_walk(Walk how);
 void note_gave_up(uint64_t pc, const char* why);
+// Where a captured stack's id came from (recorder.cpp): the note on its recent walk, the memo
+// of ids by walk and Python frames, or the stack table (kNew: a stack met for the first time).
+enum class StackIdFrom { kNote, kMemo, kTable, kNew };
+void note_stack_id(StackIdFrom from);
 // Rules the fast unwinder learnt in one walk, and times it made its table of objects again.
 void note_rules_learnt(uint64_t rules, uint64_t object_tables);
 

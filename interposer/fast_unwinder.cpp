@@ -158,15 +158,17 @@ int FrameRuleCache::reuse_last(int j, Walk& cur, uint32_t loads, uint64_t* out, 
 // The stack-word checks of the walk's two compilations (stack_words.h).
 // Inline in the walk: a call made it spill what it holds around the check.
 struct SseWords {
-  __attribute__((always_inline)) static uint64_t differ(const uint64_t* at, const uint64_t* value,
-                                                        int pairs, int singles) {
-    return stack_words_differ_sse2(at, value, pairs, singles);
+  __attribute__((always_inline)) static uint64_t differ(uint64_t base, const uint32_t* at,
+                                                        const uint64_t* value, int pairs,
+                                                        int singles) {
+    return stack_words_differ_sse2(base, at, value, pairs, singles);
   }
 };
 struct Avx2Words {
-  __attribute__((always_inline)) static uint64_t differ(const uint64_t* at, const uint64_t* value,
-                                                        int pairs, int singles) {
-    return stack_words_differ_avx2(at, value, pairs, singles);
+  __attribute__((always_inline)) static uint64_t differ(uint64_t base, const uint32_t* at,
+                                                        const uint64_t* value, int pairs,
+                                                        int singles) {
+    return stack_words_differ_avx2(base, at, value, pairs, singles);
   }
 };
 
@@ -179,7 +181,9 @@ __attribute__((always_inline)) inline bool FrameRuleCache::recent_holds(
   const uint64_t start_differs = (r.generation ^ generation_) | (r.rsp ^ rsp) | (r.salt ^ salt) |
                                  static_cast<uint64_t>(r.max ^ max) | (r.stop.lo ^ stop.lo) |
                                  (r.stop.hi ^ stop.hi);
-  return start_differs == 0 && Words::differ(r.at, r.value, r.pairs, r.singles) == 0;
+  // The places are from the walk's own frame, 16 bytes below the first frame's rsp.
+  return start_differs == 0 &&
+         Words::differ(rsp - 16, r.places(), r.words(), r.pairs, r.singles) == 0;
 }
 
 void FrameRuleCache::follow(uint32_t index) {
@@ -204,6 +208,7 @@ int FrameRuleCache::reuse_recent(Start& s, int max, StopRange stop, uint64_t* ou
     const bool holds = walks_with_avx2() ? recent_holds<Avx2Words>(r, s.rsp, s.salt, max, stop)
                                          : recent_holds<SseWords>(r, s.rsp, s.salt, max, stop);
     if (holds) {
+      ++recent_looked_up_;
       follow(index);
       return use_recent(index, out, view);
     }
@@ -254,46 +259,56 @@ WalkNote* FrameRuleCache::keep_recent(const Start& s, int n, int max, StopRange 
   uint32_t kept = start_loads;
   for (uint32_t i = 0; i < loads; ++i) kept += !w.unused[i];
   if (kept > kRecentLoads) return not_kept();
-  // Adjacent loads in twos (one address each) first, the others after them: they fill from the
-  // end down meanwhile, then move to their place.
+  // Adjacent loads in twos (one place each) first, the others after them. Their places are
+  // counted from the walk's own frame in 4 bytes: a walk with a load below it (a wrong rule
+  // that stayed inside the mapping) or 4 GiB above it is not kept.
   const auto load_at = [&](uint32_t i) -> const Load& {
     return i < start_loads ? first_load[i] : w.loads[i - start_loads];
   };
   const auto used = [&](uint32_t i) { return i < start_loads || !w.unused[i - start_loads]; };
   const uint32_t all = start_loads + loads;
-  uint32_t pairs = 0, singles = 0;
-  for (uint32_t i = 0; i < all; ++i) {
-    if (!used(i)) continue;
-    const Load& a = load_at(i);
-    uint32_t next = i + 1;
-    while (next < all && !used(next)) ++next;
-    if (next < all && load_at(next).at == a.at + 8) {
-      r.at[pairs] = a.at;
-      r.value[2 * pairs] = a.value;
-      r.value[2 * pairs + 1] = load_at(next).value;
-      ++pairs;
-      i = next;
-    } else {
-      ++singles;
-      r.at[kRecentLoads - singles] = a.at;
-      r.value[kRecentLoads - singles] = a.value;
+  // Calls two(first load, second load) and one(load) for the loads to check, in order.
+  const auto pair_up = [&](auto&& two, auto&& one) {
+    for (uint32_t i = 0; i < all; ++i) {
+      if (!used(i)) continue;
+      uint32_t next = i + 1;
+      while (next < all && !used(next)) ++next;
+      if (next < all && load_at(next).at == load_at(i).at + 8) {
+        two(load_at(i), load_at(next));
+        i = next;
+      } else {
+        one(load_at(i));
+      }
     }
-  }
-  std::memmove(r.at + pairs, r.at + kRecentLoads - singles, singles * sizeof(uint64_t));
-  std::memmove(r.value + 2 * pairs, r.value + kRecentLoads - singles, singles * sizeof(uint64_t));
+  };
+  uint32_t pairs = 0, singles = 0;
+  bool placeable = true;
+  const auto fits = [&](const Load& a) { return a.at >= s.frame && a.at - s.frame <= UINT32_MAX; };
+  pair_up([&](const Load& a, const Load&) { ++pairs, placeable &= fits(a); },
+          [&](const Load& a) { ++singles, placeable &= fits(a); });
+  if (!placeable) return not_kept();
   r.pairs = static_cast<uint16_t>(pairs);
   r.singles = static_cast<uint16_t>(singles);
+  uint64_t* value = r.checked;
+  uint32_t* place = r.places();
+  uint32_t twos = 0, lone = 0;
+  pair_up(
+      [&](const Load& a, const Load& b) {
+        value[2 * twos] = a.value;
+        value[2 * twos + 1] = b.value;
+        place[twos++] = static_cast<uint32_t>(a.at - s.frame);
+      },
+      [&](const Load& a) {
+        value[2 * pairs + lone] = a.value;
+        place[pairs + lone++] = static_cast<uint32_t>(a.at - s.frame);
+      });
   r.generation = generation_;
-  r.key = s.key;
   r.rsp = s.rsp;
-  r.pc = s.pc;
-  r.rbp = s.rbp;
   r.salt = s.salt;
   r.next = 0;
   r.stop = stop;
   r.max = max;
   r.count = static_cast<uint16_t>(n);
-  r.uses_rbp = uses_rbp;
   std::memcpy(r.out, w.pc, static_cast<size_t>(n) * sizeof(uint64_t));
   uint64_t h = static_cast<uint64_t>(n);
   for (int i = 0; i < n; ++i) h = (h ^ w.pc[i]) * 0x100000001b3ull;

@@ -79,6 +79,8 @@ class FrameRuleCache {
   uint64_t reused_walks() const { return reused_walks_; }
   // Walks found whole among the recent walks, no rule looked up (tests and stack statistics).
   uint64_t recent_walks_used() const { return recent_used_; }
+  // Of those, the walks found by looking them up rather than as the hinted one (stack stats).
+  uint64_t recent_walks_looked_up() const { return recent_looked_up_; }
   // A hash of the frames of the last walk when it is among the recent walks (found there or
   // kept; then its view has a note): the same for every recent walk with the same frames.
   uint64_t last_walk_hash() const {
@@ -152,9 +154,11 @@ class FrameRuleCache {
   static constexpr int kRecentFrames = 80;
   static constexpr int kRecentLoads = 162;  // a walk's loads, and the first frame's two words
   // What a hit reads comes first: the first line says whether the walk starts here, the second
-  // holds the note the recorder reads next and the start of the loads' addresses. The first
-  // frame's return address and rbp are fast_backtrace's own saved words: they are checked among
-  // the loads (rbp only when `uses_rbp`), not apart.
+  // holds the note the recorder reads next, and the loads' values and places follow with no gap
+  // (a hit reads every line of them, and a walk the program's work pushed out of the near caches
+  // costs a miss a line: issue 14 point 2). The first frame's return address and rbp are
+  // fast_backtrace's own saved words: they are checked among the loads (rbp only when
+  // `uses_rbp`), not apart.
   struct alignas(64) RecentWalk {
     uint64_t generation;  // 0 (zeroed) or not the cache's: empty
     uint64_t rsp, salt;   // the first frame's rsp, and the caller's salt
@@ -167,20 +171,30 @@ class FrameRuleCache {
     // this stack's mapping's generation stay inside it: the bounds change only with the
     // generation.
     uint16_t pairs, singles;
-    WalkNote note;     // the user's, zeroed when the walk is made
-    uint64_t key;      // recent_key() of rsp, pc and salt
-    uint64_t pc, rbp;  // the first frame's; rbp only counts when `uses_rbp`
-    bool uses_rbp;     // the walk read the first frame's rbp before loading one from the stack
-    // The loads' addresses (one per two) and what they found: a two's values are one operand.
-    uint64_t at[kRecentLoads];
-    alignas(32) uint64_t value[kRecentLoads];  // 32: stack_words_differ_avx2
+    WalkNote note;  // the user's, zeroed when the walk is made
+    // What the loads found (a two's values side by side: one operand), then where they were:
+    // their places from the walk's own frame (rsp - 16), 4 bytes each, one per two, right after
+    // the last value: words() and places().
+    alignas(16) uint64_t checked[kRecentLoads + (kRecentLoads + 1) / 2];
     uint64_t out[kRecentFrames];
+    // To 43 lines: an odd count spreads the walks' first lines over every set of the caches,
+    // and GCC finds a walk from its index with one multiply (at 42 it took three instructions,
+    // twice on every hit).
+    uint64_t spare[8];
+    const uint64_t* words() const { return checked; }
+    // How many words the check reads.
+    uint32_t words_checked() const { return uint32_t{pairs} * 2 + singles; }
+    const uint32_t* places() const {
+      return reinterpret_cast<const uint32_t*>(checked + words_checked());
+    }
+    uint32_t* places() { return reinterpret_cast<uint32_t*>(checked + words_checked()); }
   };
   struct RecentSet {
     // The ways' keys in one cache line: only a way that starts here is read.
     uint64_t key[kRecentWays];
     uint32_t next;  // the way replaced next (round robin)
   };
+  static_assert(sizeof(RecentWalk) == 43 * 64);
   static constexpr size_t kRecentSets = size_t{1} << kRecentBits;
   struct Tables {
     Set sets[size_t{1} << kSetBits];  // 128 KiB, pages touched as used
@@ -188,7 +202,7 @@ class FrameRuleCache {
     ObjectTable objects;              // where learn() finds each object's unwind tables
     RecentSet recent[kRecentSets];
     // Way k of set s is recent_walks[s * kRecentWays + k] (its index): found from an index with
-    // one multiply. 1.7 MiB, pages touched as used.
+    // one multiply. 1.3 MiB, pages touched as used.
     RecentWalk recent_walks[kRecentSets * kRecentWays];
   };
 
@@ -268,6 +282,7 @@ class FrameRuleCache {
   uint32_t last_recent_ = 0;  // the recent walk used last: its index + 1 (0: none)
   uint64_t generation_ = 1;   // recent walks of another generation are ignored
   uint64_t recent_used_ = 0;
+  uint64_t recent_looked_up_ = 0;
   bool failed_ = false;  // mmap failed once: do not retry on every event
   uint64_t stack_lo_ = 0, stack_hi_ = 0;
   int which_ = 0;       // walks[which_ ^ 1] is the last walk

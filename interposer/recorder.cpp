@@ -341,13 +341,17 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog
   } else {
     n = capture_stack(&log->frame_rules, scratch, &frames, depth, stop, salt, note_key, &note);
   }
-  if (note && note->key == note_key) return note->id;
+  if (note && note->key == note_key) {
+    if constexpr (kStats) note_stack_id(StackIdFrom::kNote);
+    return note->id;
+  }
   StackMemo::Slot* memo = nullptr;
   uint64_t memo_key = 0;
   if (note) {
     memo_key = StackMemo::key(log->frame_rules.last_walk_hash(), note_key);
     memo = &log->stack_memo.at(memo_key);
     if (memo->key == memo_key) {
+      if constexpr (kStats) note_stack_id(StackIdFrom::kMemo);
       *note = WalkNote{note_key, memo->id};
       return memo->id;
     }
@@ -355,6 +359,7 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog
   if (n == 0 && npy == 0) return 0;
   bool is_new = false;
   uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);
+  if constexpr (kStats) note_stack_id(is_new ? StackIdFrom::kNew : StackIdFrom::kTable);
   if (id && is_new) {
     // A stack never seen before may run through a newly loaded object: make sure the module
     // map in the log covers it before anyone needs to symbolize it.

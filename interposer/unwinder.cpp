@@ -69,10 +69,11 @@ int libunwind_backtrace(uint64_t* raw, int want, StopRange stop) {
 __attribute__((noinline, cold)) int counted_backtrace(FrameRuleCache* rules, uint64_t* raw,
                                                       int want, StopRange stop, uint64_t salt,
                                                       WalkView* view) {
-  uint64_t shadow = 0, recent = 0, learnt = 0, made = 0;
+  uint64_t shadow = 0, recent = 0, looked_up = 0, learnt = 0, made = 0;
   if (rules) {
     shadow = rules->reused_walks();
     recent = rules->recent_walks_used();
+    looked_up = rules->recent_walks_looked_up();
     learnt = rules->rules_learnt();
     made = rules->object_tables_made();
   }
@@ -83,10 +84,11 @@ __attribute__((noinline, cold)) int counted_backtrace(FrameRuleCache* rules, uin
   Walk how = Walk::kLibunwind;
   if (rules) {
     note_rules_learnt(rules->rules_learnt() - learnt, rules->object_tables_made() - made);
-    how = n < 0                                  ? Walk::kLibunwind
-          : rules->recent_walks_used() != recent ? Walk::kRecent
-          : rules->reused_walks() != shadow      ? Walk::kShadow
-                                                 : Walk::kFast;
+    how = n < 0                                          ? Walk::kLibunwind
+          : rules->recent_walks_looked_up() != looked_up ? Walk::kRecentLookedUp
+          : rules->recent_walks_used() != recent         ? Walk::kRecent
+          : rules->reused_walks() != shadow              ? Walk::kShadow
+                                                         : Walk::kFast;
   }
   if (n < 0) {
     if (rules && g_config.fast_unwind) {

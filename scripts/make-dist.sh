@@ -10,6 +10,8 @@ mkdir -p "$DIST/bin/samples" "$DIST/lib"
 cp "$BUILD/lib/libgmemhook.so" "$DIST/lib/"
 cp "$BUILD/bin/gmemhook" "$DIST/bin/"
 [ -f "$BUILD/bin/hook_bench" ] && cp "$BUILD/bin/hook_bench" "$DIST/bin/"
+# The same loop without frame pointers (libtorch's frames; bench/callgrind_hook_bench.sh).
+[ -f "$BUILD/bin/hook_bench_nofp" ] && cp "$BUILD/bin/hook_bench_nofp" "$DIST/bin/"
 # The torch loop benchmark's control: a preload that does nothing.
 [ -f "$BUILD/lib/libgmemhook_empty_preload.so" ] && cp "$BUILD/lib/libgmemhook_empty_preload.so" "$DIST/lib/"
 # The gpu-labelled tests: the recorder's entry-point tests, run against the real libraries.

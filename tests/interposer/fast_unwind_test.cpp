@@ -462,22 +462,24 @@ TEST(FastUnwind, NotesDoNotPassToTheWalkThatTakesTheirPlace) {
 // The check behind every recent walk reused: SSE2 and, where the CPU has it, AVX2 say the same —
 // nothing differs when nothing changed, and a change to any one word checked, in any position
 // (each half of a two, a lone word, the tails after the four-two and two-two steps, and after
-// the four-word and two-word steps of lone words), is seen.
+// the eight-word, four-word and two-word steps of lone words), is seen.
 TEST(StackWords, EveryChangedWordIsSeen) {
   alignas(32) uint64_t stack[512];
-  alignas(32) uint64_t at[200], value[200];
+  alignas(32) uint64_t value[200];
+  uint32_t at[200];  // places from the base, the stack's start
+  const auto base = reinterpret_cast<uint64_t>(stack);
   std::mt19937_64 rng(14);
   for (uint64_t& w : stack) w = rng();
   const bool avx2 = gmemhook::cpu_runs_avx2();
   int layouts = 0;
   for (int pairs = 0; pairs <= 19; ++pairs) {
-    for (int singles : {0, 1, 2, 3, 4, 5, 6, 7, 9}) {
+    for (int singles : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 17}) {
       // Twos at 16-byte-aligned spots apart from each other, lone words between them. A two
       // keeps one address, its two values side by side; the lone words follow.
       std::vector<uint64_t*> words;  // every word checked, to change each in turn
       for (int p = 0; p < pairs; ++p) {
         uint64_t* w = &stack[8 + p * 12 + (p % 3) * 2];
-        at[p] = reinterpret_cast<uint64_t>(w);
+        at[p] = static_cast<uint32_t>((w - stack) * 8);
         value[2 * p] = w[0];
         value[2 * p + 1] = w[1];
         words.push_back(w);
@@ -485,23 +487,23 @@ TEST(StackWords, EveryChangedWordIsSeen) {
       }
       for (int k = 0; k < singles; ++k) {
         uint64_t* w = &stack[300 + k * 7];
-        at[pairs + k] = reinterpret_cast<uint64_t>(w);
+        at[pairs + k] = static_cast<uint32_t>((w - stack) * 8);
         value[2 * pairs + k] = *w;
         words.push_back(w);
       }
       ++layouts;
-      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, pairs, singles), 0u)
+      EXPECT_EQ(gmemhook::stack_words_differ_sse2(base, at, value, pairs, singles), 0u)
           << pairs << " " << singles;
       if (avx2) {
-        EXPECT_EQ(gmemhook::stack_words_differ_avx2(at, value, pairs, singles), 0u);
+        EXPECT_EQ(gmemhook::stack_words_differ_avx2(base, at, value, pairs, singles), 0u);
       }
       for (size_t i = 0; i < words.size(); ++i) {
         const uint64_t keep = *words[i];
         *words[i] ^= uint64_t{1} << (i % 64);
-        EXPECT_NE(gmemhook::stack_words_differ_sse2(at, value, pairs, singles), 0u)
+        EXPECT_NE(gmemhook::stack_words_differ_sse2(base, at, value, pairs, singles), 0u)
             << "word " << i << " of " << words.size() << ", " << pairs << " twos";
         if (avx2) {
-          EXPECT_NE(gmemhook::stack_words_differ_avx2(at, value, pairs, singles), 0u)
+          EXPECT_NE(gmemhook::stack_words_differ_avx2(base, at, value, pairs, singles), 0u)
               << "word " << i << " of " << words.size() << ", " << pairs << " twos";
         }
         *words[i] = keep;
@@ -509,13 +511,13 @@ TEST(StackWords, EveryChangedWordIsSeen) {
       // A word next to a two or between lone words is not checked: changing it changes nothing.
       stack[7] ^= 1;
       stack[301] ^= 1;
-      EXPECT_EQ(gmemhook::stack_words_differ_sse2(at, value, pairs, singles), 0u);
+      EXPECT_EQ(gmemhook::stack_words_differ_sse2(base, at, value, pairs, singles), 0u);
       if (avx2) {
-        EXPECT_EQ(gmemhook::stack_words_differ_avx2(at, value, pairs, singles), 0u);
+        EXPECT_EQ(gmemhook::stack_words_differ_avx2(base, at, value, pairs, singles), 0u);
       }
     }
   }
-  EXPECT_EQ(layouts, 180);
+  EXPECT_EQ(layouts, 260);
   if (!avx2) GTEST_SKIP() << "no AVX2 here: only the SSE2 check was tried";
 }
 

@@ -400,6 +400,9 @@ TEST(Untouched, StackStatsLineCountsEveryCapture) {
   ASSERT_TRUE(on.exited(0)) << on.err;
   EXPECT_TRUE(on.err.starts_with("gmemhook: stack stats: 1 captures; native ")) << on.err;
   EXPECT_NE(on.err.find(" frames each on average ("), std::string::npos) << on.err;
+  // The one stack is new: its id came from the table.
+  EXPECT_NE(on.err.find("; stack ids from notes 0, memo 0, table 1 (new 1)"), std::string::npos)
+      << on.err;
   EXPECT_EQ(std::count(on.err.begin(), on.err.end(), '\n'), 1) << on.err;
   const RunResult off = run_with_stats("");
   ASSERT_TRUE(off.exited(0)) << off.err;
