@@ -38,7 +38,7 @@ void Replay::observe(ReplayObserver& o) {
       if (o.calls_of(static_cast<EventKind>(kind))) calls_[kind].push_back(&o);
   if ((o.watch() & ReplayObserver::kCalls) && o.needs_odd_segment_calls())
     odd_segment_calls_.push_back(&o);
-  if (o.watch() & ReplayObserver::kAllocations) allocations_.push_back(&o);
+  if (o.watch() & ReplayObserver::kPoolAllocations) pool_allocations_.push_back(&o);
   if (o.watch() & ReplayObserver::kSites) site_watchers_.push_back(&o);
   if (o.watch() & ReplayObserver::kMoments) {
     moments_.push_back(&o);
@@ -352,7 +352,8 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
     // (e.g. cudaDeviceReset). Count it and treat the old allocation as freed.
     ++anomalies_.reused_addresses;
     became_free(a->site, a->series, a->size, ev);
-    for (ReplayObserver* o : allocations_) o->freed(*this, *a);
+    if (a->pool)
+      for (ReplayObserver* o : pool_allocations_) o->freed(*this, *a);
   }
 
   uint16_t pool = 0;
@@ -366,7 +367,8 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
   }
   *a = {size, site, pool, index};
   became_live(site, index, size, ev);
-  for (ReplayObserver* o : allocations_) o->allocated(*this, ev, *a);
+  if (pool)
+    for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev, *a);
 }
 
 void Replay::failed(uint16_t index, const format::Event& ev, uint32_t stack) {
@@ -396,7 +398,8 @@ void Replay::free(const format::Event& ev, uint32_t stack) {
   ++s.frees;
   ++s.frees_by_api[ev.api];
   became_free(a.site, a.series, a.size, ev);
-  for (ReplayObserver* o : allocations_) o->freed(*this, a);
+  if (a.pool)
+    for (ReplayObserver* o : pool_allocations_) o->freed(*this, a);
 }
 
 void Replay::create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {

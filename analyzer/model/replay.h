@@ -325,7 +325,7 @@ class Replay : public EventVisitor {
   StackInterner* stacks_;
 
   // Observers, and the same by what they watch: an empty list is all an unwatched moment costs.
-  std::vector<ReplayObserver*> observers_, allocations_, site_watchers_, moments_;
+  std::vector<ReplayObserver*> observers_, pool_allocations_, site_watchers_, moments_;
   // Those watching calls, by the kind of entry point they want calls of.
   static constexpr size_t kEventKinds = 256;
   // Mutable: also_call() lets an observer ask for more while it is being called (with the
