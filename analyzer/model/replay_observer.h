@@ -18,10 +18,10 @@ class ReplayObserver {
   // Which calls an observer wants, fixed when it is attached: the replay makes only those, so what
   // nobody watches costs nothing per event.
   enum Watch : unsigned {
-    kCalls = 1u << 0,        // call()
+    kCalls = 1u << 0,            // call()
     kPoolAllocations = 1u << 1,  // allocated(), freed() of stream-ordered allocations
-    kSites = 1u << 2,        // site_changed(), new_peak(), allocation_failed()
-    kMoments = 1u << 3,      // wake_seq(), wake_time_ns(), wake()
+    kSites = 1u << 2,            // site_changed(), new_peak(), allocation_failed()
+    kMoments = 1u << 3,          // wake_seq(), wake_time_ns(), wake()
   };
 
   explicit ReplayObserver(unsigned watch) : watch_(watch) {}

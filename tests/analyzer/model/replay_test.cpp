@@ -177,7 +177,8 @@ TEST(Replay, PoolObserversSeeOnlyStreamOrderedAllocations) {
   struct Seen : analysis::ReplayObserver {
     Seen() : ReplayObserver(kPoolAllocations) {}
     std::vector<std::tuple<char, uint64_t, uint16_t>> calls;  // '+'/'-', size, pool
-    void allocated(const Replay&, const format::Event&, const analysis::LiveAllocation& a) override {
+    void allocated(const Replay&, const format::Event&,
+                   const analysis::LiveAllocation& a) override {
       calls.emplace_back('+', a.size, a.pool);
     }
     void freed(const Replay&, const analysis::LiveAllocation& a) override {
@@ -197,7 +198,7 @@ TEST(Replay, PoolObserversSeeOnlyStreamOrderedAllocations) {
   s.free(11, ApiId::cudaFree, 0x1000);
   s.event(11, ApiId::cudaFreeAsync).f.set_address(0x2000);
   async(0x3000, 32);
-  async(0x3000, 16);                            // the free of the 32 was not recorded
+  async(0x3000, 16);  // the free of the 32 was not recorded
   s.alloc(11, ApiId::cudaMalloc, 0x4000, 200);
   s.alloc(11, ApiId::cudaMalloc, 0x4000, 300);  // nor of the 200, not in a pool
   const ProcessLogs logs = s.build(true);
