@@ -300,6 +300,10 @@ class Replay : public EventVisitor {
 
   void alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void free(const format::Event& ev, uint32_t stack);
+  // Their bodies, inlined into on_event (replay.cpp); alloc and free are the same for the graph
+  // nodes' calls in replay_nodes.cpp.
+  void apply_alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
+  void apply_free(const format::Event& ev, uint32_t stack);
   void create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void release(const format::Event& ev, uint32_t stack);
   void map(const format::Event& ev, uint32_t stack);
