@@ -356,8 +356,7 @@ void Replay::free(const format::Event& ev, uint32_t stack) { apply_free(ev, stac
 // Inlined into on_event: as calls of their own, their saved registers and restores were ~16
 // instructions an event of `summary` (issue 14).
 [[gnu::always_inline]] inline void Replay::apply_alloc(const format::Event& ev,
-                                                       const format::ApiInfo& api,
-                                                       uint32_t stack) {
+                                                       const format::ApiInfo& api, uint32_t stack) {
   const int32_t counted = count_allocation(ev, api, stack);
   if (counted < 0) return;
   const uint16_t index = static_cast<uint16_t>(counted);
