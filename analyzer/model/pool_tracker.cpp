@@ -3,8 +3,8 @@
 
 namespace gmemhook::analysis {
 
+// The replay calls both only for allocations in a pool (kPoolAllocations).
 void PoolTracker::allocated(const Replay& r, const format::Event& ev, const LiveAllocation& a) {
-  if (!a.pool) return;
   while (pools_.size() < a.pool) {
     const PoolKey& key = r.pools()[pools_.size()];
     pools_.push_back(Pool{key.handle, key.device});
@@ -20,7 +20,6 @@ void PoolTracker::allocated(const Replay& r, const format::Event& ev, const Live
 }
 
 void PoolTracker::freed(const Replay&, const LiveAllocation& a) {
-  if (!a.pool) return;
   Pool& p = pools_[a.pool - 1];
   p.live_bytes -= a.size;
   --p.live_count;

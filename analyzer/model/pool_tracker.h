@@ -20,7 +20,7 @@ struct Pool {
 
 class PoolTracker final : public ReplayObserver {
  public:
-  PoolTracker() : ReplayObserver(kAllocations) {}
+  PoolTracker() : ReplayObserver(kPoolAllocations) {}
 
   // In order of first use, as Replay::pools().
   const std::vector<Pool>& pools() const { return pools_; }

@@ -38,7 +38,7 @@ void Replay::observe(ReplayObserver& o) {
       if (o.calls_of(static_cast<EventKind>(kind))) calls_[kind].push_back(&o);
   if ((o.watch() & ReplayObserver::kCalls) && o.needs_odd_segment_calls())
     odd_segment_calls_.push_back(&o);
-  if (o.watch() & ReplayObserver::kAllocations) allocations_.push_back(&o);
+  if (o.watch() & ReplayObserver::kPoolAllocations) pool_allocations_.push_back(&o);
   if (o.watch() & ReplayObserver::kSites) site_watchers_.push_back(&o);
   if (o.watch() & ReplayObserver::kMoments) {
     moments_.push_back(&o);
@@ -100,6 +100,11 @@ void Replay::on_py_code(const PyCode& code, const ThreadFileReader& thread) {
 }
 
 void Replay::upcoming(const format::Event& ev, const ThreadFileReader& thread) {
+  // A live set of a few hundred allocations (most real programs; the hook loop's one) stays in
+  // the cache, and so do the sites of its stacks: the prefetches were ~30 instructions an event
+  // of `summary` for nothing there (issue 14). The run of 20 000 live is where they pay.
+  constexpr size_t kPrefetchFromLive = 1024;
+  if (live_.size() < kPrefetchFromLive) return;
   if (!ev.f.has(format::kHasAddress)) return;
   live_.prefetch(ev.f.address);
   // A stack met for the first time is not interned yet: id 0, whose line is as good as any.
@@ -162,13 +167,13 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
         call_odd_segment_call(ev, *api);
       if (ev.f.has(format::kHasStream) && graphs_.capturing(ev.f.stream))
         return capture_node(ev, *api, stack);
-      return alloc(ev, *api, stack);
+      return apply_alloc(ev, *api, stack);
     case EventKind::Free:
       if (!odd_segment_calls_.empty() && !free_stands_for_segments(*this, ev)) [[unlikely]]
         call_odd_segment_call(ev, *api);
       if (ev.f.has(format::kHasStream) && graphs_.capturing(ev.f.stream))
         return capture_node(ev, *api, stack);
-      return free(ev, stack);
+      return apply_free(ev, stack);
     case EventKind::Create:
       return create(ev, *api, stack);
     case EventKind::Release:
@@ -289,7 +294,11 @@ std::vector<SiteGroup> Replay::sites_now(const std::function<bool(const SeriesKe
   return all;
 }
 
-void Replay::became_live(uint32_t site, uint16_t index, uint64_t bytes, const format::Event& ev) {
+// became_live, became_free and count_allocation are inlined into their callers here (all in this
+// file): as calls, their saved registers and restores were ~20 instructions each per allocation
+// and free of `summary` (issue 14).
+[[gnu::always_inline]] inline void Replay::became_live(uint32_t site, uint16_t index,
+                                                       uint64_t bytes, const format::Event& ev) {
   site_changed(site, static_cast<int64_t>(bytes), 1);
   Series& s = series_[index];
   s.live_bytes += bytes;
@@ -303,8 +312,8 @@ void Replay::became_live(uint32_t site, uint16_t index, uint64_t bytes, const fo
   s.timeline.add(ev.seq, ev.time_ns, s.live_bytes);
 }
 
-void Replay::became_free(uint32_t site, uint16_t series, uint64_t bytes,
-                         const format::Event& ev) {
+[[gnu::always_inline]] inline void Replay::became_free(uint32_t site, uint16_t series,
+                                                       uint64_t bytes, const format::Event& ev) {
   site_changed(site, -static_cast<int64_t>(bytes), -1);
   Series& s = series_[series];
   s.live_bytes -= bytes;
@@ -322,8 +331,9 @@ void Replay::unmatched(const format::Event& ev, uint64_t address, uint32_t stack
 
 // The series an allocation or cuMemCreate belongs to, counted; -1 when the call failed (then it
 // is recorded as a failure and never becomes live).
-int32_t Replay::count_allocation(const format::Event& ev, const format::ApiInfo& api,
-                                 uint32_t stack) {
+[[gnu::always_inline]] inline int32_t Replay::count_allocation(const format::Event& ev,
+                                                               const format::ApiInfo& api,
+                                                               uint32_t stack) {
   const MemoryType memory = ev.f.has(format::kHasMemory) ? ev.f.memory : api.memory;
   const uint16_t index = series_index(ev.f.device, memory);
   if (ev.result != 0) {
@@ -338,6 +348,15 @@ int32_t Replay::count_allocation(const format::Event& ev, const format::ApiInfo&
 }
 
 void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
+  apply_alloc(ev, api, stack);
+}
+
+void Replay::free(const format::Event& ev, uint32_t stack) { apply_free(ev, stack); }
+
+// Inlined into on_event: as calls of their own, their saved registers and restores were ~16
+// instructions an event of `summary` (issue 14).
+[[gnu::always_inline]] inline void Replay::apply_alloc(const format::Event& ev,
+                                                       const format::ApiInfo& api, uint32_t stack) {
   const int32_t counted = count_allocation(ev, api, stack);
   if (counted < 0) return;
   const uint16_t index = static_cast<uint16_t>(counted);
@@ -352,7 +371,8 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
     // (e.g. cudaDeviceReset). Count it and treat the old allocation as freed.
     ++anomalies_.reused_addresses;
     became_free(a->site, a->series, a->size, ev);
-    for (ReplayObserver* o : allocations_) o->freed(*this, *a);
+    if (a->pool)
+      for (ReplayObserver* o : pool_allocations_) o->freed(*this, *a);
   }
 
   uint16_t pool = 0;
@@ -366,7 +386,8 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
   }
   *a = {size, site, pool, index};
   became_live(site, index, size, ev);
-  for (ReplayObserver* o : allocations_) o->allocated(*this, ev, *a);
+  if (pool)
+    for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev, *a);
 }
 
 void Replay::failed(uint16_t index, const format::Event& ev, uint32_t stack) {
@@ -377,7 +398,7 @@ void Replay::failed(uint16_t index, const format::Event& ev, uint32_t stack) {
   for (ReplayObserver* o : site_watchers_) o->allocation_failed(*this, index);
 }
 
-void Replay::free(const format::Event& ev, uint32_t stack) {
+[[gnu::always_inline]] inline void Replay::apply_free(const format::Event& ev, uint32_t stack) {
   const uint64_t address = ev.f.address;
   if (ev.result != 0) {
     ++anomalies_.failed_frees;
@@ -396,7 +417,8 @@ void Replay::free(const format::Event& ev, uint32_t stack) {
   ++s.frees;
   ++s.frees_by_api[ev.api];
   became_free(a.site, a.series, a.size, ev);
-  for (ReplayObserver* o : allocations_) o->freed(*this, a);
+  if (a.pool)
+    for (ReplayObserver* o : pool_allocations_) o->freed(*this, a);
 }
 
 void Replay::create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {

@@ -300,6 +300,10 @@ class Replay : public EventVisitor {
 
   void alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void free(const format::Event& ev, uint32_t stack);
+  // Their bodies, inlined into on_event (replay.cpp); alloc and free are the same for the graph
+  // nodes' calls in replay_nodes.cpp.
+  void apply_alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
+  void apply_free(const format::Event& ev, uint32_t stack);
   void create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
   void release(const format::Event& ev, uint32_t stack);
   void map(const format::Event& ev, uint32_t stack);
@@ -325,7 +329,7 @@ class Replay : public EventVisitor {
   StackInterner* stacks_;
 
   // Observers, and the same by what they watch: an empty list is all an unwatched moment costs.
-  std::vector<ReplayObserver*> observers_, allocations_, site_watchers_, moments_;
+  std::vector<ReplayObserver*> observers_, pool_allocations_, site_watchers_, moments_;
   // Those watching calls, by the kind of entry point they want calls of.
   static constexpr size_t kEventKinds = 256;
   // Mutable: also_call() lets an observer ask for more while it is being called (with the

@@ -171,6 +171,48 @@ TEST(Replay, StreamOrderedFreesCountWhenIssuedAndPoolsKeepHighWaterMarks) {
   EXPECT_EQ(own.allocations, 2u);
 }
 
+// An observer of pool allocations is told of stream-ordered allocations entering and leaving the
+// live set (a free, an address handed out again), and of nothing else.
+TEST(Replay, PoolObserversSeeOnlyStreamOrderedAllocations) {
+  struct Seen : analysis::ReplayObserver {
+    Seen() : ReplayObserver(kPoolAllocations) {}
+    std::vector<std::tuple<char, uint64_t, uint16_t>> calls;  // '+'/'-', size, pool
+    void allocated(const Replay&, const format::Event&,
+                   const analysis::LiveAllocation& a) override {
+      calls.emplace_back('+', a.size, a.pool);
+    }
+    void freed(const Replay&, const analysis::LiveAllocation& a) override {
+      calls.emplace_back('-', a.size, a.pool);
+    }
+  };
+  Scenario s(10);
+  auto async = [&](uint64_t address, uint64_t size) {
+    format::Event& ev = s.event(11, ApiId::cudaMallocAsync);
+    ev.f.set_address(address);
+    ev.f.set_size(size);
+    ev.f.set_stream(0x55);
+    ev.f.set_device(0);
+  };
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 100);
+  async(0x2000, 64);
+  s.free(11, ApiId::cudaFree, 0x1000);
+  s.event(11, ApiId::cudaFreeAsync).f.set_address(0x2000);
+  async(0x3000, 32);
+  async(0x3000, 16);  // the free of the 32 was not recorded
+  s.alloc(11, ApiId::cudaMalloc, 0x4000, 200);
+  s.alloc(11, ApiId::cudaMalloc, 0x4000, 300);  // nor of the 200, not in a pool
+  const ProcessLogs logs = s.build(true);
+  auto reader = read_in_memory(logs);
+  analysis::StackInterner interned;
+  Replay r(interned);
+  Seen seen;
+  r.observe(seen);
+  reader.read_events(r);
+  using C = std::tuple<char, uint64_t, uint16_t>;
+  EXPECT_EQ(seen.calls,
+            (std::vector<C>{{'+', 64, 1}, {'-', 64, 1}, {'+', 32, 1}, {'-', 32, 1}, {'+', 16, 1}}));
+}
+
 // Allocations on a stream while it is captured belong to the graph and are counted once; launches
 // replay it. An allocation on another stream during the capture is not the graph's.
 TEST(Replay, GraphCaptureOwnsItsAllocationsAndLaunchesAllocateNothing) {
