@@ -2,13 +2,14 @@
 # Reading a log back, next to heaptrack_print (issue 14): hook_bench records PAIRS (default
 # 1000000) allocation+free pairs 32 frames deep, once as cudaMalloc+cudaFree under libgmemhook.so
 # (simulated device) and once as malloc+free under heaptrack, and again with a tenth of the pairs;
-# then `gmemhook summary` and heaptrack_print read each log, pinned to one core, best of REPS
-# (default 3) by CPU time (user + system: the machine may be shared). Prints events/s of both
+# then `gmemhook summary` and heaptrack_print read each log, pinned to one core, in REPS
+# (default 5) interleaved rounds of RUNS (default 5) runs in a row each, by CPU time (user +
+# system: the machine may be shared; medians, and the fastest rounds). Prints events/s of both
 # over the whole command (targets: gmemhook ≥ 3× heaptrack_print and ≥ 10 M events/s) and at the
 # margin (the large log minus the small one: start-up and symbolization left out), and the
 # gmemhook log's bytes per event (target ≤ 12). Then the large run copied to PROCS (default 8)
 # processes, read with -j 1 and with every core (wall time).
-# Usage: [PAIRS=N] [REPS=N] [PROCS=N] bench/run_reader_bench.sh [BUILD_DIR]
+# Usage: [PAIRS=N] [REPS=N] [RUNS=N] [PROCS=N] bench/run_reader_bench.sh [BUILD_DIR]
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 BENCH="$BUILD/bin/hook_bench"
@@ -26,35 +27,51 @@ for size in "$PAIRS" "$((PAIRS / 10))"; do
     (cd "$TMP" && "$HEAPTRACK" -o "$TMP/ht.$size" "$BENCH" 32 "$size" malloc >/dev/null 2>&1)
 done
 
-best_cpu() {  # best user+system seconds of REPS runs of: command...
-  local best="" t
-  for _ in $(seq "${REPS:-3}"); do
-    /usr/bin/time -o "$TMP/time" -f '%U %S' taskset -c 0 "$@" >/dev/null 2>&1
-    t=$(awk '{ print $1 + $2 }' "$TMP/time")
-    best=$(awk -v a="$t" -v b="$best" 'BEGIN{ if (b == "" || a < b) print a; else print b }')
-  done
-  echo "$best"
+# One sample: CPU seconds (user + system) of RUNS (default 5) runs in a row of command..., divided
+# by RUNS, pinned to one core. getrusage counts in 10 ms steps, ±10 % of a 0.1 s command: RUNS in
+# a row bring that to ±2 %.
+cpu_sample() {
+  /usr/bin/time -o "$TMP/time" -f '%U %S' taskset -c 0 bash -c \
+    'for _ in $(seq "$0"); do "$@" >/dev/null 2>&1 || exit 1; done' "${RUNS:-5}" "$@" ||
+    { echo "run_reader_bench: $* failed" >&2; exit 1; }
+  awk -v k="${RUNS:-5}" '{ printf "%.4f\n", ($1 + $2) / k }' "$TMP/time"
 }
+# Median of the values on stdin.
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+# REPS rounds (default 5), each timing the four commands in turn, so that a slow spell of the
+# machine falls on both readers alike; medians are printed, and the fastest rounds after them.
 small=$((PAIRS / 10))
-gm=$(best_cpu "$CLI" summary "$TMP/run.$PAIRS")
-gm_small=$(best_cpu "$CLI" summary "$TMP/run.$small")
-bytes=$(du -sb "$TMP/run.$PAIRS" | awk '{ print $1 }')
-ht="" ht_small=""
+: >"$TMP/gm"; : >"$TMP/gm_small"; : >"$TMP/ht"; : >"$TMP/ht_small"
+for _ in $(seq "${REPS:-5}"); do
+  cpu_sample "$CLI" summary "$TMP/run.$PAIRS" >>"$TMP/gm"
+  cpu_sample "$CLI" summary "$TMP/run.$small" >>"$TMP/gm_small"
+  if [ -n "$HEAPTRACK" ]; then
+    cpu_sample heaptrack_print "$(ls "$TMP/ht.$PAIRS".*)" >>"$TMP/ht"
+    cpu_sample heaptrack_print "$(ls "$TMP/ht.$small".*)" >>"$TMP/ht_small"
+  fi
+done
+gm=$(median <"$TMP/gm") gm_small=$(median <"$TMP/gm_small")
+gm_best=$(sort -g "$TMP/gm" | head -1)
+ht="" ht_small="" ht_best=""
 if [ -n "$HEAPTRACK" ]; then
-  ht=$(best_cpu heaptrack_print "$(ls "$TMP/ht.$PAIRS".*)")
-  ht_small=$(best_cpu heaptrack_print "$(ls "$TMP/ht.$small".*)")
+  ht=$(median <"$TMP/ht") ht_small=$(median <"$TMP/ht_small")
+  ht_best=$(sort -g "$TMP/ht" | head -1)
 fi
+bytes=$(du -sb "$TMP/run.$PAIRS" | awk '{ print $1 }')
 printf "%-18s %12s %16s %22s\n" reader "cpu s" "M events/s" "M events/s at margin"
 awk -v e="$(events "$PAIRS")" -v es="$(events "$small")" -v g="$gm" -v gs="$gm_small" \
-    -v h="$ht" -v hs="$ht_small" -v b="$bytes" '
+    -v h="$ht" -v hs="$ht_small" -v gb="$gm_best" -v hb="$ht_best" -v b="$bytes" \
+    -v r="${REPS:-5}" -v k="${RUNS:-5}" '
   function margin(l, s) { return l > s ? sprintf("%.2f", (e - es) / (l - s) / 1e6) : "inf" }
   BEGIN {
     printf "%-18s %12.3f %16.2f %22s\n", "gmemhook summary", g, e / g / 1e6, margin(g, gs)
     if (h != "") {
       printf "%-18s %12.3f %16.2f %22s\n", "heaptrack_print", h, e / h / 1e6, margin(h, hs)
-      printf "gmemhook summary reads %.2fx as many events/s as heaptrack_print (whole command)\n", h / g
+      printf "gmemhook summary reads %.2fx as many events/s as heaptrack_print (whole command; " \
+             "fastest rounds: %.3f vs %.3f s, %.2fx)\n", h / g, gb, hb, hb / gb
     }
+    printf "(CPU seconds a command: medians of %d interleaved rounds, each %d runs in a row)\n", r, k
     printf "gmemhook log: %d bytes for %d events, %.2f bytes/event (all of the run directory)\n",
            b, e, b / e }'
 
