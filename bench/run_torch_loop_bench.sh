@@ -6,11 +6,14 @@
 # MODES=a,b,... picks the modes (torch_loop_bench.py lists them, e.g. the parts of gmemhook's cost).
 # BASE_HOOK=/path/to/another/libgmemhook.so allows modes base:MODE, run under that build in the
 # same rounds (e.g. MODES=plain,gmemhook-stats,base:gmemhook-stats).
-# Usage: [REPS=N] [MODES=...] [BASE_HOOK=LIB] bench/run_torch_loop_bench.sh [BUILD_DIR] [PYTHON]
+# TOGETHER=CPUS (one per mode, e.g. 13,14,15) runs each round's modes at the same time, each on
+# its own CPU, and adds the paired-windows table (torch_loop_bench.py --together).
+# Usage: [REPS=N] [MODES=...] [BASE_HOOK=LIB] [TOGETHER=CPUS] bench/run_torch_loop_bench.sh [BUILD_DIR] [PYTHON]
 set -euo pipefail
 BUILD=${1:-build}
 PY=${2:-python3}
 HOOK="$(cd "$BUILD" && pwd)/lib/libgmemhook.so"
 [ -f "$HOOK" ] || { echo "run_torch_loop_bench: no $HOOK (build first)" >&2; exit 1; }
 exec "$PY" "$(dirname "$0")/torch_loop_bench.py" --compare --hook "$HOOK" --reps "${REPS:-7}" \
-  ${MODES:+--modes "$MODES"} ${BASE_HOOK:+--base-hook "$BASE_HOOK"}
+  ${MODES:+--modes "$MODES"} ${BASE_HOOK:+--base-hook "$BASE_HOOK"} \
+  ${TOGETHER:+--together "$TOGETHER"}

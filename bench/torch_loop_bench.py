@@ -45,6 +45,14 @@ what another tenant of the host takes from a vCPU counts as this process's CPU t
   python3 bench/torch_loop_bench.py --compare --hook build/lib/libgmemhook.so [--reps 7]
   (bench/run_torch_loop_bench.sh does this from a build directory.)
 
+--together CPUS runs a round's modes at the same time instead, each pinned to its own CPU of
+CPUS (one per mode, turned by one each round), timing from the moment all are warm: a slow spell
+of the machine then falls on every mode of the round alike. It adds a table comparing each run's
+50-step windows with plain's windows of the same round (the k-th window against the k-th):
+the estimator with the least noise, as the plain-again control in it shows. The modes share the
+GPU; the loop is CPU-bound (its kernels keep the GPU busy a fraction of a step), so keep to three
+or four modes.
+
 A before/after of a change in the same rounds: --base-hook OTHER/libgmemhook.so, and a mode
 named base:MODE runs gmemhook MODE under that library, e.g.
   --modes plain,gmemhook-no-nvml,base:gmemhook-no-nvml,gmemhook-stats,base:gmemhook-stats
@@ -76,9 +84,11 @@ CONTROLS = ["preload-empty", "plain-again"]
 ALL_MODES = MODES + list(PARTS) + CONTROLS
 
 
-def measure(mode, warmup, steps, batch, window):
+def measure(mode, warmup, steps, batch, window, wait_go=False):
     """ms per training step in this process, after `warmup` steps (all of them, and the fastest
-    window of `window` steps); block allocations per step."""
+    window of `window` steps); block allocations per step. With `wait_go` (--together), the
+    process says "ready" on stdout after the warm-up and starts timing when a line arrives on
+    stdin, so that the modes of a round time the same seconds of the machine."""
     import torch
 
     if mode == "preload-empty" and not any("empty_preload" in l for l in open("/proc/self/maps")):
@@ -103,6 +113,9 @@ def measure(mode, warmup, steps, batch, window):
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
+    if wait_go:
+        print("ready", flush=True)
+        sys.stdin.readline()
     before = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
     # CPU time of every thread of the process (the autograd engine's and the NVML sampler's
     # count, as they should) as well as wall time: time the pinned CPU spent on another tenant
@@ -128,14 +141,15 @@ def measure(mode, warmup, steps, batch, window):
     after = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
     return {"mode": mode, "ms_per_step": elapsed * 1e3 / steps,
             "cpu_ms_per_step": cpu * 1e3 / steps,
-            "best_window_ms_per_step": min(windows),
+            "best_window_ms_per_step": min(windows), "windows": windows,
             "blocks_per_step": (after - before) / steps, "torch": torch.__version__}
 
 
 BASE = "base:"  # a mode run under --base-hook instead of --hook
 
 
-def run_child(name, args, log_root):
+def start_child(name, args, log_root, cpu):
+    """Starts one measurement of `name` pinned to `cpu`; finish_child() collects it."""
     env = dict(os.environ)
     log_dir = None
     hook, mode = (args.base_hook, name[len(BASE):]) if name.startswith(BASE) else (args.hook, name)
@@ -148,13 +162,32 @@ def run_child(name, args, log_root):
         env["LD_PRELOAD"] = os.path.join(os.path.dirname(args.hook), "libgmemhook_empty_preload.so")
     cmd = [sys.executable, os.path.abspath(__file__), "--mode", mode, "--warmup",
            str(args.warmup), "--steps", str(args.steps), "--batch", str(args.batch),
-           "--window", str(args.window)]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600,
-                       preexec_fn=lambda: os.sched_setaffinity(0, {args.cpu}))
+           "--window", str(args.window)] + (["--wait-go"] if args.together else [])
+    # stderr to a file: a child's stack-stats line must not fill a pipe nobody reads yet.
+    err = tempfile.TemporaryFile(mode="w+", dir=log_root)
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=err, text=True, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    return {"name": name, "proc": p, "err": err, "log_dir": log_dir}
+
+
+def wait_ready(child):
+    """Reads the child's "ready" (--together); exits when the child failed before it."""
+    line = child["proc"].stdout.readline()
+    if line.strip() != "ready":
+        finish_child(child)  # reports the failure
+        sys.exit("torch_loop_bench: %s did not get ready: %r" % (child["name"], line))
+
+
+def finish_child(child):
+    p, name, log_dir = child["proc"], child["name"], child["log_dir"]
+    out, _ = p.communicate(timeout=600)
+    child["err"].seek(0)
+    stderr = child["err"].read()
+    child["err"].close()
     if p.returncode != 0:
-        sys.exit("torch_loop_bench: %s failed (%d):\n%s" % (name, p.returncode, p.stderr))
-    result = json.loads(p.stdout.strip().splitlines()[-1])
-    stats = [l for l in p.stderr.splitlines() if "stack stats:" in l]
+        sys.exit("torch_loop_bench: %s failed (%d):\n%s" % (name, p.returncode, stderr))
+    result = json.loads(out.strip().splitlines()[-1])
+    stats = [l for l in stderr.splitlines() if "stack stats:" in l]
     if stats:
         result["stack_stats"] = stats[-1]
     if log_dir:
@@ -191,6 +224,27 @@ def print_table(modes, runs, key, heading):
               % (mode, med, " ".join("%.3f" % m for m in ms), by_median, by_fastest, by_round))
 
 
+def print_paired_windows(modes, runs, window):
+    """--together only: each window of a run against the same window of plain's run of the same
+    round, which ran at the same time on another CPU (the k-th window of both started within a
+    few windows' drift of each other): the median of those ratios over every window of every
+    round, and of the rounds' medians."""
+    print("| mode | windows compared | overhead (median of paired %d-step windows) "
+          "| overhead (median of the rounds' medians) |" % window)
+    print("|---|---|---|---|")
+    for mode in modes:
+        if mode == "plain":
+            continue
+        every, per_round = [], []
+        for r, p in zip(runs[mode], runs["plain"]):
+            ratios = [a / b for a, b in zip(r["windows"], p["windows"])]
+            every += ratios
+            per_round.append(statistics.median(ratios))
+        print("| %s | %d | %+.1f %% | %+.1f %% |"
+              % (mode, len(every), (statistics.median(every) - 1) * 100,
+                 (statistics.median(per_round) - 1) * 100))
+
+
 def compare(args):
     if not args.hook or not os.path.exists(args.hook):
         sys.exit("torch_loop_bench: --hook must name libgmemhook.so")
@@ -204,24 +258,50 @@ def compare(args):
                  % (ALL_MODES + based))
     if args.base_hook and not os.path.exists(args.base_hook):
         sys.exit("torch_loop_bench: no --base-hook %s" % args.base_hook)
+    cpus = [int(c) for c in args.together.split(",")] if args.together else []
+    if args.together and len(cpus) < len(modes):
+        sys.exit("torch_loop_bench: --together needs a CPU for each of the %d modes" % len(modes))
     runs = {m: [] for m in modes}
     log_root = tempfile.mkdtemp(prefix="torch-loop-bench-")
+
+    def show(rep, r):
+        print("rep %d %-15s %.3f ms/step, %.3f CPU ms/step, fastest window %.3f%s"
+              % (rep + 1, r["mode_name"], r["ms_per_step"], r["cpu_ms_per_step"],
+                 r["best_window_ms_per_step"], " (CPU %d)" % r["cpu"] if cpus else ""),
+              file=sys.stderr, flush=True)
+
     try:
         for rep in range(args.reps):
-            for mode in modes:
-                r = run_child(mode, args, log_root)
+            if not cpus:
+                for mode in modes:
+                    r = finish_child(start_child(mode, args, log_root, args.cpu))
+                    r.update(mode_name=mode, cpu=args.cpu)
+                    runs[mode].append(r)
+                    show(rep, r)
+                continue
+            # Every mode at once, each on its own CPU, the CPUs turned by one each round so that
+            # a slower core is every mode's in turn; timing starts when all are warm.
+            children = [(mode, cpus[(i + rep) % len(cpus)]) for i, mode in enumerate(modes)]
+            started = [start_child(mode, args, log_root, cpu) for mode, cpu in children]
+            for child in started:
+                wait_ready(child)
+            for child in started:
+                child["proc"].stdin.write("go\n")
+                child["proc"].stdin.flush()
+            for (mode, cpu), child in zip(children, started):
+                r = finish_child(child)
+                r.update(mode_name=mode, cpu=cpu)
                 runs[mode].append(r)
-                print("rep %d %-15s %.3f ms/step, %.3f CPU ms/step, fastest window %.3f"
-                      % (rep + 1, mode, r["ms_per_step"], r["cpu_ms_per_step"],
-                         r["best_window_ms_per_step"]),
-                      file=sys.stderr, flush=True)
+                show(rep, r)
     finally:
         shutil.rmtree(log_root, ignore_errors=True)
     first = runs["plain"][0]
+    how = ("the modes of a round run at the same time on CPUs %s (turned each round)" % args.together
+           if cpus else "each pinned to CPU %d" % args.cpu)
     print("torch %s, %d steps after %d warm-up, batch %d, ~%.0f block allocations per step, "
-          "median of %d interleaved runs, each pinned to CPU %d\n"
+          "median of %d interleaved runs, %s\n"
           % (first["torch"], args.steps, args.warmup, args.batch, first["blocks_per_step"],
-             args.reps, args.cpu))
+             args.reps, how))
     print_table(modes, runs, "ms_per_step", "ms/step (median)")
     # The same runs by CPU time of the whole process (see measure()).
     print()
@@ -230,6 +310,9 @@ def compare(args):
     print()
     print_table(modes, runs, "best_window_ms_per_step",
                 "ms/step, fastest %d-step window of a run (median)" % args.window)
+    if cpus:
+        print()
+        print_paired_windows(modes, runs, args.window)
     if "gmemhook" in runs and "gmemhook-no-nvml" in runs:
         on = statistics.median(r["ms_per_step"] for r in runs["gmemhook"])
         off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
@@ -261,13 +344,19 @@ def main():
     ap.add_argument("--window", type=int, default=50,
                     help="steps per separately timed window (the third table: each run's fastest)")
     ap.add_argument("--cpu", type=int, help="the CPU every child runs on (default: the last one)")
+    ap.add_argument("--together", metavar="CPUS",
+                    help="comma-separated CPUs, one per mode: run a round's modes at the same "
+                         "time, each pinned to its own CPU, so that what slows the machine for a "
+                         "while slows them alike; adds a table of paired windows")
+    ap.add_argument("--wait-go", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.compare:
         if args.reps < 5:
             sys.exit("torch_loop_bench: --reps must be at least 5 (medians of noisy runs)")
         compare(args)
     elif args.mode:
-        print(json.dumps(measure(args.mode, args.warmup, args.steps, args.batch, args.window)))
+        print(json.dumps(measure(args.mode, args.warmup, args.steps, args.batch, args.window,
+                                 args.wait_go)))
     else:
         ap.error("give --compare or --mode")
 
