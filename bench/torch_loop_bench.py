@@ -61,6 +61,7 @@ named base:MODE runs gmemhook MODE under that library, e.g.
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -224,6 +225,20 @@ def print_table(modes, runs, key, heading):
               % (mode, med, " ".join("%.3f" % m for m in ms), by_median, by_fastest, by_round))
 
 
+def recording_share(r):
+    """What recording cost one gmemhook-stats process, measured inside it, where the machine's
+    process-to-process noise (a whole process ±20 %) cancels: the recorder's time per event
+    (the stats line's "ns each in the recorder", its stack capture included and each clock read
+    the timing itself took; not the exported wrapper around it, ~100 instructions) times the
+    events of a step (each block is allocated and freed: 2 per block), over the step's time less
+    that. None without the figures."""
+    m = re.search(r"events recorded \d+, (\d+) ns each", r.get("stack_stats", ""))
+    if not m:
+        return None
+    per_step_ms = int(m.group(1)) * 2 * r["blocks_per_step"] / 1e6
+    return per_step_ms / (r["ms_per_step"] - per_step_ms) * 100
+
+
 def print_paired_windows(modes, runs, window):
     """--together only: each window of a run against the same window of plain's run of the same
     round, which ran at the same time on another CPU (the k-th window of both started within a
@@ -323,6 +338,11 @@ def compare(args):
             for r in runs.get(mode, []):
                 print("\n%s (%.3f ms/step): %s"
                       % (mode, r["ms_per_step"], r.get("stack_stats", "-")))
+            in_process = [x for x in (recording_share(r) for r in runs.get(mode, [])) if x]
+            if in_process:
+                print("\n%s, measured inside each process: the recorder took %s %% of a step "
+                      "(median %+.1f %%)" % (mode, " ".join("%+.1f" % x for x in in_process),
+                                              statistics.median(in_process)))
     for mode in modes:
         if mode.split(BASE)[-1].startswith("gmemhook") and not mode.endswith("gmemhook-disabled"):
             logs = [r["log_bytes"] for r in runs[mode]]

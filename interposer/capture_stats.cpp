@@ -19,7 +19,8 @@ namespace {
 constexpr uint64_t kSlowNs = 10000;
 
 std::atomic<uint64_t> g_captures{0}, g_native_ns{0}, g_native_frames{0}, g_python_ns{0},
-    g_python_frames{0}, g_slow{0}, g_slow_ns{0}, g_rules_learnt{0}, g_object_tables{0};
+    g_python_frames{0}, g_slow{0}, g_slow_ns{0}, g_rules_learnt{0}, g_object_tables{0},
+    g_events{0}, g_event_ns{0};
 std::atomic<uint64_t> g_walks[6];
 std::atomic<uint64_t> g_ids[4];
 std::atomic<uint64_t> g_gave_up_pc{0};
@@ -53,6 +54,11 @@ void note_rules_learnt(uint64_t rules, uint64_t object_tables) {
   if (object_tables) add(g_object_tables, object_tables);
 }
 
+void note_event(uint64_t ns) {
+  add(g_events, 1);
+  add(g_event_ns, ns);
+}
+
 void note_walk(Walk how) { add(g_walks[static_cast<int>(how)], 1); }
 
 void note_stack_id(StackIdFrom from) { add(g_ids[static_cast<int>(from)], 1); }
@@ -67,7 +73,7 @@ void note_gave_up(uint64_t pc, const char* why) {
 
 // ", walks: fast F (recent R (looked up U), shadow S), libunwind L (stepped T); ... first given
 // up at libx.so+0x12 (why)".
-void append_walks(FixedString<768>& m) {
+void append_walks(FixedString<896>& m) {
   const uint64_t recent = get(g_walks[4]) + get(g_walks[5]);
   m.append("walks: fast ").append_uint(get(g_walks[1]) + get(g_walks[2]) + recent);
   m.append(" (recent ").append_uint(recent).append(" (looked up ").append_uint(get(g_walks[5]));
@@ -115,7 +121,7 @@ uint64_t clock_read_ns() {
 void print_capture_stats() {
   const uint64_t n = get(g_captures);
   if (n == 0) return;
-  FixedString<768> m;
+  FixedString<896> m;
   m.append("gmemhook: stack stats: ").append_uint(n).append(" captures; native ");
   m.append_uint(get(g_native_ns) / n).append(" ns and ").append_uint(get(g_native_frames) / n);
   m.append(" frames each on average (").append_uint(get(g_slow)).append(" over ");
@@ -124,6 +130,12 @@ void print_capture_stats() {
   m.append_uint(get(g_python_frames) / n).append(" frames each; ");
   m.append_uint((get(g_native_ns) + get(g_python_ns)) / 1000).append(" us in all; ");
   append_walks(m);
+  if (const uint64_t events = get(g_events)) {
+    m.append("; events recorded ").append_uint(events).append(", ");
+    m.append_uint(get(g_event_ns) / events).append(" ns each in the recorder (").append_uint(
+        get(g_event_ns) / 1000);
+    m.append(" us in all)");
+  }
   m.append("; a clock read ").append_uint(clock_read_ns()).append(" ns (in each figure)\n");
   write_stderr(m.c_str(), m.size());
 }

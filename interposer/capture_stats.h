@@ -27,6 +27,12 @@ void note_stack_id(StackIdFrom from);
 // Rules the fast unwinder learnt in one walk, and times it made its table of objects again.
 void note_rules_learnt(uint64_t rules, uint64_t object_tables);
 
+// One event recorded, and the time record_event took for it (recorder.cpp): its stack capture,
+// encoding and append, everything the recorder adds after the real call returned except the
+// exported wrapper around it. With the captures' share above, what recording costs the traced
+// thread, measured inside the program (torch_loop_bench.py's in-process figure).
+void note_event(uint64_t ns);
+
 // One line on stderr with the process's totals (at exit, when the setting is on). Malloc-free.
 void print_capture_stats();
 

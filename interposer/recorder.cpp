@@ -512,15 +512,33 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
     bump(log->blocks);
   nvml_after_event(api, kind, result, f, ev.time_ns);
 }
+
+// record_event_body timed for GMEMHOOK_STACK_STATS (capture_stats.h, note_event). Apart, so
+// that the usual path only tests the setting. A release that takes a stack goes on to
+// record_event_with_stack, which times it: not timed twice.
+template <bool kRelease>
+__attribute__((noinline, cold)) void record_event_timed(fmt::ApiId api, EventKind kind,
+                                                        uint32_t result, fmt::EventFields& f,
+                                                        uint64_t seq, uint64_t time_ns) {
+  if (kRelease && g_config.free_stacks && g_config.depth > 0)
+    return record_event_with_stack(api, kind, result, f, seq, time_ns);
+  const uint64_t start = monotonic_ns();
+  record_event_body<kRelease>(api, kind, result, f, seq, time_ns);
+  note_event(monotonic_ns() - start);
+}
 }  // namespace
 
 void record_event_with_stack(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                              uint64_t seq, uint64_t time_ns) {
+  if (g_config.stack_stats) [[unlikely]]
+    return record_event_timed<false>(api, kind, result, f, seq, time_ns);
   record_event_body<false>(api, kind, result, f, seq, time_ns);
 }
 
 void record_release(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                     uint64_t seq, uint64_t time_ns) {
+  if (g_config.stack_stats) [[unlikely]]
+    return record_event_timed<true>(api, kind, result, f, seq, time_ns);
   record_event_body<true>(api, kind, result, f, seq, time_ns);
 }
 

@@ -610,9 +610,9 @@ def check_torch_loop_bench(c, py):
     compared with plain's window of the same round; plain-again is the control that says how
     large the noise of that estimator is."""
     bench = os.path.join(os.path.dirname(__file__), "..", "bench", "run_torch_loop_bench.sh")
-    modes = "plain,gmemhook,plain-again"
+    modes = "plain,gmemhook,plain-again,gmemhook-stats"
     last = max(os.sched_getaffinity(0))
-    cpus = ",".join(str((last - i) % (last + 1)) for i in range(3))  # the last three
+    cpus = ",".join(str((last - i) % (last + 1)) for i in range(4))  # the last four
     p = subprocess.run(["bash", bench, c.build, py], capture_output=True, text=True,
                        env=dict(os.environ, REPS="15", MODES=modes, TOGETHER=cpus), timeout=900)
     with open(os.path.join(c.out, "torch-loop-bench.txt"), "w") as f:
@@ -637,6 +637,11 @@ def check_torch_loop_bench(c, py):
           "%s, by paired rounds %s" % (paired["gmemhook"][0], paired["gmemhook"][2],
                                        whole.get("plain", ("?",))[0],
                                        *whole.get("gmemhook", ("?", "?", "?"))[1:]))
+    inside = [l for l in p.stdout.splitlines() if "measured inside each process" in l]
+    if inside:  # the recorder's own time a step, timed in the traced process (no process noise)
+        median = re.search(r"median ([-+]\d+\.\d) %", inside[0])
+        c.row("torch loop: the recorder's time per step, measured inside the process (info)", "-",
+              median.group(1) + " %" if median else "?", True, inside[0].split(": ", 1)[-1][:300])
     if "plain-again" in paired:  # the control: how large the noise of the estimator is
         c.row("torch loop: plain-again over plain, paired windows (info)", "-",
               paired["plain-again"][1], True,

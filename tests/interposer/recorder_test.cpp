@@ -388,7 +388,7 @@ TEST(Stacks, KeptStackIdsStayWithTheirWalks) {
 }
 
 // GMEMHOOK_STACK_STATS=1 (issue 14): one line at exit, even when quiet, counting every stack the
-// process captured (here the one allocation's: frees take none); nothing without it.
+// process captured (here its one allocation's) and every event it timed; nothing without it.
 TEST(Untouched, StackStatsLineCountsEveryCapture) {
   auto run_with_stats = [](const std::string& value) {
     auto env = traced_env(temp_dir("stack-stats-" + (value.empty() ? "unset" : value)));
@@ -403,6 +403,7 @@ TEST(Untouched, StackStatsLineCountsEveryCapture) {
   // The one stack is new: its id came from the table.
   EXPECT_NE(on.err.find("; stack ids from notes 0, memo 0, table 1 (new 1)"), std::string::npos)
       << on.err;
+  EXPECT_NE(on.err.find("; events recorded 1, "), std::string::npos) << on.err;
   EXPECT_EQ(std::count(on.err.begin(), on.err.end(), '\n'), 1) << on.err;
   const RunResult off = run_with_stats("");
   ASSERT_TRUE(off.exited(0)) << off.err;
