@@ -277,7 +277,7 @@ std::atomic<GetAddressRangeFn> g_get_address_range{nullptr};
 
 // The device of an allocation: the calling thread's current context, else (no context, e.g. a
 // driver call on a fresh thread) the pointer's own attributes. Never fails the hook.
-void fill_device(fmt::EventFields& f) {
+__attribute__((always_inline)) inline void fill_device(fmt::EventFields& f) {
   if (f.has(fmt::kHasDevice)) return;
   if (auto get = driver_fn(g_ctx_get_device, "cuCtxGetDevice")) {
     CUdevice dev = -1;
@@ -438,15 +438,25 @@ __attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, f
   return fmt::encode_general_event(out, ev, f, d);
 }
 
-// An event's record. `kRelease`: memory given back (a free, an unmap, a release), which has no
-// device and no stack unless GMEMHOOK_FREE_STACKS asks for one: then record_event_with_stack
-// makes it. A release has a body of its own without the capture inlined in it: in the one
-// function a free paid for what an allocation's capture keeps in registers (saved registers,
-// spilled arguments) on every call.
-template <bool kRelease>
+// Which events a body records. kRelease: memory given back (a free, an unmap, a release), which
+// has no device and no stack unless GMEMHOOK_FREE_STACKS asks for one: then
+// record_event_with_stack makes it. A release has a body of its own without the capture inlined
+// in it: in the one function a free paid for what an allocation's capture keeps in registers
+// (saved registers, spilled arguments) on every call. kAlloc: an EventKind::Alloc (cudaMalloc,
+// cuMemAlloc_v2, cudaMallocAsync, ...), the usual allocation: its kind is a constant and its clock
+// is taken here, so the kind's tests fold away and three arguments are neither passed nor spilled
+// (issue 14). kAny: every other kind.
+enum class Body { kAny, kRelease, kAlloc };
+
+template <Body kBody>
 __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, EventKind kind,
                                                              uint32_t result, fmt::EventFields& f,
                                                              uint64_t seq, uint64_t time_ns) {
+  constexpr bool kRelease = kBody == Body::kRelease;
+  if constexpr (kBody == Body::kAlloc) {
+    kind = EventKind::Alloc;
+    seq = 0;  // allocations take their clock after the call: here, below
+  }
   if constexpr (kRelease) {
     if (g_config.free_stacks && g_config.depth > 0) [[unlikely]]
       return record_event_with_stack(api, kind, result, f, seq, time_ns);
@@ -516,12 +526,16 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
 
 void record_event_with_stack(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                              uint64_t seq, uint64_t time_ns) {
-  record_event_body<false>(api, kind, result, f, seq, time_ns);
+  record_event_body<Body::kAny>(api, kind, result, f, seq, time_ns);
 }
 
 void record_release(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                     uint64_t seq, uint64_t time_ns) {
-  record_event_body<true>(api, kind, result, f, seq, time_ns);
+  record_event_body<Body::kRelease>(api, kind, result, f, seq, time_ns);
+}
+
+void record_allocation(fmt::ApiId api, uint32_t result, fmt::EventFields& f) {
+  record_event_body<Body::kAlloc>(api, EventKind::Alloc, result, f, 0, 0);
 }
 
 Totals totals() {
