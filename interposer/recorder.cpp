@@ -442,21 +442,23 @@ __attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, f
 // has no device and no stack unless GMEMHOOK_FREE_STACKS asks for one: then
 // record_event_with_stack makes it. A release has a body of its own without the capture inlined
 // in it: in the one function a free paid for what an allocation's capture keeps in registers
-// (saved registers, spilled arguments) on every call. kAlloc: an EventKind::Alloc (cudaMalloc,
-// cuMemAlloc_v2, cudaMallocAsync, ...), the usual allocation: its kind is a constant and its clock
-// is taken here, so the kind's tests fold away and three arguments are neither passed nor spilled
-// (issue 14). kAny: every other kind.
-enum class Body { kAny, kRelease, kAlloc };
+// (saved registers, spilled arguments) on every call. kAlloc and kFree: an EventKind::Alloc
+// (cudaMalloc, cuMemAlloc_v2, cudaMallocAsync, ...) or EventKind::Free (cudaFree, cuMemFree_v2,
+// ...), the usual events: their kind is a constant, so its tests fold away and it is neither
+// passed nor spilled, and an allocation's clock, taken here, is not passed either (issue 14).
+// kAny: every other kind.
+enum class Body { kAny, kRelease, kAlloc, kFree };
 
 template <Body kBody>
 __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, EventKind kind,
                                                              uint32_t result, fmt::EventFields& f,
                                                              uint64_t seq, uint64_t time_ns) {
-  constexpr bool kRelease = kBody == Body::kRelease;
+  constexpr bool kRelease = kBody == Body::kRelease || kBody == Body::kFree;
   if constexpr (kBody == Body::kAlloc) {
     kind = EventKind::Alloc;
     seq = 0;  // allocations take their clock after the call: here, below
   }
+  if constexpr (kBody == Body::kFree) kind = EventKind::Free;
   if constexpr (kRelease) {
     if (g_config.free_stacks && g_config.depth > 0) [[unlikely]]
       return record_event_with_stack(api, kind, result, f, seq, time_ns);
@@ -536,6 +538,11 @@ void record_release(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventF
 
 void record_allocation(fmt::ApiId api, uint32_t result, fmt::EventFields& f) {
   record_event_body<Body::kAlloc>(api, EventKind::Alloc, result, f, 0, 0);
+}
+
+void record_free(fmt::ApiId api, uint32_t result, fmt::EventFields& f, uint64_t seq,
+                 uint64_t time_ns) {
+  record_event_body<Body::kFree>(api, EventKind::Free, result, f, seq, time_ns);
 }
 
 Totals totals() {

@@ -117,13 +117,18 @@ void record_event_with_stack(format::ApiId api, format::EventKind kind, uint32_t
 // A kind that gives memory back (is_release_kind): no device, no stack unless asked for.
 void record_release(format::ApiId api, format::EventKind kind, uint32_t result,
                     format::EventFields& fields, uint64_t seq, uint64_t time_ns);
-// An EventKind::Alloc, the usual allocation (its clock is taken inside, after the call).
+// The usual events, whose kind is a constant in the recorder: an EventKind::Alloc (its clock is
+// taken inside, after the call) and an EventKind::Free.
 void record_allocation(format::ApiId api, uint32_t result, format::EventFields& fields);
+void record_free(format::ApiId api, uint32_t result, format::EventFields& fields, uint64_t seq,
+                 uint64_t time_ns);
 // Inline: a wrapper's kind is a constant, and it calls the one it needs.
 inline void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
                          format::EventFields& fields, EventClock clock) {
   if (kind == format::EventKind::Alloc)
     record_allocation(api, result, fields);
+  else if (kind == format::EventKind::Free)
+    record_free(api, result, fields, clock.seq, clock.time_ns);
   else if (is_release_kind(kind))
     record_release(api, kind, result, fields, clock.seq, clock.time_ns);
   else
