@@ -422,7 +422,6 @@ void CallScope::inside_recorder() {
   // sees; the end record counts it. Once: the calls it makes itself (cudaMalloc reaching
   // cuMemAlloc_v2) are nested in it.
   if (!recording_enabled()) return;
-  records_ = false;
   if (t_state.skipped_depth == 0) {
     t_state.skipped_depth = t_state.call_depth;
     note_skipped(next_seq());

@@ -26,8 +26,10 @@ inline bool recording_enabled() { return g_recording_enabled.load(std::memory_or
 class CallScope {
  public:
   CallScope() : records_(t_state.call_depth++ == 0 && recording_enabled()) {
-    if (thread_busy()) [[unlikely]]
+    if (thread_busy()) [[unlikely]] {
       inside_recorder();
+      records_ = false;
+    }
   }
   ~CallScope() {
     ThreadState& t = t_state;
@@ -40,8 +42,9 @@ class CallScope {
   bool records() const { return records_; }
 
  private:
-  // A call made while the thread is inside the recorder (busy.h): it passes through.
-  void inside_recorder();
+  // A call made while the thread is inside the recorder (busy.h): it passes through. Static, so
+  // that `records_` never has its address taken: it stays in a register (issue 14).
+  static void inside_recorder();
   bool records_;
 };
 
