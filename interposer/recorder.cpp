@@ -63,17 +63,21 @@ struct StackMemo {
   Slot& at(uint64_t key) { return slots[(key * 0xff51afd7ed558ccdull) >> 55]; }
 };
 
+// What every event reads and writes comes first, after the file's own fields: the fork check,
+// the counters and the encoder's deltas lie on the lines after the file's, not 28 KiB further on
+// behind the tables (in a program whose own work evicts them between two events, each line is a
+// miss, issue 14).
 struct ThreadLog {
   LogFile file;
-  StackTable stacks;
-  StackMemo stack_memo;  // ids of `stacks` by walk and Python frames
-  PyCodeTable py_codes;
-  FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
-  fmt::EventDeltas deltas;
-  // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
-  uint64_t py_frames[kMaxPyDepth];
   uint64_t fork_generation = 0;
   std::atomic<uint64_t> allocations{0}, frees{0}, failed{0}, blocks{0};
+  fmt::EventDeltas deltas;
+  StackTable stacks;
+  FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
+  StackMemo stack_memo;        // ids of `stacks` by walk and Python frames
+  PyCodeTable py_codes;
+  // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
+  uint64_t py_frames[kMaxPyDepth];
   // The registry of live threads' logs, for the exit totals (guarded by RegistryLock).
   ThreadLog* prev = nullptr;
   ThreadLog* next = nullptr;
