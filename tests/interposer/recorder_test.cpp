@@ -111,12 +111,12 @@ TEST_P(EntryPoints, ExitSummaryCountsWhatTheLogHolds) {
   RunResult r = run({scenario_path(), "entry-points", GetParam()}, traced_env(out));
   ASSERT_TRUE(r.exited(0)) << r.err;
   using K = EventKind;
-  const std::set<K> releases{K::Free, K::Release, K::AddressFree, K::Unmap, K::BlockFree,
-                             K::ImportClose};
-  const std::set<K> graph{K::CaptureBegin,     K::CaptureEnd,       K::GraphLaunch,
-                          K::GraphUpload,      K::GraphFreeNode,    K::GraphInstantiate,
-                          K::GraphExecDestroy, K::GraphDestroy,     K::GraphChild,
-                          K::GraphClone,       K::GraphMemTrim,     K::Export};
+  const std::set<K> releases{K::Free,  K::Release,   K::AddressFree,
+                             K::Unmap, K::BlockFree, K::ImportClose};
+  const std::set<K> graph{K::CaptureBegin,     K::CaptureEnd,    K::GraphLaunch,
+                          K::GraphUpload,      K::GraphFreeNode, K::GraphInstantiate,
+                          K::GraphExecDestroy, K::GraphDestroy,  K::GraphChild,
+                          K::GraphClone,       K::GraphMemTrim,  K::Export};
   uint64_t allocations = 0, frees = 0, failed = 0;
   for (const auto& e : only_process(out).events) {
     const K kind = format::event_kind_of(e.kind, e.ev.f.mask);  // e.kind is its api's
