@@ -263,7 +263,6 @@ __attribute__((always_inline)) inline ThreadLog* thread_log() {
 // by the time the first allocation returns.
 using CtxGetDeviceFn = CUresult (*)(CUdevice*);
 using PointerGetAttributeFn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
-std::atomic<CtxGetDeviceFn> g_ctx_get_device{nullptr};
 std::atomic<PointerGetAttributeFn> g_pointer_get_attribute{nullptr};
 
 template <typename Fn>
@@ -276,6 +275,18 @@ Fn driver_fn(std::atomic<Fn>& slot, const char* name) {
   return f;
 }
 
+// cuCtxGetDevice, asked on every allocation: its pointer lies with the rest of an event's
+// globals (event_globals.h), untyped there.
+CtxGetDeviceFn ctx_get_device() {
+  std::atomic<void*>& slot = g_event_globals.ctx_get_device;
+  void* f = slot.load(std::memory_order_acquire);
+  if (!f) [[unlikely]] {
+    f = find_real_symbol("cuCtxGetDevice", fmt::Layer::Driver);
+    if (f) slot.store(f, std::memory_order_release);
+  }
+  return reinterpret_cast<CtxGetDeviceFn>(f);
+}
+
 using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 std::atomic<GetAddressRangeFn> g_get_address_range{nullptr};
 
@@ -283,7 +294,7 @@ std::atomic<GetAddressRangeFn> g_get_address_range{nullptr};
 // driver call on a fresh thread) the pointer's own attributes. Never fails the hook.
 __attribute__((always_inline)) inline void fill_device(fmt::EventFields& f) {
   if (f.has(fmt::kHasDevice)) return;
-  if (auto get = driver_fn(g_ctx_get_device, "cuCtxGetDevice")) {
+  if (auto get = ctx_get_device()) {
     CUdevice dev = -1;
     if (get(&dev) == CUDA_SUCCESS) {
       f.set_device(dev);
@@ -397,7 +408,7 @@ bool graph_pool_bytes(int& device, uint64_t* used, uint64_t* reserved) {
   auto get = driver_fn(get_attribute, "cuDeviceGetGraphMemAttribute");
   if (!get) return false;
   if (device < 0) {
-    auto current = driver_fn(g_ctx_get_device, "cuCtxGetDevice");
+    auto current = ctx_get_device();
     CUdevice dev = -1;
     if (!current || current(&dev) != CUDA_SUCCESS) return false;
     device = dev;

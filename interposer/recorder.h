@@ -8,6 +8,7 @@
 #include <initializer_list>
 
 #include "busy.h"
+#include "event_globals.h"
 #include "event_time.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
@@ -17,7 +18,8 @@ namespace gmemhook {
 
 // Set by the library constructor (lifecycle.cpp) once it is ready: whether hooks may record.
 // Inline: every wrapper asks.
-inline std::atomic<bool> g_recording_enabled{false};
+inline std::atomic<bool>& g_recording_enabled =
+    g_event_globals.recording_enabled;  // event_globals.h
 inline bool recording_enabled() { return g_recording_enabled.load(std::memory_order_relaxed); }
 
 // Marks the current thread as inside a hooked call. A runtime call that reaches the driver
