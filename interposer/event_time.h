@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "event_globals.h"
+
 namespace gmemhook {
 
 // Decides at start-up whether event times may come from the TSC: only when `allowed`
@@ -38,7 +40,7 @@ struct Anchor {
 };
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc.
 inline thread_local Anchor t_anchor __attribute__((tls_model("initial-exec")));
-inline bool g_use_tsc = false;
+inline bool& g_use_tsc = g_event_globals.use_tsc;  // event_globals.h
 
 // The real clock, or a new anchor read from it (event_time.cpp).
 uint64_t event_time_slow();

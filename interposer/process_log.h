@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "event_globals.h"
 #include "gmemhook/codec.h"
 #include "record_loss.h"
 
@@ -39,7 +40,8 @@ inline uint64_t last_seq() { return g_seq.load(std::memory_order_relaxed); }
 
 // Bumped in every fork child: per-thread logs inherited from the parent must not be reused.
 // Inline: every recorded event checks its thread's log against it.
-inline std::atomic<uint64_t> g_fork_generation{0};
+inline std::atomic<uint64_t>& g_fork_generation =
+    g_event_globals.fork_generation;  // event_globals.h
 inline uint64_t fork_generation() { return g_fork_generation.load(std::memory_order_relaxed); }
 void on_fork_child();
 

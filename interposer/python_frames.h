@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "event_globals.h"
+
 namespace gmemhook {
 
 class LogFile;
@@ -81,7 +83,7 @@ bool interpreter_loop_range(uint64_t* lo, uint64_t* hi);
 // Whether capture_python_frames has anything to do: an interpreter was found (supported, or not
 // and a note says so once). Inline: asked on every event, and most processes that call CUDA from
 // C++ have no interpreter at all (one load and a branch then).
-inline std::atomic<bool> g_python_walk{false};
+inline std::atomic<bool>& g_python_walk = g_event_globals.python_walk;  // event_globals.h
 
 size_t walk_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max);
 

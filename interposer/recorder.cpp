@@ -63,17 +63,21 @@ struct StackMemo {
   Slot& at(uint64_t key) { return slots[(key * 0xff51afd7ed558ccdull) >> 55]; }
 };
 
+// What every event reads and writes comes first, after the file's own fields: the fork check,
+// the counters and the encoder's deltas lie on the lines after the file's, not 28 KiB further on
+// behind the tables (in a program whose own work evicts them between two events, each line is a
+// miss, issue 14).
 struct ThreadLog {
   LogFile file;
-  StackTable stacks;
-  StackMemo stack_memo;  // ids of `stacks` by walk and Python frames
-  PyCodeTable py_codes;
-  FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
-  fmt::EventDeltas deltas;
-  // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
-  uint64_t py_frames[kMaxPyDepth];
   uint64_t fork_generation = 0;
   std::atomic<uint64_t> allocations{0}, frees{0}, failed{0}, blocks{0};
+  fmt::EventDeltas deltas;
+  StackTable stacks;
+  FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
+  StackMemo stack_memo;        // ids of `stacks` by walk and Python frames
+  PyCodeTable py_codes;
+  // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
+  uint64_t py_frames[kMaxPyDepth];
   // The registry of live threads' logs, for the exit totals (guarded by RegistryLock).
   ThreadLog* prev = nullptr;
   ThreadLog* next = nullptr;
@@ -259,7 +263,6 @@ __attribute__((always_inline)) inline ThreadLog* thread_log() {
 // by the time the first allocation returns.
 using CtxGetDeviceFn = CUresult (*)(CUdevice*);
 using PointerGetAttributeFn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
-std::atomic<CtxGetDeviceFn> g_ctx_get_device{nullptr};
 std::atomic<PointerGetAttributeFn> g_pointer_get_attribute{nullptr};
 
 template <typename Fn>
@@ -272,14 +275,26 @@ Fn driver_fn(std::atomic<Fn>& slot, const char* name) {
   return f;
 }
 
+// cuCtxGetDevice, asked on every allocation: its pointer lies with the rest of an event's
+// globals (event_globals.h), untyped there.
+CtxGetDeviceFn ctx_get_device() {
+  std::atomic<void*>& slot = g_event_globals.ctx_get_device;
+  void* f = slot.load(std::memory_order_acquire);
+  if (!f) [[unlikely]] {
+    f = find_real_symbol("cuCtxGetDevice", fmt::Layer::Driver);
+    if (f) slot.store(f, std::memory_order_release);
+  }
+  return reinterpret_cast<CtxGetDeviceFn>(f);
+}
+
 using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 std::atomic<GetAddressRangeFn> g_get_address_range{nullptr};
 
 // The device of an allocation: the calling thread's current context, else (no context, e.g. a
 // driver call on a fresh thread) the pointer's own attributes. Never fails the hook.
-void fill_device(fmt::EventFields& f) {
+__attribute__((always_inline)) inline void fill_device(fmt::EventFields& f) {
   if (f.has(fmt::kHasDevice)) return;
-  if (auto get = driver_fn(g_ctx_get_device, "cuCtxGetDevice")) {
+  if (auto get = ctx_get_device()) {
     CUdevice dev = -1;
     if (get(&dev) == CUDA_SUCCESS) {
       f.set_device(dev);
@@ -393,7 +408,7 @@ bool graph_pool_bytes(int& device, uint64_t* used, uint64_t* reserved) {
   auto get = driver_fn(get_attribute, "cuDeviceGetGraphMemAttribute");
   if (!get) return false;
   if (device < 0) {
-    auto current = driver_fn(g_ctx_get_device, "cuCtxGetDevice");
+    auto current = ctx_get_device();
     CUdevice dev = -1;
     if (!current || current(&dev) != CUDA_SUCCESS) return false;
     device = dev;
@@ -422,7 +437,6 @@ void CallScope::inside_recorder() {
   // sees; the end record counts it. Once: the calls it makes itself (cudaMalloc reaching
   // cuMemAlloc_v2) are nested in it.
   if (!recording_enabled()) return;
-  records_ = false;
   if (t_state.skipped_depth == 0) {
     t_state.skipped_depth = t_state.call_depth;
     note_skipped(next_seq());
@@ -438,15 +452,27 @@ __attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, f
   return fmt::encode_general_event(out, ev, f, d);
 }
 
-// An event's record. `kRelease`: memory given back (a free, an unmap, a release), which has no
-// device and no stack unless GMEMHOOK_FREE_STACKS asks for one: then record_event_with_stack
-// makes it. A release has a body of its own without the capture inlined in it: in the one
-// function a free paid for what an allocation's capture keeps in registers (saved registers,
-// spilled arguments) on every call.
-template <bool kRelease>
+// Which events a body records. kRelease: memory given back (a free, an unmap, a release), which
+// has no device and no stack unless GMEMHOOK_FREE_STACKS asks for one: then
+// record_event_with_stack makes it. A release has a body of its own without the capture inlined
+// in it: in the one function a free paid for what an allocation's capture keeps in registers
+// (saved registers, spilled arguments) on every call. kAlloc and kFree: an EventKind::Alloc
+// (cudaMalloc, cuMemAlloc_v2, cudaMallocAsync, ...) or EventKind::Free (cudaFree, cuMemFree_v2,
+// ...), the usual events: their kind is a constant, so its tests fold away and it is neither
+// passed nor spilled, and an allocation's clock, taken here, is not passed either (issue 14).
+// kAny: every other kind.
+enum class Body { kAny, kRelease, kAlloc, kFree };
+
+template <Body kBody>
 __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, EventKind kind,
                                                              uint32_t result, fmt::EventFields& f,
                                                              uint64_t seq, uint64_t time_ns) {
+  constexpr bool kRelease = kBody == Body::kRelease || kBody == Body::kFree;
+  if constexpr (kBody == Body::kAlloc) {
+    kind = EventKind::Alloc;
+    seq = 0;  // allocations take their clock after the call: here, below
+  }
+  if constexpr (kBody == Body::kFree) kind = EventKind::Free;
   if constexpr (kRelease) {
     if (g_config.free_stacks && g_config.depth > 0) [[unlikely]]
       return record_event_with_stack(api, kind, result, f, seq, time_ns);
@@ -516,30 +542,46 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
 // record_event_body timed for GMEMHOOK_STACK_STATS (capture_stats.h, note_event). Apart, so
 // that the usual path only tests the setting. A release that takes a stack goes on to
 // record_event_with_stack, which times it: not timed twice.
-template <bool kRelease>
+template <Body kBody>
 __attribute__((noinline, cold)) void record_event_timed(fmt::ApiId api, EventKind kind,
                                                         uint32_t result, fmt::EventFields& f,
                                                         uint64_t seq, uint64_t time_ns) {
+  constexpr bool kRelease = kBody == Body::kRelease || kBody == Body::kFree;
   if (kRelease && g_config.free_stacks && g_config.depth > 0)
     return record_event_with_stack(api, kind, result, f, seq, time_ns);
   const uint64_t start = monotonic_ns();
-  record_event_body<kRelease>(api, kind, result, f, seq, time_ns);
+  record_event_body<kBody>(api, kind, result, f, seq, time_ns);
   note_event(monotonic_ns() - start);
+}
+
+// Each entry point below: timed when the setting asks for it, else the body inline.
+template <Body kBody>
+__attribute__((always_inline)) inline void record_event_entry(fmt::ApiId api, EventKind kind,
+                                                              uint32_t result, fmt::EventFields& f,
+                                                              uint64_t seq, uint64_t time_ns) {
+  if (g_config.stack_stats) [[unlikely]]
+    return record_event_timed<kBody>(api, kind, result, f, seq, time_ns);
+  record_event_body<kBody>(api, kind, result, f, seq, time_ns);
 }
 }  // namespace
 
 void record_event_with_stack(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                              uint64_t seq, uint64_t time_ns) {
-  if (g_config.stack_stats) [[unlikely]]
-    return record_event_timed<false>(api, kind, result, f, seq, time_ns);
-  record_event_body<false>(api, kind, result, f, seq, time_ns);
+  record_event_entry<Body::kAny>(api, kind, result, f, seq, time_ns);
 }
 
 void record_release(fmt::ApiId api, EventKind kind, uint32_t result, fmt::EventFields& f,
                     uint64_t seq, uint64_t time_ns) {
-  if (g_config.stack_stats) [[unlikely]]
-    return record_event_timed<true>(api, kind, result, f, seq, time_ns);
-  record_event_body<true>(api, kind, result, f, seq, time_ns);
+  record_event_entry<Body::kRelease>(api, kind, result, f, seq, time_ns);
+}
+
+void record_allocation(fmt::ApiId api, uint32_t result, fmt::EventFields& f) {
+  record_event_entry<Body::kAlloc>(api, EventKind::Alloc, result, f, 0, 0);
+}
+
+void record_free(fmt::ApiId api, uint32_t result, fmt::EventFields& f, uint64_t seq,
+                 uint64_t time_ns) {
+  record_event_entry<Body::kFree>(api, EventKind::Free, result, f, seq, time_ns);
 }
 
 Totals totals() {

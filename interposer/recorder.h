@@ -8,6 +8,7 @@
 #include <initializer_list>
 
 #include "busy.h"
+#include "event_globals.h"
 #include "event_time.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
@@ -17,7 +18,8 @@ namespace gmemhook {
 
 // Set by the library constructor (lifecycle.cpp) once it is ready: whether hooks may record.
 // Inline: every wrapper asks.
-inline std::atomic<bool> g_recording_enabled{false};
+inline std::atomic<bool>& g_recording_enabled =
+    g_event_globals.recording_enabled;  // event_globals.h
 inline bool recording_enabled() { return g_recording_enabled.load(std::memory_order_relaxed); }
 
 // Marks the current thread as inside a hooked call. A runtime call that reaches the driver
@@ -26,8 +28,10 @@ inline bool recording_enabled() { return g_recording_enabled.load(std::memory_or
 class CallScope {
  public:
   CallScope() : records_(t_state.call_depth++ == 0 && recording_enabled()) {
-    if (thread_busy()) [[unlikely]]
+    if (thread_busy()) [[unlikely]] {
       inside_recorder();
+      records_ = false;
+    }
   }
   ~CallScope() {
     ThreadState& t = t_state;
@@ -40,8 +44,9 @@ class CallScope {
   bool records() const { return records_; }
 
  private:
-  // A call made while the thread is inside the recorder (busy.h): it passes through.
-  void inside_recorder();
+  // A call made while the thread is inside the recorder (busy.h): it passes through. Static, so
+  // that `records_` never has its address taken: it stays in a register (issue 14).
+  static void inside_recorder();
   bool records_;
 };
 
@@ -117,10 +122,19 @@ void record_event_with_stack(format::ApiId api, format::EventKind kind, uint32_t
 // A kind that gives memory back (is_release_kind): no device, no stack unless asked for.
 void record_release(format::ApiId api, format::EventKind kind, uint32_t result,
                     format::EventFields& fields, uint64_t seq, uint64_t time_ns);
+// The usual events, whose kind is a constant in the recorder: an EventKind::Alloc (its clock is
+// taken inside, after the call) and an EventKind::Free.
+void record_allocation(format::ApiId api, uint32_t result, format::EventFields& fields);
+void record_free(format::ApiId api, uint32_t result, format::EventFields& fields, uint64_t seq,
+                 uint64_t time_ns);
 // Inline: a wrapper's kind is a constant, and it calls the one it needs.
 inline void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
                          format::EventFields& fields, EventClock clock) {
-  if (is_release_kind(kind))
+  if (kind == format::EventKind::Alloc)
+    record_allocation(api, result, fields);
+  else if (kind == format::EventKind::Free)
+    record_free(api, result, fields, clock.seq, clock.time_ns);
+  else if (is_release_kind(kind))
     record_release(api, kind, result, fields, clock.seq, clock.time_ns);
   else
     record_event_with_stack(api, kind, result, fields, clock.seq, clock.time_ns);

@@ -100,6 +100,40 @@ TEST_P(EntryPoints, EveryCallRecordedOnceWithItsApiAddressAndResult) {
   }
 }
 
+// The exit summary's counts are those of the events in the log, by the recorder's rules: a
+// failed call that would have made memory is a failed allocation (a failed release or graph
+// bookkeeping call is not), allocations are Alloc, Create and graph allocation nodes, frees are
+// Free and Release. The usual allocation and free have bodies of their own in the recorder
+// (record_allocation, record_free), each with the counting folded for its kind: a wrong fold
+// fails here.
+TEST_P(EntryPoints, ExitSummaryCountsWhatTheLogHolds) {
+  fs::path out = temp_dir("entry-counts");
+  RunResult r = run({scenario_path(), "entry-points", GetParam()}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  using K = EventKind;
+  const std::set<K> releases{K::Free,  K::Release,   K::AddressFree,
+                             K::Unmap, K::BlockFree, K::ImportClose};
+  const std::set<K> graph{K::CaptureBegin,     K::CaptureEnd,    K::GraphLaunch,
+                          K::GraphUpload,      K::GraphFreeNode, K::GraphInstantiate,
+                          K::GraphExecDestroy, K::GraphDestroy,  K::GraphChild,
+                          K::GraphClone,       K::GraphMemTrim,  K::Export};
+  uint64_t allocations = 0, frees = 0, failed = 0;
+  for (const auto& e : only_process(out).events) {
+    const K kind = format::event_kind_of(e.kind, e.ev.f.mask);  // e.kind is its api's
+    if (e.ev.result != 0 && !releases.count(kind) && !graph.count(kind))
+      ++failed;
+    else if (kind == K::Alloc || kind == K::Create || kind == K::GraphAllocNode)
+      ++allocations;
+    else if (kind == K::Free || kind == K::Release)
+      ++frees;
+  }
+  EXPECT_GT(failed, 0u) << "the scenario makes a failed allocation";
+  std::string want = "gmemhook: " + std::to_string(allocations) + " allocations, " +
+                     std::to_string(frees) + " frees, " + std::to_string(failed) +
+                     " failed allocations recorded in ";
+  EXPECT_TRUE(r.err.starts_with(want)) << r.err << "\nwanted: " << want;
+}
+
 INSTANTIATE_TEST_SUITE_P(AllPaths, EntryPoints,
                          ::testing::Values("runtime-symbol", "runtime-dlsym", "driver-symbol",
                                            "driver-dlsym", "driver-procaddress",
