@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "stack_words.h"
@@ -79,6 +80,20 @@ void FrameRuleCache::release() {
   if (tables_) munmap(tables_, sizeof(Tables));
   tables_ = nullptr;
   failed_ = false;
+}
+
+void FrameRuleCache::forget_code() {
+  last_count_ = 0;
+  last_frames_hash_ = 0;
+  last_recent_ = 0;
+  hint_ = 0;
+  ++generation_;  // the recent walks, and the notes on them
+  if (!tables_) return;
+  // The rule sets are the tables' first 128 KiB, whole pages: given back, they read as zeroes
+  // (empty) again, without touching a page the thread never used.
+  static_assert(offsetof(Tables, sets) == 0 && sizeof(Tables::sets) % 4096 == 0);
+  if (madvise(tables_->sets, sizeof(tables_->sets), MADV_DONTNEED) != 0)
+    std::memset(tables_->sets, 0, sizeof(tables_->sets));
 }
 
 bool FrameRuleCache::ensure_tables() {

@@ -46,9 +46,9 @@ int fast_backtrace_avx2(FrameRuleCache& cache, uint64_t* out, int max, const Sto
 
 // One thread's rules by return address, the bounds of the stack it runs on, its last walk and
 // its recent whole walks.
-// A rule is kept until its entry is reused: an object unloaded (dlclose) and another loaded at
-// the same addresses would be walked with the old object's rules — wrong frames, never a fault
-// (loads stay inside the stack); libunwind's own trace cache has the same blind spot.
+// A rule is kept until its entry is reused or an object is unloaded: then forget_code() drops
+// every rule and walk (the recorder calls it when the loader's count of unloads moved,
+// unload_watch.h), since an object loaded at the unloaded one's addresses has other frames.
 // Its memory comes from mmap at the first walk (never malloc: hooks), zeroed = empty. Not
 // thread-safe: each thread walks with its own (the recorder keeps one in each thread's log).
 class FrameRuleCache {
@@ -64,6 +64,10 @@ class FrameRuleCache {
     ++generation_;  // the recent walks were made on another stack
   }
   void release();
+  // Objects were unloaded since the rules and walks were learnt: all of them go (an unload is
+  // rare, and telling which came from the unloaded code would need its range at each entry).
+  // The stack bounds stay; the table of objects checks the loader's counts itself.
+  void forget_code();
   // fast_backtrace's walk (below), compiled for this CPU.
   int backtrace(uint64_t* out, int max, const StopRange& stop, uint64_t salt, WalkView* view) {
     return backtrace_(*this, out, max, stop, salt, view);

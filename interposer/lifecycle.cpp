@@ -20,6 +20,7 @@
 #include "record_loss.h"
 #include "recorder.h"
 #include "text.h"
+#include "unload_watch.h"
 #include "unwinder.h"
 
 namespace gmemhook {
@@ -93,6 +94,7 @@ __attribute__((constructor)) void start() {
   // Through the trampoline with RTLD_NEXT: glibc's _exit, the definition after ours.
   g_real_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
   init_exec_hooks();
+  init_unload_watch();
   if (g_config.disabled) return;
   init_unwinder();
   init_event_time(g_config.tsc);

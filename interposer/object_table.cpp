@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "frame_rules.h"
+#include "unload_watch.h"
 
 namespace gmemhook {
 
@@ -63,6 +64,8 @@ int find_object(dl_phdr_info* info, size_t size, void* data) {
     if (counted) {
       t->adds = info->dlpi_adds;
       t->subs = info->dlpi_subs;
+      // An unload that did not pass through our dlclose (unload_watch.cpp) is seen here.
+      note_unloads(info->dlpi_subs);
     } else {
       q->table = t = nullptr;  // an old loader without the counts: scan every time
     }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 
 #include "busy.h"
 #include "capture_stats.h"
@@ -21,6 +22,7 @@
 #include "record_loss.h"
 #include "stack_table.h"
 #include "text.h"
+#include "unload_watch.h"
 #include "unwinder.h"
 
 namespace gmemhook {
@@ -70,6 +72,7 @@ struct StackMemo {
 struct ThreadLog {
   LogFile file;
   uint64_t fork_generation = 0;
+  uint64_t unloads = 0;  // the loader's count of unloads its walks were learnt at (unload_watch.h)
   std::atomic<uint64_t> allocations{0}, frees{0}, failed{0}, blocks{0};
   fmt::EventDeltas deltas;
   StackTable stacks;
@@ -128,7 +131,10 @@ ThreadLog* new_thread_log() {
   }
   void* m =
       mmap(nullptr, sizeof(ThreadLog), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return m == MAP_FAILED ? nullptr : new (m) ThreadLog();
+  if (m == MAP_FAILED) return nullptr;
+  auto* log = new (m) ThreadLog();
+  log->unloads = unloads_seen();  // nothing learnt yet: no unload to forget
+  return log;
 }
 
 // Hands `log` (finished, out of the registry) to the spares, or its memory back to the system.
@@ -328,12 +334,25 @@ void bump(std::atomic<uint64_t>& counter) {
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
+// Objects were unloaded since `log`'s walks were learnt: what it learnt from their code goes, and
+// so do the stack ids kept by walk (a walk found again through code loaded in the unloaded one's
+// place is another walk; the memo's ids are still right for their frames, but dropping it sends
+// every stack through the table once more, which makes sure the module map shows the new object).
+__attribute__((noinline, cold)) void forget_unloaded_code(ThreadLog* log, uint64_t unloads) {
+  log->unloads = unloads;
+  log->frame_rules.forget_code();
+  forget_unloaded_code_in_libunwind();
+  std::memset(log->stack_memo.slots, 0, sizeof(log->stack_memo.slots));
+}
+
 // The stack of an event, interned: its id. `kStats`: GMEMHOOK_STACK_STATS=1, every capture timed
 // and counted (capture_and_intern below picks; the usual case tests nothing of it).
 template <bool kStats>
 __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog* log) {
   uint64_t scratch[kCaptureScratch];
   const uint64_t* frames = scratch;
+  if (const uint64_t unloads = unloads_seen(); unloads != log->unloads) [[unlikely]]
+    forget_unloaded_code(log, unloads);
   const uint64_t start = kStats ? monotonic_ns() : 0;
   // Python first: whether the event has Python frames decides where the native walk ends. PyCode
   // records of code objects new to this file are written here, before the Stack record.
@@ -375,10 +394,14 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog
   bool is_new = false;
   uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);
   if constexpr (kStats) note_stack_id(is_new ? StackIdFrom::kNew : StackIdFrom::kTable);
-  if (id && is_new) {
+  if (id && (is_new || log->unloads != 0)) {
     // A stack never seen before may run through a newly loaded object: make sure the module
-    // map in the log covers it before anyone needs to symbolize it.
+    // map in the log covers it before anyone needs to symbolize it. After an unload, a stack seen
+    // before may too (its addresses now in the object loaded in the unloaded one's place): the
+    // memo was dropped, so each comes here once more (and later only on memo misses).
     refresh_modules_if_changed();
+  }
+  if (id && is_new) {
     retry_python_detection();
     if (!log->file.append(fmt::StackPayload{id, {frames, n}, {log->py_frames, npy}})) return 0;
   }

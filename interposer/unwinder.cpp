@@ -54,10 +54,31 @@ void init_unwinder() {
 }
 
 namespace {
+// unw_backtrace's per-thread trace cache keeps each return address's frame layout with no way to
+// flush it (libunwind 1.6, x86_64/Gtrace.c: unw_flush_cache does not reach it): once objects were
+// unloaded, an object loaded at their addresses would be walked with their layouts, as the fast
+// unwinder's rules were. A thread that saw an unload steps instead (libunwind's DWARF cache does
+// follow unw_flush_cache): slower, but only where the fast walk gives up.
+// A thread whose trace cache is still empty (it never called unw_backtrace) goes on using it.
+__attribute__((tls_model("initial-exec"))) thread_local bool t_trace_cache_used = false;
+__attribute__((tls_model("initial-exec"))) thread_local bool t_trace_cache_stale = false;
+}  // namespace
+
+void forget_unloaded_code_in_libunwind() {
+  // The DWARF cache's generation; it unmaps only .debug_frame copies, which this build never
+  // makes (no malloc, no lock).
+  unw_flush_cache(unw_local_addr_space, 0, 0);
+  if (t_trace_cache_used) t_trace_cache_stale = true;
+}
+
+namespace {
 // libunwind's walk, cut after the first frame in `stop` (unw_backtrace cannot stop early: the
 // same stack whichever walk took it, one interned id).
 int libunwind_backtrace(uint64_t* raw, int want, StopRange stop) {
   static_assert(sizeof(void*) == sizeof(uint64_t));
+  if (t_trace_cache_stale) [[unlikely]]
+    return step_backtrace(reinterpret_cast<void**>(raw), want, stop);
+  t_trace_cache_used = true;
   int n = unw_backtrace(reinterpret_cast<void**>(raw), want);
   for (int i = 0; i < n; ++i)
     if (stop.holds(raw[i])) n = i + 1;

@@ -13,6 +13,10 @@ namespace gmemhook {
 // Prepares libunwind's per-thread caches and learns this library's own address range.
 void init_unwinder();
 
+// Objects were unloaded (unload_watch.h): libunwind forgets what it decoded from their code, and
+// the calling thread's libunwind walks step from now on (below).
+void forget_unloaded_code_in_libunwind();
+
 // Room `scratch` must have for capture_stack: the recorder's own frames come first.
 inline constexpr size_t kCaptureScratch = kMaxDepth + 16;
 

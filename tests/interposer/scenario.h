@@ -58,6 +58,8 @@ void exercise_runtime_memory_kinds(void* runtime);
 // Graphs of graphs, the generic node API, capture into a graph (scenario_graph_nodes.cpp).
 void exercise_driver_graph_nodes(Resolve r);
 void exercise_runtime_graph_nodes(void* runtime);
+// Library A's allocations, dlclose, library B's at the same addresses (scenario_reload.cpp).
+int reload_library(int calls);
 // Graph uploads (scenario_graph_upload.cpp).
 void exercise_driver_graph_upload(Resolve r);
 void exercise_runtime_graph_upload(void* runtime);

@@ -1,0 +1,51 @@
+// The dlclose wrapper: after glibc's dlclose returns, the loader's count of unloaded objects is
+// published (unload_watch.h), so each thread drops its frame rules and recent walks before its
+// next walk. Rule lookups publish the count too (object_table.cpp): that covers unloads that
+// never pass through this symbol (a dlmopen namespace's own libc, glibc's internal closes).
+#include "unload_watch.h"
+
+#include <dlfcn.h>
+
+#include <cerrno>
+
+#include "module_map.h"
+
+namespace gmemhook {
+namespace {
+
+using DlcloseFn = int (*)(void*);
+std::atomic<DlcloseFn> g_dlclose{nullptr};
+
+DlcloseFn real_dlclose() {
+  DlcloseFn f = g_dlclose.load(std::memory_order_acquire);
+  if (!f) {
+    // Called before our constructor (another preloaded library's): through the dlsym trampoline
+    // with RTLD_NEXT, glibc's definition, the one after ours.
+    f = reinterpret_cast<DlcloseFn>(dlsym(RTLD_NEXT, "dlclose"));
+    g_dlclose.store(f, std::memory_order_release);
+  }
+  return f;
+}
+
+}  // namespace
+
+void init_unload_watch() { real_dlclose(); }
+
+}  // namespace gmemhook
+
+// No allocation and no lock of ours: dl_iterate_phdr (current_load_counters) takes the loader's
+// own lock, which glibc's dlclose has released by now (and which is recursive, for a dlclose
+// called from a destructor that another dlclose runs). The result and errno are dlclose's.
+extern "C" __attribute__((visibility("default"))) int dlclose(void* handle) {
+  namespace gm = gmemhook;
+  const gm::DlcloseFn f = gm::real_dlclose();
+  if (!f) {
+    errno = ENOSYS;  // unreachable with glibc: dlclose is always there
+    return -1;
+  }
+  const int result = f(handle);
+  const int saved = errno;
+  gm::note_unloads(gm::current_load_counters().subs);
+  errno = saved;
+  return result;
+}

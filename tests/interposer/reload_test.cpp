@@ -1,0 +1,98 @@
+// Stacks through a library that was unloaded and replaced by another at the same addresses: the
+// fast unwinder must not walk the new code with what it learnt from the old (its rules are kept
+// by return address), and the module map must name the new library.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "analyzer/symbols/symbolizer.h"
+#include "harness.h"
+
+namespace gmemhook::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReloadRun {
+  std::vector<std::string> loaded;  // "<function> at <load bias>", A's then B's
+  LoggedProcess process;
+  std::vector<uint64_t> sizes;                    // of the allocations, in order
+  std::vector<std::vector<std::string>> stacks;  // theirs, as module+offset
+};
+
+// The "reload" scenario (scenario_reload.cpp): 40 allocations through library A, dlclose, 40
+// through library B. `fast`: GMEMHOOK_FAST_UNWIND.
+ReloadRun run_reload(const std::string& fast) {
+  fs::path out = temp_dir("reload-" + fast);
+  auto env = traced_env(out);
+  env["GMEMHOOK_FAST_UNWIND"] = fast;
+  RunResult r = run({scenario_path(), "reload", "40"}, env);
+  EXPECT_TRUE(r.exited(0)) << r.err;
+  ReloadRun run;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("loaded ")) run.loaded.push_back(line.substr(7));
+  auto dirs = process_dirs(out);
+  EXPECT_EQ(dirs.size(), 1u);
+  run.process = read_process(dirs.at(0));
+  for (const LoggedEvent& e : run.process.events) {
+    if (e.kind != format::EventKind::Alloc) continue;
+    run.sizes.push_back(e.ev.f.size);
+    std::vector<std::string> frames;
+    // Module and offset: the two runs load their objects at different addresses.
+    for (uint64_t a : e.stack) {
+      const analysis::Module* m = module_of(run.process, a);
+      frames.push_back(m ? m->path + "+" + std::to_string(a - m->load_bias) : "?");
+    }
+    run.stacks.push_back(frames);
+  }
+  return run;
+}
+
+// A and B make their call at the same return address, but A's frame is found from rbp and B's
+// from rsp: walked with A's rule, B's frame seemed to return straight to its caller's caller, and
+// the caller's frame went missing. Both runs: the first 32 captures step through libunwind,
+// the rest are the fast walk's.
+TEST(Stacks, ReloadedLibraryIsWalkedWithItsOwnRules) {
+  const ReloadRun fast = run_reload("1");
+  const ReloadRun libunwind = run_reload("0");
+  ASSERT_EQ(fast.loaded.size(), 2u);
+  // Without the loader reusing A's addresses for B this test would show nothing.
+  const std::string a_at = fast.loaded[0].substr(fast.loaded[0].find(" at "));
+  const std::string b_at = fast.loaded[1].substr(fast.loaded[1].find(" at "));
+  ASSERT_EQ(a_at, b_at) << "the loader put B elsewhere: " << fast.loaded[0] << ", "
+                        << fast.loaded[1];
+  ASSERT_EQ(fast.sizes.size(), 80u);
+  ASSERT_EQ(libunwind.sizes, fast.sizes);
+  for (size_t i = 0; i < fast.stacks.size(); ++i) {
+    ASSERT_FALSE(fast.stacks[i].empty()) << "event " << i;
+    EXPECT_EQ(fast.stacks[i], libunwind.stacks[i]) << "event " << i << " (" << fast.sizes[i]
+                                                   << " bytes)";
+  }
+  // The same call path to the same return address: B's stacks are A's, frame for frame (the
+  // module map's latest snapshot names B at A's addresses). libunwind's trace cache had the same
+  // blind spot as the fast unwinder's rules, so this holds the reference itself to the frames the
+  // program really made.
+  for (size_t i = 0; i < 40; ++i) {
+    EXPECT_EQ(fast.stacks[40 + i], fast.stacks[i]) << "event " << 40 + i;
+    EXPECT_NE(fast.stacks[i][0].find("libreload_b.so+"), std::string::npos) << fast.stacks[i][0];
+  }
+
+  // The analyzer names B's function for B's events: the module map followed the reload (B's
+  // stacks are A's ids, so no new stack asked for a new snapshot).
+  analysis::Symbolizer symbols(fast.process.modules);
+  const LoggedEvent* last = nullptr;
+  for (const LoggedEvent& e : fast.process.events)
+    if (e.kind == format::EventKind::Alloc) last = &e;
+  ASSERT_NE(last, nullptr);
+  std::vector<std::string> names;
+  for (uint64_t a : last->stack)
+    for (const analysis::Frame& f : symbols.symbolize(a))
+      if (f.function) names.push_back(*f.function);
+  EXPECT_NE(std::find(names.begin(), names.end(), "allocate_in_b"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "allocate_in_a"), names.end());
+}
+
+}  // namespace
+}  // namespace gmemhook::test
