@@ -1,6 +1,6 @@
 // What every recorded event reads of the process's own state, on one cache line: whether
 // recording is on, the fork generation, whether there is an interpreter to walk, whether times
-// come from the TSC, the driver's cuCtxGetDevice, and the count of objects unloaded. Spread over the modules that own them they
+// come from the TSC, the driver's cuCtxGetDevice, and the unload generation. Spread over the modules that own them they
 // lay on five lines (one of them the sequence number's, which every event writes): in a program
 // whose own work evicts the hook's lines between two events, each was a miss (issue 14). Each
 // module still names its own under its old name (a reference to the field here).
@@ -15,10 +15,10 @@ struct alignas(64) EventGlobals {
   std::atomic<bool> recording_enabled{false};  // recorder.h
   std::atomic<bool> python_walk{false};        // python_frames.h
   bool use_tsc = false;                        // event_time.h
-  // The loader's count of objects unloaded (dl_phdr_info's dlpi_subs), as last seen by the dlclose
-  // wrapper or a rule lookup (unload_watch.h): a thread whose walks were learnt at another count
-  // drops them before its next walk. Only grows.
-  std::atomic<uint64_t> unloads{0};
+  // Moves each time the dlclose wrapper or a rule lookup sees that the loader unloaded objects
+  // (unload_watch.h): a thread whose walks were learnt at another value drops them before its
+  // next walk.
+  std::atomic<uint64_t> unload_generation{0};
   std::atomic<uint64_t> fork_generation{0};    // process_log.h
   std::atomic<void*> ctx_get_device{nullptr};  // recorder.cpp (its type needs cuda.h)
 };

@@ -93,7 +93,7 @@ void FrameRuleCache::forget_code() {
   // (empty) again, without touching a page the thread never used.
   static_assert(offsetof(Tables, sets) == 0 && sizeof(Tables::sets) % 4096 == 0);
   if (madvise(tables_->sets, sizeof(tables_->sets), MADV_DONTNEED) != 0)
-    std::memset(tables_->sets, 0, sizeof(tables_->sets));
+    for (Set& set : tables_->sets) set = Set{};
 }
 
 bool FrameRuleCache::ensure_tables() {

@@ -47,7 +47,7 @@ int fast_backtrace_avx2(FrameRuleCache& cache, uint64_t* out, int max, const Sto
 // One thread's rules by return address, the bounds of the stack it runs on, its last walk and
 // its recent whole walks.
 // A rule is kept until its entry is reused or an object is unloaded: then forget_code() drops
-// every rule and walk (the recorder calls it when the loader's count of unloads moved,
+// every rule and walk (the recorder calls it when the unload generation moved,
 // unload_watch.h), since an object loaded at the unloaded one's addresses has other frames.
 // Its memory comes from mmap at the first walk (never malloc: hooks), zeroed = empty. Not
 // thread-safe: each thread walks with its own (the recorder keeps one in each thread's log).

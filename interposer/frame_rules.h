@@ -32,7 +32,8 @@ struct FrameRule {
 // lookups: a torch process has hundreds of objects, and checking every one's program headers on
 // each lookup cost microseconds. The table is trusted while the loader's counts of objects added
 // and removed (dl_phdr_info's dlpi_adds / dlpi_subs) are those it was made at, checked under the
-// loader's lock at each lookup, so an object that was dlclose'd is never read. Plain memory
+// loader's lock at each lookup, so an object that was dlclose'd is never read (and a change of
+// dlpi_subs seen there moves the unload generation, unload_watch.h). Plain memory
 // (zeroed = not made yet); one per thread, inside its rule cache.
 struct ObjectTable {
   struct Object {

@@ -65,7 +65,7 @@ int find_object(dl_phdr_info* info, size_t size, void* data) {
       t->adds = info->dlpi_adds;
       t->subs = info->dlpi_subs;
       // An unload that did not pass through our dlclose (unload_watch.cpp) is seen here.
-      note_unloads(info->dlpi_subs);
+      note_unload_counter(info->dlpi_subs);
     } else {
       q->table = t = nullptr;  // an old loader without the counts: scan every time
     }

@@ -72,7 +72,7 @@ struct StackMemo {
 struct ThreadLog {
   LogFile file;
   uint64_t fork_generation = 0;
-  uint64_t unloads = 0;  // the loader's count of unloads its walks were learnt at (unload_watch.h)
+  uint64_t unload_generation = 0;  // the one its walks were learnt at (unload_watch.h)
   std::atomic<uint64_t> allocations{0}, frees{0}, failed{0}, blocks{0};
   fmt::EventDeltas deltas;
   StackTable stacks;
@@ -133,7 +133,7 @@ ThreadLog* new_thread_log() {
       mmap(nullptr, sizeof(ThreadLog), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return nullptr;
   auto* log = new (m) ThreadLog();
-  log->unloads = unloads_seen();  // nothing learnt yet: no unload to forget
+  log->unload_generation = unload_generation();  // nothing learnt yet: no unload to forget
   return log;
 }
 
@@ -338,8 +338,8 @@ void bump(std::atomic<uint64_t>& counter) {
 // so do the stack ids kept by walk (a walk found again through code loaded in the unloaded one's
 // place is another walk; the memo's ids are still right for their frames, but dropping it sends
 // every stack through the table once more, which makes sure the module map shows the new object).
-__attribute__((noinline, cold)) void forget_unloaded_code(ThreadLog* log, uint64_t unloads) {
-  log->unloads = unloads;
+__attribute__((noinline, cold)) void forget_unloaded_code(ThreadLog* log, uint64_t generation) {
+  log->unload_generation = generation;
   log->frame_rules.forget_code();
   forget_unloaded_code_in_libunwind();
   std::memset(log->stack_memo.slots, 0, sizeof(log->stack_memo.slots));
@@ -351,8 +351,9 @@ template <bool kStats>
 __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog* log) {
   uint64_t scratch[kCaptureScratch];
   const uint64_t* frames = scratch;
-  if (const uint64_t unloads = unloads_seen(); unloads != log->unloads) [[unlikely]]
-    forget_unloaded_code(log, unloads);
+  if (const uint64_t generation = unload_generation(); generation != log->unload_generation)
+      [[unlikely]]
+    forget_unloaded_code(log, generation);
   const uint64_t start = kStats ? monotonic_ns() : 0;
   // Python first: whether the event has Python frames decides where the native walk ends. PyCode
   // records of code objects new to this file are written here, before the Stack record.
@@ -394,7 +395,7 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog
   bool is_new = false;
   uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);
   if constexpr (kStats) note_stack_id(is_new ? StackIdFrom::kNew : StackIdFrom::kTable);
-  if (id && (is_new || log->unloads != 0)) {
+  if (id && (is_new || log->unload_generation != 0)) {
     // A stack never seen before may run through a newly loaded object: make sure the module
     // map in the log covers it before anyone needs to symbolize it. After an unload, a stack seen
     // before may too (its addresses now in the object loaded in the unloaded one's place): the

@@ -1,7 +1,7 @@
-// The dlclose wrapper: after glibc's dlclose returns, the loader's count of unloaded objects is
-// published (unload_watch.h), so each thread drops its frame rules and recent walks before its
-// next walk. Rule lookups publish the count too (object_table.cpp): that covers unloads that
-// never pass through this symbol (a dlmopen namespace's own libc, glibc's internal closes).
+// The dlclose wrapper: after glibc's dlclose returns, a change of the loader's counter of unloads
+// moves the unload generation (unload_watch.h), so each thread drops its frame rules and recent
+// walks before its next walk. Rule lookups check the counter too (object_table.cpp): that covers
+// unloads that never pass through this symbol (glibc's own closes, a namespace's own libc).
 #include "unload_watch.h"
 
 #include <dlfcn.h>
@@ -29,7 +29,10 @@ DlcloseFn real_dlclose() {
 
 }  // namespace
 
-void init_unload_watch() { real_dlclose(); }
+void init_unload_watch() {
+  real_dlclose();
+  g_unload_counter.store(current_load_counters().subs, std::memory_order_relaxed);
+}
 
 }  // namespace gmemhook
 
@@ -45,7 +48,7 @@ extern "C" __attribute__((visibility("default"))) int dlclose(void* handle) {
   }
   const int result = f(handle);
   const int saved = errno;
-  gm::note_unloads(gm::current_load_counters().subs);
+  gm::note_unload_counter(gm::current_load_counters().subs);
   errno = saved;
   return result;
 }

@@ -9,22 +9,33 @@
 
 namespace gmemhook {
 
-// The loader's count of objects unloaded as last seen (event_globals.h). Every event compares
-// it with the count its thread's walks were learnt at: one load of a line it reads anyway.
-inline uint64_t unloads_seen() { return g_event_globals.unloads.load(std::memory_order_acquire); }
+// Every event compares the unload generation (event_globals.h) with the one its thread's walks
+// were learnt at: one load of a line the event reads anyway.
+inline uint64_t unload_generation() {
+  return g_event_globals.unload_generation.load(std::memory_order_acquire);
+}
 
-// `subs`: the loader's count now (dlpi_subs). Raises the count seen, never lowers it: a thread
-// reading an older count after a newer one was published would drop its rules twice, never
-// keep stale ones.
-inline void note_unloads(uint64_t subs) {
-  std::atomic<uint64_t>& seen = g_event_globals.unloads;
-  uint64_t was = seen.load(std::memory_order_relaxed);
-  while (subs > was && !seen.compare_exchange_weak(was, subs, std::memory_order_release,
-                                                   std::memory_order_relaxed)) {
+// glibc's dlpi_subs as last seen. Off the events' line: read only where the loader's counters are.
+inline std::atomic<uint64_t> g_unload_counter{0};
+
+// `subs`: glibc's dlpi_subs now. glibc reports it as objects added minus objects loaded in the
+// first namespace, so it is no count: a dlmopen into another namespace moves it too, even
+// backwards (seen on glibc 2.36). Any change moves the generation, once the caller's value is
+// the one kept. Two callers that read it at different times both move it: an extra generation
+// (every thread relearns once), never a missed one (the dlclose wrapper reads it after the
+// unload, and returns after moving the generation).
+inline void note_unload_counter(uint64_t subs) {
+  uint64_t was = g_unload_counter.load(std::memory_order_relaxed);
+  while (was != subs) {
+    if (g_unload_counter.compare_exchange_weak(was, subs, std::memory_order_relaxed)) {
+      g_event_globals.unload_generation.fetch_add(1, std::memory_order_release);
+      return;
+    }
   }
 }
 
-// Resolves glibc's dlclose for the wrapper (unload_watch.cpp); from the library's constructor.
+// Resolves glibc's dlclose for the wrapper (unload_watch.cpp) and reads the counter as it is at
+// start; from the library's constructor.
 void init_unload_watch();
 
 }  // namespace gmemhook

@@ -94,5 +94,20 @@ TEST(Stacks, ReloadedLibraryIsWalkedWithItsOwnRules) {
   EXPECT_EQ(std::find(names.begin(), names.end(), "allocate_in_a"), names.end());
 }
 
+// The hook's dlclose hands back glibc's result, errno and dlerror untouched, and unloads what
+// glibc's would: a close that leaves the library referenced, and the last one.
+TEST(Stacks, DlcloseResultsAreGlibcs) {
+  fs::path out = temp_dir("dlclose-results");
+  auto traced = traced_env(out);
+  auto plain = traced;
+  plain["LD_PRELOAD"] = "";
+  const RunResult with_hook = run({scenario_path(), "dlclose-results"}, traced);
+  const RunResult without = run({scenario_path(), "dlclose-results"}, plain);
+  EXPECT_TRUE(with_hook.exited(0)) << with_hook.err;
+  EXPECT_TRUE(without.exited(0)) << without.err;
+  EXPECT_EQ(without.out, "still-referenced 0 1234 -\nloaded 1\nlast 0 1234 -\nloaded 0\n");
+  EXPECT_EQ(with_hook.out, without.out);
+}
+
 }  // namespace
 }  // namespace gmemhook::test

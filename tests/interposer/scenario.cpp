@@ -651,6 +651,7 @@ int main(int argc, char** argv) {
   if (mode == "sites") return sites(arg(2, 3), arg(3, 100));
   if (mode == "nvml") return nvml_steps(arg(2, 100));
   if (mode == "reload") return reload_library(arg(2, 40));
+  if (mode == "dlclose-results") return dlclose_results();
   if (mode == "log-pages") return log_pages(arg(2, 100000));
   std::fprintf(stderr, "scenario: unknown mode %s\n", mode.c_str());
   return 2;

@@ -60,6 +60,8 @@ void exercise_driver_graph_nodes(Resolve r);
 void exercise_runtime_graph_nodes(void* runtime);
 // Library A's allocations, dlclose, library B's at the same addresses (scenario_reload.cpp).
 int reload_library(int calls);
+// dlclose's result, errno and dlerror, printed (scenario_reload.cpp).
+int dlclose_results();
 // Graph uploads (scenario_graph_upload.cpp).
 void exercise_driver_graph_upload(Resolve r);
 void exercise_runtime_graph_upload(void* runtime);

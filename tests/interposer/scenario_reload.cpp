@@ -6,6 +6,8 @@
 // are 1000 + i, B's 2000 + i. Prints "loaded <name> at <load bias>" for each.
 #include <link.h>
 
+#include <cerrno>
+
 #include "scenario.h"
 
 namespace {
@@ -46,5 +48,32 @@ int reload_library(int calls) {
   volatile int count = 2;
   for (int i = 0; i < count; ++i)
     allocate_through(libraries[i].path, libraries[i].function, libraries[i].first_size, calls);
+  return 0;
+}
+
+// What dlclose returns and leaves in errno and dlerror, for a library opened twice: the first
+// close leaves it loaded, the second unloads it (errno set to 1234 before each call: dlclose may
+// leave it as it was). The same under the hook's dlclose as without it. Prints "<case> <result>
+// <errno> <dlerror or ->" and whether the library is still loaded (RTLD_NOLOAD).
+int dlclose_results() {
+  auto report = [](const char* name, void* handle) {
+    dlerror();
+    errno = 1234;
+    const int result = dlclose(handle);
+    const int after = errno;
+    const char* error = dlerror();
+    std::printf("%s %d %d %s\n", name, result, after, error ? error : "-");
+  };
+  void* library = dlopen(RELOAD_LIBRARY_A, RTLD_NOW | RTLD_LOCAL);
+  if (!library || dlopen(RELOAD_LIBRARY_A, RTLD_NOW | RTLD_LOCAL) != library) die("dlopen", -1);
+  auto loaded = [] {
+    void* h = dlopen(RELOAD_LIBRARY_A, RTLD_NOW | RTLD_NOLOAD);
+    if (h) dlclose(h);  // NOLOAD took a reference too
+    return h != nullptr;
+  };
+  report("still-referenced", library);
+  std::printf("loaded %d\n", loaded());
+  report("last", library);
+  std::printf("loaded %d\n", loaded());
   return 0;
 }
