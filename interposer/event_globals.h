@@ -1,9 +1,10 @@
 // What every recorded event reads of the process's own state, on one cache line: whether
 // recording is on, the fork generation, whether there is an interpreter to walk, whether times
-// come from the TSC, the driver's cuCtxGetDevice, and the unload generation. Spread over the modules that own them they
-// lay on five lines (one of them the sequence number's, which every event writes): in a program
-// whose own work evicts the hook's lines between two events, each was a miss (issue 14). Each
-// module still names its own under its old name (a reference to the field here).
+// come from the TSC, the driver's cuCtxGetDevice, and the unload generation. Spread over the
+// modules that own them they lay on five lines (one of them the sequence number's, which every
+// event writes): in a program whose own work evicts the hook's lines between two events, each was a
+// miss (issue 14). Each module still names its own under its old name (a reference to the field
+// here).
 #pragma once
 
 #include <atomic>

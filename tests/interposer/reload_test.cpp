@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 struct ReloadRun {
   std::vector<std::string> loaded;  // "<function> at <load bias>", A's then B's
   LoggedProcess process;
-  std::vector<uint64_t> sizes;                    // of the allocations, in order
+  std::vector<uint64_t> sizes;                   // of the allocations, in order
   std::vector<std::vector<std::string>> stacks;  // theirs, as module+offset
 };
 
@@ -67,8 +67,8 @@ TEST(Stacks, ReloadedLibraryIsWalkedWithItsOwnRules) {
   ASSERT_EQ(libunwind.sizes, fast.sizes);
   for (size_t i = 0; i < fast.stacks.size(); ++i) {
     ASSERT_FALSE(fast.stacks[i].empty()) << "event " << i;
-    EXPECT_EQ(fast.stacks[i], libunwind.stacks[i]) << "event " << i << " (" << fast.sizes[i]
-                                                   << " bytes)";
+    EXPECT_EQ(fast.stacks[i], libunwind.stacks[i])
+        << "event " << i << " (" << fast.sizes[i] << " bytes)";
   }
   // The same call path to the same return address: B's stacks are A's, frame for frame (the
   // module map's latest snapshot names B at A's addresses). libunwind's trace cache had the same

@@ -1,9 +1,9 @@
 // The scenario's part for a library unloaded and another loaded in its place (dlclose, then
 // dlopen): allocations from library A (reload_variant.S), dlclose, the same from library B, which
 // the loader usually maps at A's addresses. Each allocation's stack runs through the library's
-// function at the same return address in both, from the same call sites, with other frame layouts (recorder_test.cpp,
-// Stacks.ReloadedLibraryIsWalkedWithItsOwnRules). Sizes tell the libraries' events apart: A's
-// are 1000 + i, B's 2000 + i. Prints "loaded <name> at <load bias>" for each.
+// function at the same return address in both, from the same call sites, with other frame layouts
+// (recorder_test.cpp, Stacks.ReloadedLibraryIsWalkedWithItsOwnRules). Sizes tell the libraries'
+// events apart: A's are 1000 + i, B's 2000 + i. Prints "loaded <name> at <load bias>" for each.
 #include <link.h>
 
 #include <cerrno>
