@@ -144,10 +144,10 @@ PageRequestState finish_page_request(PageRequest& r, bool wait) {
 }
 
 void page_requests_fork_child() {
+  // The slots stay as copied (a Working one would never be Done here): no request of an older
+  // generation is looked at again, and the child posts none.
   g_thread.store(kUnavailable, std::memory_order_relaxed);
   g_generation.fetch_add(1, std::memory_order_relaxed);
-  for (Slot& s : g_slots) s.state.store(kIdle, std::memory_order_relaxed);
-  g_wake.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace gmemhook

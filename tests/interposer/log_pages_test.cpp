@@ -74,13 +74,13 @@ TEST(LogPagesThread, SlowThreadLosesNoWriteAcrossWindowsAndChunks) {
   }
 }
 
-// A thread exits while the pages thread (200 ms a window) works on a window of its last chunk:
+// A thread exits while the pages thread (100 ms a window) works on a window of its last chunk:
 // the exit waits for it. Unmapped at once, the chunk's address range went to memory this
 // program mapped next, and the pages thread made that memory resident behind its back.
 TEST(LogPagesThread, ThreadExitWaitsForTheWindowUnderWay) {
   const fs::path out = temp_dir("pages-exit");
   RunResult r =
-      run({scenario_path(), "pages-after-unmap", "exit", "20000", "600"}, slowed_pages_env(out, "200000"));
+      run({scenario_path(), "pages-after-unmap", "exit", "20000", "1000"}, slowed_pages_env(out, "100000"));
   ASSERT_TRUE(r.exited(0)) << r.err;
   EXPECT_EQ(r.out, "resident 0 after exit\n");
   uint64_t lost = 0;
@@ -92,9 +92,9 @@ TEST(LogPagesThread, ThreadExitWaitsForTheWindowUnderWay) {
 // six of the writer's): the chunk it unmaps is handed back by the pages thread first.
 TEST(LogPagesThread, LogThatDiesWaitsForTheWindowUnderWay) {
   const fs::path out = temp_dir("pages-dead");
-  auto env = slowed_pages_env(out, "200000");
+  auto env = slowed_pages_env(out, "100000");
   env["GMEMHOOK_TEST_DISK_FULL_AFTER"] = "8";
-  RunResult r = run({scenario_path(), "pages-after-unmap", "dead", "200000", "600"}, env);
+  RunResult r = run({scenario_path(), "pages-after-unmap", "dead", "200000", "1000"}, env);
   ASSERT_TRUE(r.exited(0)) << r.err;
   EXPECT_EQ(r.out, "resident 0 after dying\n");
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
