@@ -98,6 +98,10 @@ bool start_thread() {
 }
 }  // namespace
 
+bool page_thread_usable() {
+  return g_config.page_thread && g_thread.load(std::memory_order_relaxed) != kUnavailable;
+}
+
 PageRequest post_page_request(uint8_t* at, size_t len) {
   if (!g_config.page_thread || !start_thread()) return {};
   const uint32_t first = g_next_slot.fetch_add(1, std::memory_order_relaxed);

@@ -28,6 +28,9 @@ struct PageRequest {
 // not held when there is no thread to ask (the caller maps the pages itself).
 PageRequest post_page_request(uint8_t* at, size_t len);
 
+// Whether writers may ask the thread for pages: it runs or may still be started.
+bool page_thread_usable();
+
 enum class PageRequestState {
   Done,       // mapped; the request is over
   Cancelled,  // the thread had not begun: it never will; the request is over

@@ -127,6 +127,28 @@ TEST(LogPagesThread, FullDiskRecordsWhatItDoesWithoutTheThread) {
   EXPECT_TRUE(std::equal(ra[0].begin(), ra[0].begin() + n, rb[0].begin()));
 }
 
+// A new chunk's first write no longer reads ahead (on the EPYC VM's disk, read_ahead_kb 8192, it
+// made the whole chunk's page-cache pages on the traced thread): with the pages thread stalled,
+// only the writer's own first pages are in the page cache. Without the thread the writer reads
+// ahead as before; where the file system does not read ahead at all there is nothing to see.
+TEST(LogPagesThread, NewChunkIsNotReadAheadByTheWriter) {
+  auto resident = [](const char* thread, const char* delay_us) {
+    const fs::path out = temp_dir(std::string("pages-new-chunk-") + thread);
+    auto env = slowed_pages_env(out, delay_us);
+    env["GMEMHOOK_PAGE_THREAD"] = thread;
+    RunResult r = run({scenario_path(), "new-chunk-pages", "256"}, env);
+    EXPECT_TRUE(r.exited(0)) << r.err;
+    int n = -1, of = 0;
+    EXPECT_EQ(std::sscanf(r.out.c_str(), "resident %d of %d", &n, &of), 2) << r.out;
+    EXPECT_EQ(of, 64) << r.out;
+    return n;
+  };
+  const int without_thread = resident("0", "0");
+  const int stalled_thread = resident("1", "300000");
+  if (without_thread <= 8) GTEST_SKIP() << "this file system does not read ahead on a fault";
+  EXPECT_LE(stalled_thread, 8) << "the writer's 16 KiB, and nothing read ahead";
+}
+
 // A fork child has no pages thread; what its parent had asked of it must not make the child wait.
 TEST(LogPagesThread, ForkChildDoesNotWaitForItsParentsWindow) {
   const fs::path out = temp_dir("pages-fork");

@@ -65,3 +65,4 @@ void exercise_runtime_graph_upload(void* runtime);
 // The pages thread's hand-over (scenario_log_pages.cpp).
 int pages_after_unmap(const std::string& how, int pairs, int wait_ms);
 int fork_with_pages_asked(int pairs);
+int new_chunk_pages(int chunk_kib);

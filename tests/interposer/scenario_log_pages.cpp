@@ -115,3 +115,25 @@ int fork_with_pages_asked(int pairs) {
   std::printf("child stuck\n");
   return 0;
 }
+
+// Records until its log moves to a chunk of at least `chunk_kib` KiB, and says how many of that
+// chunk's pages are in the page cache right after its first events ("resident R of N"): the
+// writer's own pages and, where the kernel reads ahead on a fault, what it read ahead.
+int new_chunk_pages(int chunk_kib) {
+  CHECK_RT(cudaSetDevice(0));
+  const long tid = syscall(SYS_gettid);
+  for (int i = 0; i < 10000000; ++i) {
+    pair();
+    if (i % 8 != 0) continue;
+    const Range r = log_chunk(tid);
+    const size_t len = r.end - r.start;
+    if (len < static_cast<size_t>(chunk_kib) << 10) continue;
+    std::vector<unsigned char> in(len / 4096);
+    if (mincore(reinterpret_cast<void*>(r.start), len, in.data()) != 0) die("mincore", errno);
+    int resident = 0;
+    for (unsigned char c : in) resident += c & 1;
+    std::printf("resident %d of %zu\n", resident, in.size());
+    return 0;
+  }
+  die("reaching a chunk that large", 0);
+}
