@@ -175,7 +175,7 @@ __attribute__((noinline)) bool LogFile::prefault_ahead() {
 
 void LogFile::request_pages(size_t from) {
   if (pages_.held() || from >= chunk_len_) return;
-  const size_t window_end = (from & ~(kPrefault - 1)) + kPrefault;
+  const size_t window_end = (from & ~(kThreadWindow - 1)) + kThreadWindow;
   const size_t to = window_end < chunk_len_ ? window_end : chunk_len_;
   pages_ = post_page_request(chunk_ + from, to - from);
   requested_end_ = to;
