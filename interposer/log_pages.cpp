@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <ctime>
 
 #include "config.h"
@@ -67,8 +68,10 @@ void* pages_main(void*) {
       if (!s.state.compare_exchange_strong(posted, kWorking, std::memory_order_acquire)) continue;
       took = true;
       test_delay();
-      // Errors are ignored: the writer's own writes then fault the pages in.
-      madvise(s.at, s.len, MADV_POPULATE_WRITE);
+      // Errors are ignored: the writer's own writes then fault the pages in. A kernel older than
+      // 5.14 knows no MADV_POPULATE_WRITE (EINVAL): writers then map their pages themselves.
+      if (madvise(s.at, s.len, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+        g_thread.store(kUnavailable, std::memory_order_relaxed);
       if (s.state.exchange(kDone, std::memory_order_release) == kWaited)
         futex(&s.state, FUTEX_WAKE_PRIVATE, 1);
     }
