@@ -149,8 +149,10 @@ __attribute__((noinline)) bool LogFile::prefault_ahead() {
   if (!chunk_ || full_) return false;
   // The window the thread was asked for is the writer's now: done, or still under way (the
   // thread is late: written anyway, a page faulted in while it is being populated is safe), or
-  // cancelled (never begun: prefaulted below).
-  if (pages_.held() && finish_page_request(pages_, false) != PageRequestState::Cancelled)
+  // cancelled (never begun: prefaulted below). A writer that went on past a late window has
+  // prefaulted beyond it already.
+  if (pages_.held() && finish_page_request(pages_, false) != PageRequestState::Cancelled &&
+      requested_end_ > prefaulted_)
     prefaulted_ = requested_end_;
   set_in_place_end();
   if (pos_ < in_place_end_) {
