@@ -182,8 +182,8 @@ class LogFile {
   size_t kept_ = 0;     // keep_for_final()
   bool final_ = false;  // append_final() is appending
   bool full_ = false;   // the file could not grow; only the final record may still come
-  size_t prefaulted_ = 0;    // chunk offset up to which pages are prefaulted (or asked for)
-  PageRequest pages_;        // the window after prefaulted_ that the thread was asked for
+  size_t prefaulted_ = 0;     // chunk offset up to which pages are prefaulted (or asked for)
+  PageRequest pages_;         // the window after prefaulted_ that the thread was asked for
   size_t requested_end_ = 0;  // where that window ends
   size_t in_place_end_ = 0;  // see set_in_place_end()
 };

@@ -62,7 +62,8 @@ TEST(LogPagesThread, SlowThreadLosesNoWriteAcrossWindowsAndChunks) {
     auto off_env = traced_env(off);
     off_env["GMEMHOOK_PAGE_THREAD"] = "0";
     RunResult a = run({scenario_path(), "threads", threads, "60000"}, off_env);
-    RunResult b = run({scenario_path(), "threads", threads, "60000"}, slowed_pages_env(slow, "2000"));
+    RunResult b =
+        run({scenario_path(), "threads", threads, "60000"}, slowed_pages_env(slow, "2000"));
     ASSERT_TRUE(a.exited(0)) << a.err;
     ASSERT_TRUE(b.exited(0)) << b.err;
     uint64_t lost_a = 0, lost_b = 0;
@@ -79,8 +80,8 @@ TEST(LogPagesThread, SlowThreadLosesNoWriteAcrossWindowsAndChunks) {
 // program mapped next, and the pages thread made that memory resident behind its back.
 TEST(LogPagesThread, ThreadExitWaitsForTheWindowUnderWay) {
   const fs::path out = temp_dir("pages-exit");
-  RunResult r =
-      run({scenario_path(), "pages-after-unmap", "exit", "20000", "1000"}, slowed_pages_env(out, "100000"));
+  RunResult r = run({scenario_path(), "pages-after-unmap", "exit", "20000", "1000"},
+                    slowed_pages_env(out, "100000"));
   ASSERT_TRUE(r.exited(0)) << r.err;
   EXPECT_EQ(r.out, "resident 0 after exit\n");
   uint64_t lost = 0;

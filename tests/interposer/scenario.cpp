@@ -651,7 +651,8 @@ int main(int argc, char** argv) {
   if (mode == "sites") return sites(arg(2, 3), arg(3, 100));
   if (mode == "nvml") return nvml_steps(arg(2, 100));
   if (mode == "log-pages") return log_pages(arg(2, 100000));
-  if (mode == "pages-after-unmap" && argc > 2) return pages_after_unmap(argv[2], arg(3, 20000), arg(4, 600));
+  if (mode == "pages-after-unmap" && argc > 2)
+    return pages_after_unmap(argv[2], arg(3, 20000), arg(4, 600));
   if (mode == "fork-pages") return fork_with_pages_asked(arg(2, 20000));
   if (mode == "new-chunk-pages") return new_chunk_pages(arg(2, 256));
   std::fprintf(stderr, "scenario: unknown mode %s\n", mode.c_str());

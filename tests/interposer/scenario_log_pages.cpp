@@ -77,8 +77,8 @@ int pages_after_unmap(const std::string& how, int pairs, int wait_ms) {
   if (last.start == 0) die("finding the log's chunk", 0);
   const size_t len = last.end - last.start;
   void* want = reinterpret_cast<void*>(last.start);
-  void* m = mmap(want, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-                 -1, 0);
+  void* m = mmap(want, len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   if (m != want) die("mapping the chunk's address again", errno);
   usleep(static_cast<useconds_t>(wait_ms) * 1000);
   std::vector<unsigned char> in(len / 4096);
