@@ -96,6 +96,9 @@ void load_config() {
   g_config.tsc = env_flag("GMEMHOOK_TSC", true);
   g_config.test_disk_full_after =
       env_number("GMEMHOOK_TEST_DISK_FULL_AFTER", -1, 1L << 30, -1, "a number of chunks");
+  g_config.page_thread = env_flag("GMEMHOOK_PAGE_THREAD", true);
+  g_config.test_page_delay_us =
+      env_number("GMEMHOOK_TEST_PAGE_DELAY_US", 0, 10000000, 0, "microseconds");
   g_config.test_process_chunk_kib =
       env_number("GMEMHOOK_TEST_PROCESS_CHUNK_KIB", 0, 64, 0, "KiB from 4 to 64");
   g_config.test_delay_record_us =

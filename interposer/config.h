@@ -48,6 +48,12 @@ struct alignas(64) Config {
   // GMEMHOOK_TEST_DISK_FULL_AFTER=N: the log writer acts as if the disk filled up after N chunks
   // of this process (tests the write-failure path where no small file system can be mounted).
   long test_disk_full_after = -1;
+  // GMEMHOOK_PAGE_THREAD=0: each thread maps its log's new pages itself, as before the
+  // "gmemhook-pages" thread (log_pages.h; for measuring what the thread takes off the program's).
+  bool page_thread = true;
+  // GMEMHOOK_TEST_PAGE_DELAY_US=N: that thread waits N µs after taking each request, before
+  // mapping its pages (tests of the hand-over before a chunk is unmapped).
+  long test_page_delay_us = 0;
   // GMEMHOOK_TEST_PROCESS_CHUNK_KIB=N: process.gmh's chunks are N KiB instead of 64 (tests that
   // fill process.gmh with the records of a short run: its module maps).
   long test_process_chunk_kib = 0;

@@ -14,6 +14,7 @@
 #include "capture_stats.h"
 #include "config.h"
 #include "event_time.h"
+#include "log_pages.h"
 #include "nvml_sampler.h"
 #include "process_log.h"
 #include "python_frames.h"
@@ -82,6 +83,7 @@ namespace {
 void at_exit(int status, void*) { finish(fmt::EndHow::Exit, status); }
 
 void fork_child() {
+  page_requests_fork_child();
   on_fork_child();
   recorder_fork_child();
   nvml_fork_child();

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "gmemhook/codec.h"
+#include "log_pages.h"
 
 namespace gmemhook {
 
@@ -147,15 +148,25 @@ class LogFile {
   // An event is written in place while pos_ < in_place_end_: the chunk has room for the largest
   // event and a ChunkEnd after it (as reserve() keeps), and the pages it may touch are
   // prefaulted. Writing a log page the first time through the MAP_SHARED mapping was a page
-  // fault taken by the traced thread, one per ~700 events (issue 14): the next kPrefault bytes
-  // are prefaulted with one madvise instead, when the writer reaches them. That saves the trap
-  // only (~0.5 of the ~6 µs a new page of an ext4 file cost on the EPYC VM, most of it the
-  // kernel zeroing the new page-cache page, which stays). Only a hint: a page not prefaulted
-  // (other records, a kernel without MADV_POPULATE_WRITE) is faulted in when written, as before.
+  // fault taken by the traced thread, one per ~700 events, and the kernel's work for a new page
+  // (ext4's page_mkwrite, zeroing it: ~6 µs on the EPYC VM) stays even when prefaulted with
+  // MADV_POPULATE_WRITE (issue 14). So the "gmemhook-pages" thread (log_pages.h) prefaults the
+  // next window of up to kThreadWindow bytes while the writer fills this one (one wake of the
+  // thread a window: ~9 µs on the EPYC VM); the writer prefaults only kFirstPages itself where
+  // no window was ready (a new chunk, a late or missing thread), and kPrefault at a time when
+  // there is no thread. Only a hint: a page not prefaulted (other records, a kernel without
+  // MADV_POPULATE_WRITE) is faulted in when written, as before.
   static constexpr size_t kPrefault = 64u << 10;
-  // Prefaults the next kPrefault bytes of the chunk when an event has reached the end of those
-  // prefaulted so far; returns whether the event may now be written in place.
+  static constexpr size_t kThreadWindow = 256u << 10;
+  static constexpr size_t kFirstPages = 16u << 10;
+  // Called when an event has reached the end of the pages prefaulted so far: takes the window
+  // the thread was asked for, or prefaults the next pages here, and asks for the next window.
+  // Returns whether the event may now be written in place.
   bool prefault_ahead();
+  // Asks the thread for the pages from chunk offset `from` to the end of their window.
+  void request_pages(size_t from);
+  // Before the chunk is unmapped or cut: the thread must be done with it (log_pages.h).
+  void drop_page_request();
   void set_in_place_end();
 
   char path_[PATH_MAX] = {};
@@ -171,7 +182,9 @@ class LogFile {
   size_t kept_ = 0;     // keep_for_final()
   bool final_ = false;  // append_final() is appending
   bool full_ = false;   // the file could not grow; only the final record may still come
-  size_t prefaulted_ = 0;    // chunk offset up to which pages are prefaulted
+  size_t prefaulted_ = 0;     // chunk offset up to which pages are prefaulted (or asked for)
+  PageRequest pages_;         // the window after prefaulted_ that the thread was asked for
+  size_t requested_end_ = 0;  // where that window ends
   size_t in_place_end_ = 0;  // see set_in_place_end()
 };
 

@@ -653,6 +653,10 @@ int main(int argc, char** argv) {
   if (mode == "reload") return reload_library(arg(2, 40));
   if (mode == "dlclose-results") return dlclose_results();
   if (mode == "log-pages") return log_pages(arg(2, 100000));
+  if (mode == "pages-after-unmap" && argc > 2)
+    return pages_after_unmap(argv[2], arg(3, 20000), arg(4, 600));
+  if (mode == "fork-pages") return fork_with_pages_asked(arg(2, 20000));
+  if (mode == "new-chunk-pages") return new_chunk_pages(arg(2, 256));
   std::fprintf(stderr, "scenario: unknown mode %s\n", mode.c_str());
   return 2;
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 inline void say(const char* api, uint64_t value, int result) {
   std::printf("%s 0x%" PRIx64 " %d\n", api, value, result);
@@ -65,3 +66,7 @@ int dlclose_results();
 // Graph uploads (scenario_graph_upload.cpp).
 void exercise_driver_graph_upload(Resolve r);
 void exercise_runtime_graph_upload(void* runtime);
+// The pages thread's hand-over (scenario_log_pages.cpp).
+int pages_after_unmap(const std::string& how, int pairs, int wait_ms);
+int fork_with_pages_asked(int pairs);
+int new_chunk_pages(int chunk_kib);
