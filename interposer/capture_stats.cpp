@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "event_time.h"
 #include "frame_rules.h"
 #include "process_log.h"
 #include "text.h"
@@ -20,7 +21,11 @@ constexpr uint64_t kSlowNs = 10000;
 
 std::atomic<uint64_t> g_captures{0}, g_native_ns{0}, g_native_frames{0}, g_python_ns{0},
     g_python_frames{0}, g_slow{0}, g_slow_ns{0}, g_rules_learnt{0}, g_object_tables{0},
-    g_events{0}, g_event_ns{0};
+    g_events{0}, g_event_ns{0}, g_slow_events{0}, g_slow_event_ns{0};
+
+// An event this slow opened the process's or a thread's log, or mapped a new chunk: once per
+// file or per chunk, not per event. Left out of the per-event mean, counted apart.
+constexpr uint64_t kSlowEventNs = 100000;
 std::atomic<uint64_t> g_walks[6];
 std::atomic<uint64_t> g_ids[4];
 std::atomic<uint64_t> g_gave_up_pc{0};
@@ -55,6 +60,11 @@ void note_rules_learnt(uint64_t rules, uint64_t object_tables) {
 }
 
 void note_event(uint64_t ns) {
+  if (ns >= kSlowEventNs) [[unlikely]] {
+    add(g_slow_events, 1);
+    add(g_slow_event_ns, ns);
+    return;
+  }
   add(g_events, 1);
   add(g_event_ns, ns);
 }
@@ -105,14 +115,16 @@ void append_walks(FixedString<896>& m) {
   m.append(" (").append(why).append(")");
 }
 
-// What one clock read costs here (the least of a few back to back): each native and Python
-// figure above holds one, as the capture is timed by reads before, between and after its parts
-// (recorder.cpp). On a VM a read may cost more than a recent walk's whole check.
-uint64_t clock_read_ns() {
+// What one read of `clock` costs here (the least of a few back to back). The capture's figures
+// each hold one read of monotonic_ns, as a capture is timed by reads before, between and after
+// its parts (recorder.cpp), and each event's figure one read of event_time_ns. On a VM a read
+// may cost more than a recent walk's whole check.
+template <class Clock>
+uint64_t clock_read_ns(Clock clock) {
   uint64_t least = ~0ull;
   for (int i = 0; i < 64; ++i) {
-    const uint64_t t0 = monotonic_ns();
-    const uint64_t t1 = monotonic_ns();
+    const uint64_t t0 = clock();
+    const uint64_t t1 = clock();
     if (t1 - t0 < least) least = t1 - t0;
   }
   return least;
@@ -120,23 +132,30 @@ uint64_t clock_read_ns() {
 
 void print_capture_stats() {
   const uint64_t n = get(g_captures);
-  if (n == 0) return;
+  const uint64_t events = get(g_events);
+  if (n == 0 && events == 0 && get(g_slow_events) == 0) return;
   FixedString<896> m;
-  m.append("gmemhook: stack stats: ").append_uint(n).append(" captures; native ");
-  m.append_uint(get(g_native_ns) / n).append(" ns and ").append_uint(get(g_native_frames) / n);
-  m.append(" frames each on average (").append_uint(get(g_slow)).append(" over ");
-  m.append_uint(kSlowNs / 1000).append(" us, ").append_uint(get(g_slow_ns) / 1000);
-  m.append(" us in them); python ").append_uint(get(g_python_ns) / n).append(" ns and ");
-  m.append_uint(get(g_python_frames) / n).append(" frames each; ");
-  m.append_uint((get(g_native_ns) + get(g_python_ns)) / 1000).append(" us in all; ");
-  append_walks(m);
-  if (const uint64_t events = get(g_events)) {
-    m.append("; events recorded ").append_uint(events).append(", ");
-    m.append_uint(get(g_event_ns) / events).append(" ns each in the recorder (").append_uint(
-        get(g_event_ns) / 1000);
-    m.append(" us in all)");
+  m.append("gmemhook: stack stats: ").append_uint(n).append(" captures");
+  if (n) {
+    m.append("; native ");
+    m.append_uint(get(g_native_ns) / n).append(" ns and ").append_uint(get(g_native_frames) / n);
+    m.append(" frames each on average (").append_uint(get(g_slow)).append(" over ");
+    m.append_uint(kSlowNs / 1000).append(" us, ").append_uint(get(g_slow_ns) / 1000);
+    m.append(" us in them); python ").append_uint(get(g_python_ns) / n).append(" ns and ");
+    m.append_uint(get(g_python_frames) / n).append(" frames each; ");
+    m.append_uint((get(g_native_ns) + get(g_python_ns)) / 1000).append(" us in all; ");
+    append_walks(m);
   }
-  m.append("; a clock read ").append_uint(clock_read_ns()).append(" ns (in each figure)\n");
+  if (events || get(g_slow_events)) {
+    m.append("; events recorded ").append_uint(events).append(", ");
+    m.append_uint(events ? get(g_event_ns) / events : 0).append(" ns each in the recorder (");
+    m.append_uint(get(g_event_ns) / 1000).append(" us in all; an event clock read ");
+    m.append_uint(clock_read_ns(event_time_ns)).append(" ns, in each) and ");
+    m.append_uint(get(g_slow_events)).append(" more over ").append_uint(kSlowEventNs / 1000);
+    m.append(" us (").append_uint(get(g_slow_event_ns) / 1000).append(" us: new files, chunks)");
+  }
+  m.append("; a clock read ").append_uint(clock_read_ns(monotonic_ns));
+  m.append(" ns (in each figure)\n");
   write_stderr(m.c_str(), m.size());
 }
 

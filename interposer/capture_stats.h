@@ -29,7 +29,8 @@ void note_rules_learnt(uint64_t rules, uint64_t object_tables);
 
 // One event recorded, and the time record_event took for it (recorder.cpp): its stack capture,
 // encoding and append, everything the recorder adds after the real call returned except the
-// exported wrapper around it. With the captures' share above, what recording costs the traced
+// exported wrapper around it. Events over 100 us (a log opened, a chunk mapped) are counted
+// apart. With the captures' share above, what recording costs the traced
 // thread, measured inside the program (torch_loop_bench.py's in-process figure).
 void note_event(uint64_t ns);
 

@@ -89,7 +89,12 @@ void load_config() {
   g_config.nvml = env_flag("GMEMHOOK_NVML", true);
   g_config.nvml_interval_ms = static_cast<int>(env_number(
       "GMEMHOOK_NVML_INTERVAL_MS", 10, 60000, 100, "milliseconds from 10 to 60000"));
-  g_config.stack_stats = env_flag("GMEMHOOK_STACK_STATS");
+  if (const char* v = getenv("GMEMHOOK_STACK_STATS"); v && strcasecmp(v, "events") == 0) {
+    g_config.event_stats = true;
+  } else {
+    g_config.stack_stats = env_flag("GMEMHOOK_STACK_STATS");
+    g_config.event_stats = g_config.stack_stats;
+  }
   g_config.fast_unwind = env_flag("GMEMHOOK_FAST_UNWIND", true);
   g_config.full_native_stacks = env_flag("GMEMHOOK_FULL_NATIVE_STACKS");
   g_config.recent_walks = env_flag("GMEMHOOK_RECENT_WALKS", true);

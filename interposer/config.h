@@ -24,8 +24,11 @@ struct alignas(64) Config {
   // tests to deliver a signal to a thread in the middle of recording).
   long test_delay_record_us = 0;
   // GMEMHOOK_STACK_STATS=1: one line on stderr at exit with the time stack capture took, native
-  // and Python apart (capture_stats.h).
-  bool stack_stats = false;
+  // and Python apart, and each recorded event (capture_stats.h). GMEMHOOK_STACK_STATS=events:
+  // the events' time only, without the capture's own timing and counting in it (what recording
+  // costs, as little disturbed by the measuring as may be).
+  bool stack_stats = false;  // the capture's figures
+  bool event_stats = false;  // the events' time
   // GMEMHOOK_FAST_UNWIND=0: every stack through libunwind, as before the fast unwinder (an escape
   // hatch, and the "before" of bench/run_hook_bench.sh's comparison).
   bool fast_unwind = true;

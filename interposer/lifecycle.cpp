@@ -66,7 +66,7 @@ void finish(fmt::EndHow how, int status) {
   seal_own_thread_log();
   write_end_record(how, status, totals().cuda_used, loss_report());
   print_summary();
-  if (g_config.stack_stats) print_capture_stats();
+  if (g_config.stack_stats || g_config.event_stats) print_capture_stats();
 }
 
 void before_exec() {

@@ -616,7 +616,7 @@ def check_torch_loop_bench(c, py):
     compared with plain's window of the same round; plain-again is the control that says how
     large the noise of that estimator is."""
     bench = os.path.join(os.path.dirname(__file__), "..", "bench", "run_torch_loop_bench.sh")
-    modes = "plain,gmemhook,plain-again,gmemhook-stats"
+    modes = "plain,gmemhook,plain-again,gmemhook-event-stats"
     last = max(os.sched_getaffinity(0))
     cpus = ",".join(str((last - i) % (last + 1)) for i in range(4))  # the last four
     p = subprocess.run(["bash", bench, c.build, py], capture_output=True, text=True,
