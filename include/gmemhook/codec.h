@@ -502,8 +502,8 @@ enum UsualShape : unsigned {
 // cost as much as those it stores, and each part took a few tests; issue 14).
 template <unsigned kShape, bool kPext>
 __attribute__((always_inline)) inline bool decode_usual_shape(uint8_t api, uint16_t mask,
-                                                              const uint8_t* p, size_t n,
-                                                              Event* ev, EventDeltas& d) {
+                                                              const uint8_t* p, size_t n, Event* ev,
+                                                              EventDeltas& d) {
   size_t at = 1;
   bool whole = true;  // every part ended within 8 bytes
   auto part = [&] {
@@ -577,6 +577,8 @@ inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Even
   case s:                       \
     return decode_usual_shape<s, kPext>(api, mask, p, n, ev, d);
   switch (shape) {
+    // clang-format would indent each case deeper than the one before.
+    // clang-format off
     GMEMHOOK_USUAL_SHAPE(0) GMEMHOOK_USUAL_SHAPE(1) GMEMHOOK_USUAL_SHAPE(2) GMEMHOOK_USUAL_SHAPE(3)
     GMEMHOOK_USUAL_SHAPE(4) GMEMHOOK_USUAL_SHAPE(5) GMEMHOOK_USUAL_SHAPE(6) GMEMHOOK_USUAL_SHAPE(7)
     GMEMHOOK_USUAL_SHAPE(8) GMEMHOOK_USUAL_SHAPE(9) GMEMHOOK_USUAL_SHAPE(10)
@@ -587,6 +589,7 @@ inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Even
     GMEMHOOK_USUAL_SHAPE(23) GMEMHOOK_USUAL_SHAPE(24) GMEMHOOK_USUAL_SHAPE(25)
     GMEMHOOK_USUAL_SHAPE(26) GMEMHOOK_USUAL_SHAPE(27) GMEMHOOK_USUAL_SHAPE(28)
     GMEMHOOK_USUAL_SHAPE(29) GMEMHOOK_USUAL_SHAPE(30) GMEMHOOK_USUAL_SHAPE(31)
+    // clang-format on
   }
 #undef GMEMHOOK_USUAL_SHAPE
   static_assert(kUsualShapes == 32);

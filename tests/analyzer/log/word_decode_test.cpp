@@ -183,8 +183,7 @@ void events_as_the_byte_decoder_reads_them() {
       const uint16_t fields = word.api_fields[room[0]];
       format::EventDeltas probe = word;
       format::Event ignored;
-      if (damage && n >= 2 && is_usual(type, fields))
-        shapes_damaged.set(usual_shape(type, fields));
+      if (damage && n >= 2 && is_usual(type, fields)) shapes_damaged.set(usual_shape(type, fields));
       if (!damage && format::decode_usual_event_v8<kPext>(type & format::kEventHeadBits, room, n,
                                                           &ignored, probe))
         shapes_taken.set(usual_shape(type, fields));
