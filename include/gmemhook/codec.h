@@ -486,13 +486,79 @@ inline bool decode_event_v7(const uint8_t* p, size_t n, Event* ev, EventDeltas& 
   return true;
 }
 
+// Which parts a usual version-8 event stores, from its head (seq gap, stack id) and its api's
+// fields (address, size, stream): the key of decode_usual_shape's instantiations.
+enum UsualShape : unsigned {
+  kShapeSeqGap = 1u << 0,
+  kShapeStackId = 1u << 1,
+  kShapeAddress = 1u << 2,
+  kShapeSize = 1u << 3,
+  kShapeStream = 1u << 4,
+  kUsualShapes = 1u << 5,
+};
+
+// decode_usual_event_v8 for one shape: only the parts it stores are read, in straight-line code
+// (with every part read and kept or dropped by a test, as before, the parts a free leaves out
+// cost as much as those it stores, and each part took a few tests; issue 14).
+template <unsigned kShape, bool kPext>
+__attribute__((always_inline)) inline bool decode_usual_shape(uint8_t api, uint16_t mask,
+                                                              const uint8_t* p, size_t n, Event* ev,
+                                                              EventDeltas& d) {
+  size_t at = 1;
+  bool whole = true;  // every part ended within 8 bytes
+  auto part = [&] {
+    uint64_t v;
+    const size_t len = kPext ? word_varint_pext(p + at, &v) : word_varint(p + at, &v);
+    whole &= len != 0;
+    at += len;
+    return v;
+  };
+  // Times (and seq gaps, but with many threads) nearly always take one byte: a branch that is
+  // nearly always right costs less than the word's arithmetic.
+  auto small_part = [&] {
+    if (p[at] < 0x80) return uint64_t{p[at++]};
+    return part();
+  };
+  uint64_t seq_delta = 1, stack_id = 0, address = 0, size = 0, stream = 0;
+  if constexpr ((kShape & kShapeSeqGap) != 0) seq_delta = small_part();
+  const uint64_t time_delta = small_part();
+  if constexpr ((kShape & kShapeStackId) != 0) stack_id = part();
+  if constexpr ((kShape & kShapeAddress) != 0) address = part();
+  if constexpr ((kShape & kShapeSize) != 0) size = part();
+  if constexpr ((kShape & kShapeStream) != 0) stream = part();
+  if (!whole || at != n) return false;
+  if ((kShape & kShapeSeqGap) != 0 && seq_delta == 0) return false;
+  if ((kShape & kShapeStackId) != 0 && stack_id > UINT32_MAX) return false;
+
+  ev->api = api;
+  ev->seq = d.last_seq + seq_delta;
+  ev->time_ns = (time_units(d.last_time_ns) + time_delta) << kTimeShift;
+  ev->result = 0;
+  ev->stack_id = static_cast<uint32_t>(stack_id);
+  EventFields& f = ev->f;
+  clear_fields(f, mask);
+  if constexpr ((kShape & kShapeAddress) != 0) {
+    f.address = d.last_address + static_cast<uint64_t>(unscale_signed(address));
+    d.last_address = f.address;
+  }
+  if constexpr ((kShape & kShapeSize) != 0) f.size = unscale_unsigned(size);
+  if constexpr ((kShape & kShapeStream) != 0) {
+    f.stream = d.last_stream + static_cast<uint64_t>(unzigzag(stream));
+    d.last_stream = f.stream;
+  }
+  if (mask & kHasDevice) f.device = d.last_device;
+  d.last_seq = ev->seq;
+  d.last_time_ns = ev->time_ns;
+  return true;
+}
+
 // Version 8's usual event — no failure, no new fields or device, only address, size, stream and
-// device among its fields — decoded without a branch on what its parts hold: each part is read
-// whether stored or not and kept only when stored. Returns false, changing nothing, for any
-// other event or bytes it cannot vouch for (a varint over 8 bytes, a payload that does not end
-// where its last part does, a zero seq delta): decode_event_v8 then decodes or rejects it, so
-// the two accept and produce exactly the same. `readable` must leave 64 bytes past the payload
-// (7 parts of at most 8 bytes, each loaded as one word). With kPext, parts are read by
+// device among its fields — decoded by the straight-line decoder of its shape (one jump on the
+// parts it stores, then no test per part). Returns false, changing nothing, for any other event
+// or bytes it cannot vouch for (a varint over 8 bytes, a payload that does not end where its
+// last part does, a zero seq delta): decode_event_v8 then decodes or rejects it, so the two
+// accept and produce exactly the same. `readable` must leave 64 bytes past the payload (7 parts
+// of at most 8 bytes, each loaded as one word). With kPext, parts are read by
 // word_varint_pext: only where the CPU has BMI2 (the analyzer's cpu_features.h says).
 template <bool kPext = false>
 inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Event* ev,
@@ -502,47 +568,32 @@ inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Even
   const uint8_t api = p[0];
   const uint16_t mask = d.api_fields[api];
   if ((head & ~kUsualHeads) || (mask & ~kUsualFields) || n < 2) return false;
-  size_t at = 1;
-  bool whole = true;  // every stored part ended within 8 bytes
-  // Reads the part at `at`; keeps it (and moves on) only when `stored`.
-  auto part = [&](bool stored, uint64_t absent) {
-    uint64_t v;
-    const size_t len = kPext ? word_varint_pext(p + at, &v) : word_varint(p + at, &v);
-    whole &= !stored || len != 0;
-    at += stored ? len : 0;
-    return stored ? v : absent;
-  };
-  // Times (and seq gaps, but with many threads) nearly always take one byte: a branch that is
-  // nearly always right costs less than the word's arithmetic.
-  auto small_part = [&](bool stored, uint64_t absent) {
-    if (stored && p[at] < 0x80) return uint64_t{p[at++]};
-    return part(stored, absent);
-  };
-  const uint64_t seq_delta = small_part(head & kSeqGap, 1);
-  const uint64_t time_delta = small_part(true, 0);
-  const uint64_t stack_id = part(head & kHasStackId, 0);
-  const uint64_t address = part(mask & kHasAddress, 0);
-  const uint64_t size = part(mask & kHasSize, 0);
-  const uint64_t stream = part(mask & kHasStream, 0);
-  if (!whole || at != n || seq_delta == 0 || stack_id > UINT32_MAX) return false;
-
-  ev->api = api;
-  ev->seq = d.last_seq + seq_delta;
-  ev->time_ns = (time_units(d.last_time_ns) + time_delta) << kTimeShift;
-  ev->result = 0;
-  ev->stack_id = static_cast<uint32_t>(stack_id);
-  EventFields& f = ev->f;
-  clear_fields(f, mask);
-  if (mask & kHasAddress)
-    f.address = d.last_address + static_cast<uint64_t>(unscale_signed(address));
-  f.size = unscale_unsigned(size);  // 0 when not stored
-  if (mask & kHasStream) f.stream = d.last_stream + static_cast<uint64_t>(unzigzag(stream));
-  if (mask & kHasDevice) f.device = d.last_device;
-  if (mask & kHasAddress) d.last_address = f.address;
-  if (mask & kHasStream) d.last_stream = f.stream;
-  d.last_seq = ev->seq;
-  d.last_time_ns = ev->time_ns;
-  return true;
+  static_assert(unsigned{kSeqGap} == kShapeSeqGap && unsigned{kHasStackId} == 2 * kShapeStackId &&
+                unsigned{kHasAddress} << 2 == kShapeAddress &&
+                unsigned{kHasSize} << 2 == kShapeSize && unsigned{kHasStream} << 2 == kShapeStream);
+  const unsigned shape = (head & kSeqGap) | (head & kHasStackId) >> 1 |
+                         (mask & (kHasAddress | kHasSize | kHasStream)) << 2;
+#define GMEMHOOK_USUAL_SHAPE(s) \
+  case s:                       \
+    return decode_usual_shape<s, kPext>(api, mask, p, n, ev, d);
+  switch (shape) {
+    // clang-format would indent each case deeper than the one before.
+    // clang-format off
+    GMEMHOOK_USUAL_SHAPE(0) GMEMHOOK_USUAL_SHAPE(1) GMEMHOOK_USUAL_SHAPE(2) GMEMHOOK_USUAL_SHAPE(3)
+    GMEMHOOK_USUAL_SHAPE(4) GMEMHOOK_USUAL_SHAPE(5) GMEMHOOK_USUAL_SHAPE(6) GMEMHOOK_USUAL_SHAPE(7)
+    GMEMHOOK_USUAL_SHAPE(8) GMEMHOOK_USUAL_SHAPE(9) GMEMHOOK_USUAL_SHAPE(10)
+    GMEMHOOK_USUAL_SHAPE(11) GMEMHOOK_USUAL_SHAPE(12) GMEMHOOK_USUAL_SHAPE(13)
+    GMEMHOOK_USUAL_SHAPE(14) GMEMHOOK_USUAL_SHAPE(15) GMEMHOOK_USUAL_SHAPE(16)
+    GMEMHOOK_USUAL_SHAPE(17) GMEMHOOK_USUAL_SHAPE(18) GMEMHOOK_USUAL_SHAPE(19)
+    GMEMHOOK_USUAL_SHAPE(20) GMEMHOOK_USUAL_SHAPE(21) GMEMHOOK_USUAL_SHAPE(22)
+    GMEMHOOK_USUAL_SHAPE(23) GMEMHOOK_USUAL_SHAPE(24) GMEMHOOK_USUAL_SHAPE(25)
+    GMEMHOOK_USUAL_SHAPE(26) GMEMHOOK_USUAL_SHAPE(27) GMEMHOOK_USUAL_SHAPE(28)
+    GMEMHOOK_USUAL_SHAPE(29) GMEMHOOK_USUAL_SHAPE(30) GMEMHOOK_USUAL_SHAPE(31)
+    // clang-format on
+  }
+#undef GMEMHOOK_USUAL_SHAPE
+  static_assert(kUsualShapes == 32);
+  return false;  // not reached: every shape has its case
 }
 
 // Version 8: the head (from the record type) says which of the leading parts are stored.

@@ -5,6 +5,7 @@
 // only there).
 #include <gtest/gtest.h>
 
+#include <bitset>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -99,9 +100,27 @@ void expect_same(const format::EventDeltas& a, const format::EventDeltas& b, int
   EXPECT_EQ(0, std::memcmp(a.api_fields, b.api_fields, sizeof a.api_fields)) << i;
 }
 
+// Whether decode_usual_event_v8 hands an event of this type and api fields to a shape's decoder.
+bool is_usual(uint8_t type, uint16_t api_fields) {
+  return format::is_event_type(type, format::kFormatVersion) &&
+         !(type & format::kEventHeadBits & ~(format::kSeqGap | format::kHasStackId)) &&
+         !(api_fields & ~(format::kHasAddress | format::kHasSize | format::kHasStream |
+                          format::kHasDevice | format::kIsFree));
+}
+
+// The usual decoder's shape (format::UsualShape) of an event it takes: which parts it stores.
+unsigned usual_shape(uint8_t type, uint16_t api_fields) {
+  return (type & format::kSeqGap ? format::kShapeSeqGap : 0u) |
+         (type & format::kHasStackId ? format::kShapeStackId : 0u) |
+         (api_fields & format::kHasAddress ? format::kShapeAddress : 0u) |
+         (api_fields & format::kHasSize ? format::kShapeSize : 0u) |
+         (api_fields & format::kHasStream ? format::kShapeStream : 0u);
+}
+
 // Mostly the events the one-load path takes (allocations and frees with address, size, stream,
 // device; seq gaps; stack ids), with some it must hand on, then damage of every kind: flipped
-// bits, cut or lengthened payloads, a changed head.
+// bits, cut or lengthened payloads, a changed head. Every shape of the one-load path (each has
+// a decoder of its own) is met, sound and damaged.
 template <bool kPext>
 void events_as_the_byte_decoder_reads_them() {
   std::mt19937_64 rng(8);
@@ -109,7 +128,8 @@ void events_as_the_byte_decoder_reads_them() {
   uint64_t seq = 0, time = 5000000000007ull;
   writer.last_time_ns = plain.last_time_ns = word.last_time_ns = time;
   int taken = 0, damaged = 0;
-  for (int i = 0; i < 100000; ++i) {
+  std::bitset<format::kUsualShapes> shapes_taken, shapes_damaged;
+  for (int i = 0; i < 200000; ++i) {
     format::Event ev;
     ev.api = static_cast<uint8_t>(1 + rng() % 5);
     seq += rng() % 3 ? 1 + rng() % 20 : 1;
@@ -123,9 +143,9 @@ void events_as_the_byte_decoder_reads_them() {
     uint64_t number = rng() % (1ull << (8 + rng() % 40));
     if (shape == 1) number <<= 12;
     if (shape == 2) number |= 1ull << 63;  // PlainNumbers
-    f.set_address(number);
+    if (rng() % 4) f.set_address(number);
     if (rng() % 2) f.set_size(rng() % (1ull << (rng() % 60)));
-    if (rng() % 4 == 0) f.set_stream(0x1000 + rng() % 8);
+    if (rng() % 3 == 0) f.set_stream(0x1000 + rng() % 8);
     if (rng() % 3) f.set_device(rng() % 20 ? static_cast<int32_t>(ev.api % 2) : 7);
     if (rng() % 30 == 0) f.set_free();
     if (rng() % 40 == 0) f.set_pool(rng());
@@ -159,6 +179,15 @@ void events_as_the_byte_decoder_reads_them() {
       }
     }
     format::Event want, got;
+    {  // Which shape's decoder the one-load path took (sound) or was handed (damaged).
+      const uint16_t fields = word.api_fields[room[0]];
+      format::EventDeltas probe = word;
+      format::Event ignored;
+      if (damage && n >= 2 && is_usual(type, fields)) shapes_damaged.set(usual_shape(type, fields));
+      if (!damage && format::decode_usual_event_v8<kPext>(type & format::kEventHeadBits, room, n,
+                                                          &ignored, probe))
+        shapes_taken.set(usual_shape(type, fields));
+    }
     const bool ok_want = format::decode_event(type, room, n, &want, plain);
     const bool ok_got = format::decode_event<kPext>(type, room, n, &got, word, kRoom);
     ASSERT_EQ(ok_got, ok_want) << i;
@@ -173,8 +202,10 @@ void events_as_the_byte_decoder_reads_them() {
       if (::testing::Test::HasFailure()) return;
     }
   }
-  EXPECT_GT(taken, 80000);
-  EXPECT_GT(damaged, 5000);
+  EXPECT_GT(taken, 160000);
+  EXPECT_GT(damaged, 10000);
+  EXPECT_TRUE(shapes_taken.all()) << shapes_taken;
+  EXPECT_TRUE(shapes_damaged.all()) << shapes_damaged;
 }
 
 TEST(WordDecode, EventsAsTheByteDecoderReadsThem) {
