@@ -77,8 +77,8 @@ void Replay::update_wake() {
   // The next module epoch rides on the moments' check, so a run without unloads pays nothing
   // per event for it.
   const ModuleEpochs* epochs = stacks_->epochs();
-  wake_seq_ = epochs && epoch_ + 1 < epochs->count() ? epochs->starts_after_seq(epoch_ + 1)
-                                                     : UINT64_MAX;
+  wake_seq_ =
+      epochs && epoch_ + 1 < epochs->count() ? epochs->starts_after_seq(epoch_ + 1) : UINT64_MAX;
   wake_time_ns_ = UINT64_MAX;
   for (const ReplayObserver* o : moments_) {
     wake_seq_ = std::min(wake_seq_, o->wake_seq());

@@ -68,7 +68,8 @@ class StackInterner {
   std::vector<std::vector<uint32_t>> seen_;
   std::vector<uint32_t> groups_;  // per id: ModuleEpochs::group, the key's last word when > 0
 
-  std::vector<std::vector<uint32_t>> by_thread_;  // [thread][per-file id] -> process-wide id, this epoch
+  // [thread][per-file id] -> process-wide id, in the current epoch.
+  std::vector<std::vector<uint32_t>> by_thread_;
   // Identity keys: native frames, then one word per Python frame. Id i's key is
   // keys_[starts_[i-1] .. starts_[i]), its first native_[i-1] words the native frames.
   std::vector<uint64_t> keys_;

@@ -59,7 +59,8 @@ const std::vector<Frame>& StackResolver::resolve(const StackInterner& stacks, ui
   if (id == 0 || id > stacks.size()) return none_;
   auto [it, inserted] = cache_.try_emplace(id);
   if (!inserted) return it->second;
-  Symbolizer& symbolizer = *symbolizers_[std::min(stacks.naming_epoch(id), symbolizers_.size() - 1)];
+  Symbolizer& symbolizer =
+      *symbolizers_[std::min(stacks.naming_epoch(id), symbolizers_.size() - 1)];
   std::vector<Frame> frames;
   for (uint64_t pc : stacks.frames(id))
     for (const Frame& f : symbolizer.symbolize(pc))

@@ -104,7 +104,8 @@ TEST(Stacks, ReportsNameTheLibraryLoadedWhenTheStackWasRecorded) {
   ASSERT_TRUE(r.exited(0)) << r.err;
   ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
   const size_t a_at = r.out.find(" at "), b_at = r.out.rfind(" at ");
-  ASSERT_EQ(r.out.substr(a_at, r.out.find('\n') - a_at), r.out.substr(b_at, r.out.size() - 1 - b_at))
+  ASSERT_EQ(r.out.substr(a_at, r.out.find('\n') - a_at),
+            r.out.substr(b_at, r.out.size() - 1 - b_at))
       << "the loader put B elsewhere: " << r.out;
   auto dirs = process_dirs(out);
   ASSERT_EQ(dirs.size(), 1u);
