@@ -23,6 +23,9 @@ void sort_groups(std::vector<SiteGroup>& groups) {
 
 Replay::Replay(StackInterner& stacks, const std::vector<std::string>& only_apis)
     : stacks_(&stacks) {
+  // Each pass starts in the run's first module epoch; wake() moves on through the others.
+  stacks_->enter_epoch(0);
+  update_wake();
   for (const format::ApiInfo& a : format::kApis) apis_[static_cast<uint8_t>(a.id)] = &a;
   if (only_apis.empty()) return;
   api_ignored_.fill(true);
@@ -71,7 +74,12 @@ void Replay::call_odd_segment_call(const format::Event& ev, const format::ApiInf
 }
 
 void Replay::update_wake() {
-  wake_seq_ = wake_time_ns_ = UINT64_MAX;
+  // The next module epoch rides on the moments' check, so a run without unloads pays nothing
+  // per event for it.
+  const ModuleEpochs* epochs = stacks_->epochs();
+  wake_seq_ =
+      epochs && epoch_ + 1 < epochs->count() ? epochs->starts_after_seq(epoch_ + 1) : UINT64_MAX;
+  wake_time_ns_ = UINT64_MAX;
   for (const ReplayObserver* o : moments_) {
     wake_seq_ = std::min(wake_seq_, o->wake_seq());
     wake_time_ns_ = std::min(wake_time_ns_, o->wake_time_ns());
@@ -79,6 +87,12 @@ void Replay::update_wake() {
 }
 
 void Replay::wake(const format::Event& next) {
+  const ModuleEpochs* epochs = stacks_->epochs();
+  if (epochs && epoch_ + 1 < epochs->count() && next.seq > epochs->starts_after_seq(epoch_ + 1)) {
+    while (epoch_ + 1 < epochs->count() && next.seq > epochs->starts_after_seq(epoch_ + 1))
+      ++epoch_;
+    stacks_->enter_epoch(epoch_);
+  }
   for (ReplayObserver* o : moments_)
     if (next.seq > o->wake_seq() || next.time_ns > o->wake_time_ns()) o->wake(*this, next);
   update_wake();

@@ -340,6 +340,7 @@ class Replay : public EventVisitor {
   void call_odd_segment_call(const format::Event& ev, const format::ApiInfo& api);
   // The lowest wake_seq() and wake_time_ns() of moments_: two compares per event.
   uint64_t wake_seq_ = UINT64_MAX, wake_time_ns_ = UINT64_MAX;
+  size_t epoch_ = 0;  // the module epoch of the events so far (module_epochs.h)
 
   std::vector<Series> series_;
   // Series index + 1 by (device + 1) * 4 + memory for devices below kDirectDevices.

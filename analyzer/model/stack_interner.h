@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analyzer/log/records.h"
+#include "analyzer/model/module_epochs.h"
 
 namespace gmemhook::analysis {
 
@@ -31,6 +32,15 @@ class StackInterner {
     return id < ids.size() ? ids[id] : 0;
   }
 
+  // A run whose code changed under its addresses (module_epochs.h): a stack recorded before and
+  // after gets one id per naming, so each is named after the code it ran. `epochs` outlives
+  // this; with one epoch (no unloads) nothing changes.
+  void set_epochs(const ModuleEpochs* epochs) { epochs_ = epochs; }
+  // The events that follow are of epoch `e`: id() maps each file's stacks to the ids of their
+  // naming there. A replay starts at 0 and moves on as it passes the snapshots.
+  void enter_epoch(size_t e);
+  const ModuleEpochs* epochs() const { return epochs_; }
+
   // Records a PyCode record of a thread file (before the stacks that refer to it).
   void add_code(size_t thread_index, const PyCode& code);
   // Records that stack `id` of thread file `thread_index` has these frames (innermost first).
@@ -42,12 +52,24 @@ class StackInterner {
   std::span<const uint64_t> frames(uint32_t id) const;
   Origin origin(uint32_t id) const { return id && id <= size() ? origins_[id - 1] : Origin{}; }
   uint32_t size() const { return static_cast<uint32_t>(origins_.size()); }
+  // The epoch whose module map names the native frames of `id` (0 without epochs).
+  size_t naming_epoch(uint32_t id) const;
 
  private:
-  uint32_t intern(std::span<const uint64_t> key, size_t native_count, Origin origin);
+  uint32_t intern(std::span<const uint64_t> key, size_t native_count, Origin origin,
+                  uint32_t group);
   uint32_t code_id(size_t thread_index, uint32_t code_id) const;
 
-  std::vector<std::vector<uint32_t>> by_thread_;  // [thread][per-file id] -> process-wide id
+  const ModuleEpochs* epochs_ = nullptr;
+  size_t epoch_ = 0;
+  // by_thread_ of the other epochs, kept for the next pass; and every (file, id) seen so far, by
+  // one of its ids, whose key (less its group) is what the next epoch interns again.
+  std::vector<std::vector<std::vector<uint32_t>>> other_epochs_;
+  std::vector<std::vector<uint32_t>> seen_;
+  std::vector<uint32_t> groups_;  // per id: ModuleEpochs::group, the key's last word when > 0
+
+  // [thread][per-file id] -> process-wide id, in the current epoch.
+  std::vector<std::vector<uint32_t>> by_thread_;
   // Identity keys: native frames, then one word per Python frame. Id i's key is
   // keys_[starts_[i-1] .. starts_[i]), its first native_[i-1] words the native frames.
   std::vector<uint64_t> keys_;

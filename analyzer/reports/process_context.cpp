@@ -4,7 +4,9 @@
 namespace gmemhook::analysis {
 
 ProcessContext::ProcessContext(ProcessReader& reader, const std::vector<std::string>& only_apis)
-    : reader_(reader), only_apis_(only_apis), resolver_(reader) {}
+    : reader_(reader), only_apis_(only_apis), resolver_(reader) {
+  interned_.set_epochs(&resolver_.epochs());
+}
 
 Replay ProcessContext::pass(std::initializer_list<ReplayObserver*> observers) {
   Replay replay(interned_, only_apis_);

@@ -94,6 +94,40 @@ TEST(Stacks, ReloadedLibraryIsWalkedWithItsOwnRules) {
   EXPECT_EQ(std::find(names.begin(), names.end(), "allocate_in_a"), names.end());
 }
 
+// The analyzer names each stack after the code loaded when it was recorded: A's leak (recorded
+// before the dlclose) runs through allocate_in_a, B's through allocate_in_b, although the hook
+// wrote one stack for both (same id, same return addresses) and the latest module snapshot
+// names B there. Before this was so, both leaks were one row, named allocate_in_b.
+TEST(Stacks, ReportsNameTheLibraryLoadedWhenTheStackWasRecorded) {
+  fs::path out = temp_dir("reload-leak");
+  RunResult r = run({scenario_path(), "reload-leak", "5"}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+  const size_t a_at = r.out.find(" at "), b_at = r.out.rfind(" at ");
+  ASSERT_EQ(r.out.substr(a_at, r.out.find('\n') - a_at),
+            r.out.substr(b_at, r.out.size() - 1 - b_at))
+      << "the loader put B elsewhere: " << r.out;
+  auto dirs = process_dirs(out);
+  ASSERT_EQ(dirs.size(), 1u);
+  const RunResult leaks = run({GMEMHOOK_TEST_CLI, "leaks", "--group-by", "stack", "--native",
+                               "--json", dirs.at(0).string()},
+                              {});
+  ASSERT_TRUE(leaks.exited(0)) << leaks.err;
+  // Each leak's row, up to the next one: A's 1004 bytes, B's 2004.
+  auto row_of = [&](const std::string& bytes) {
+    const size_t at = leaks.out.find("\"bytes\": " + bytes + ",");
+    if (at == std::string::npos) return std::string();
+    return leaks.out.substr(at, leaks.out.find("\"bytes\": ", at + 1) - at);
+  };
+  const std::string a = row_of("1004"), b = row_of("2004");
+  ASSERT_FALSE(a.empty()) << leaks.out;
+  ASSERT_FALSE(b.empty()) << leaks.out;
+  EXPECT_NE(a.find("allocate_in_a"), std::string::npos) << a;
+  EXPECT_EQ(a.find("allocate_in_b"), std::string::npos) << a;
+  EXPECT_NE(b.find("allocate_in_b"), std::string::npos) << b;
+  EXPECT_EQ(b.find("allocate_in_a"), std::string::npos) << b;
+}
+
 // The hook's dlclose hands back glibc's result, errno and dlerror untouched, and unloads what
 // glibc's would: a close that leaves the library referenced, and the last one.
 TEST(Stacks, DlcloseResultsAreGlibcs) {

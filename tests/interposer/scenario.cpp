@@ -650,7 +650,8 @@ int main(int argc, char** argv) {
   if (mode == "training") return training(arg(2, 1));
   if (mode == "sites") return sites(arg(2, 3), arg(3, 100));
   if (mode == "nvml") return nvml_steps(arg(2, 100));
-  if (mode == "reload") return reload_library(arg(2, 40));
+  if (mode == "reload") return reload_library(arg(2, 40), false);
+  if (mode == "reload-leak") return reload_library(arg(2, 40), true);
   if (mode == "dlclose-results") return dlclose_results();
   if (mode == "log-pages") return log_pages(arg(2, 100000));
   if (mode == "pages-after-unmap" && argc > 2)

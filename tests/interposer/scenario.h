@@ -60,7 +60,7 @@ void exercise_runtime_memory_kinds(void* runtime);
 void exercise_driver_graph_nodes(Resolve r);
 void exercise_runtime_graph_nodes(void* runtime);
 // Library A's allocations, dlclose, library B's at the same addresses (scenario_reload.cpp).
-int reload_library(int calls);
+int reload_library(int calls, bool leak_last);
 // dlclose's result, errno and dlerror, printed (scenario_reload.cpp).
 int dlclose_results();
 // Graph uploads (scenario_graph_upload.cpp).

@@ -4,6 +4,8 @@
 // function at the same return address in both, from the same call sites, with other frame layouts
 // (recorder_test.cpp, Stacks.ReloadedLibraryIsWalkedWithItsOwnRules). Sizes tell the libraries'
 // events apart: A's are 1000 + i, B's 2000 + i. Prints "loaded <name> at <load bias>" for each.
+// `leak_last`: each library's last allocation is never freed, so that `gmemhook leaks` shows one
+// of each (the analyzer must name A's after A, though B's stack has the same id and addresses).
 #include <link.h>
 
 #include <cerrno>
@@ -17,7 +19,7 @@ using Allocate = int (*)(void**, size_t);
 // `calls` allocations through `function` of library `path`, then it is closed. noinline: the
 // frame above the library's function is this one, in both rounds.
 __attribute__((noinline)) void allocate_through(const char* path, const char* function,
-                                                size_t first_size, int calls) {
+                                                size_t first_size, int calls, bool leak_last) {
   void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!library) die(dlerror(), -1);
   link_map* map = nullptr;
@@ -28,14 +30,14 @@ __attribute__((noinline)) void allocate_through(const char* path, const char* fu
   for (int i = 0; i < calls; ++i) {
     void* p = nullptr;
     CHECK_RT(static_cast<cudaError_t>(allocate(&p, first_size + static_cast<size_t>(i))));
-    CHECK_RT(cudaFree(p));
+    if (!leak_last || i + 1 < calls) CHECK_RT(cudaFree(p));
   }
   if (dlclose(library) != 0) die("dlclose", -1);
 }
 
 }  // namespace
 
-int reload_library(int calls) {
+int reload_library(int calls, bool leak_last) {
   struct Library {
     const char* path;
     const char* function;
@@ -47,7 +49,8 @@ int reload_library(int calls) {
   // A's, frame for frame.
   volatile int count = 2;
   for (int i = 0; i < count; ++i)
-    allocate_through(libraries[i].path, libraries[i].function, libraries[i].first_size, calls);
+    allocate_through(libraries[i].path, libraries[i].function, libraries[i].first_size, calls,
+                     leak_last);
   return 0;
 }
 
