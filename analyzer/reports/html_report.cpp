@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 
+#include "analyzer/log/read_error.h"
 #include "analyzer/log/run_dir.h"
 #include "analyzer/output/html_page.h"
 #include "analyzer/output/text_format.h"
@@ -318,7 +319,15 @@ int run_html_report(const HtmlOptions& options, std::FILE* err) {
     return 2;  // a usage error (the CLI's IsMember check normally catches it first)
   }
   std::string text;
-  int status = format->write(options, text, err);
+  int status;
+  try {
+    status = format->write(options, text, err);
+  } catch (const ReadError& e) {
+    // A run that cannot be read at all (no process directory, a damaged header): said as every
+    // other report says it, not an abort.
+    std::fprintf(err, "gmemhook: %s\n", e.what());
+    return kExitUnreadable;
+  }
   return status == kExitOk ? write_file(options.output, text, err) : status;
 }
 

@@ -202,6 +202,19 @@ TEST(DumpCommand, UnreadableInputExitsWithStatus2) {
   std::filesystem::remove_all(run);
 }
 
+// gmemhook html on a run it cannot read says why and exits 2, as every report does (it aborted
+// on an uncaught ReadError).
+TEST(HtmlCommand, UnreadableRunExitsWithStatus2) {
+  auto run = make_temp_dir("html-empty-run");
+  CommandResult r = gmemhook_cli("html " + quote(run) + " -o " + quote(run / "page.html"));
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err, "gmemhook: " + run.string() +
+                       ": expected process directories (<exe>.<pid>/ holding process.gmh), "
+                       "found none\n");
+  EXPECT_FALSE(std::filesystem::exists(run / "page.html"));
+  std::filesystem::remove_all(run);
+}
+
 TEST(DumpCommand, PrintsCodeObjectsAndPythonFrames) {
   auto run = make_temp_dir("dump-python");
   ProcessLogs logs = small_two_thread_process(true);
