@@ -25,9 +25,13 @@ check() {
     local bin=$OLD
     [ $side = new ] && bin=$NEW
     # The binary's own path appears in hints ("hint: /path/gmemhook peak RUN"): name it alike.
+    # Only the whole path, as a literal: build/bin/gmemhook is also the start of
+    # build/bin/gmemhook_scenario, which scenario runs name.
     "$bin" "$@" >"$OUT/$side.out" 2>"$OUT/$side.err"
     echo "exit $?" >>"$OUT/$side.err"
-    sed -i "s#$bin#gmemhook#g" "$OUT/$side.out" "$OUT/$side.err"
+    local literal
+    literal=$(printf '%s' "$bin" | sed 's/[][\\.*^$#]/\\&/g')
+    sed -i "s#$literal\([^A-Za-z0-9_.-]\|\$\)#gmemhook\1#g" "$OUT/$side.out" "$OUT/$side.err"
   done
   for stream in out err; do
     compared=$((compared + 1))
