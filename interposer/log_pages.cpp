@@ -4,8 +4,6 @@
 #include "log_pages.h"
 
 #include <linux/futex.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -16,6 +14,7 @@
 #include <ctime>
 
 #include "config.h"
+#include "hook_thread.h"
 
 namespace gmemhook {
 
@@ -84,18 +83,7 @@ bool start_thread() {
   int state = g_thread.load(std::memory_order_acquire);
   if (state == kRunning) return true;
   if (state != kNotStarted || !g_thread.compare_exchange_strong(state, kStarting)) return false;
-  // Every signal blocked: the program's signals must go to the program's own threads.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, kThreadStack);
-  pthread_t thread;
-  const bool ok = pthread_create(&thread, &attr, pages_main, nullptr) == 0;
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const bool ok = start_hook_thread(pages_main, kThreadStack);
   g_thread.store(ok ? kRunning : kUnavailable, std::memory_order_release);
   return ok;
 }

@@ -6,8 +6,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <linux/futex.h>
-#include <pthread.h>
-#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <ctime>
 
 #include "config.h"
+#include "hook_thread.h"
 #include "nvml_api.h"
 #include "process_log.h"
 #include "real_symbols.h"
@@ -222,6 +222,7 @@ void wake_thread() {
 // Does nothing but sample: sleeps an interval (or until a hook asks for a peak check), samples
 // with g_sampling held, and stops for good once exit has begun.
 void* sampler_main(void*) {
+  prctl(PR_SET_NAME, "gmemhook-nvml");  // what top, ps -L and py-spy show for it
   const uint64_t interval = static_cast<uint64_t>(g_config.nvml_interval_ms) * 1000000ull;
   uint64_t next = monotonic_ns() + interval;
   while (!g_stopping.load(std::memory_order_acquire)) {
@@ -258,21 +259,8 @@ void* sampler_main(void*) {
 
 void start_thread() {
   if (g_thread_started.exchange(true)) return;
-  // Every signal blocked: the program's signals must go to the program's own threads.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, kThreadStack);
-  pthread_t thread;
-  if (pthread_create(&thread, &attr, sampler_main, nullptr) == 0)
-    pthread_setname_np(thread, "gmemhook-nvml");  // what top and py-spy show for it
-  else
+  if (!start_hook_thread(sampler_main, kThreadStack))
     note("are sampled only at the first call, first allocation and exit: no sampling thread");
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 // Each entry point's memory type by id: a table lookup on the hot path, not a search.
