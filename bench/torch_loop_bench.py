@@ -89,7 +89,7 @@ CONTROLS = ["preload-empty", "plain-again"]
 ALL_MODES = MODES + list(PARTS) + CONTROLS
 
 
-def measure(mode, warmup, steps, batch, window, wait_go=False):
+def measure(mode, warmup, steps, batch, window, calib, wait_go=False):
     """ms per training step in this process, after `warmup` steps (all of them, and the fastest
     window of `window` steps); block allocations per step. With `wait_go` (--together), the
     process says "ready" on stdout after the warm-up and starts timing when a line arrives on
@@ -129,6 +129,12 @@ def measure(mode, warmup, steps, batch, window, wait_go=False):
     # its end, the same in every mode): on the H200 a whole run's time moved ±20 % from one
     # process to the next, far more than the few per cent measured, while the fastest window of
     # a run — the stretch the CPU was not given to anyone else — moved much less.
+    # After each window, a fixed piece of work the recorder never sees (calibrate(): no GPU
+    # call, no allocation), timed too: whatever makes this process fast or slow for its whole
+    # life slows both alike, so a window's ms/step over the calibration's ms cancels it.
+    # Outside the timed steps (ms_per_step and the windows leave it out).
+    calibration = []
+    calib_cpu = 0.0
     windows = []
     cpu_start = time.process_time()
     start = time.perf_counter()
@@ -141,13 +147,37 @@ def measure(mode, warmup, steps, batch, window, wait_go=False):
         torch.cuda.synchronize()
         windows.append((time.perf_counter() - window_start) * 1e3 / n)
         done += n
+        if calib:
+            calib_start, calib_cpu_start = time.perf_counter(), time.process_time()
+            calibration.append(calibrate(calib) * 1e3)
+            calib_cpu += time.process_time() - calib_cpu_start
+            start += time.perf_counter() - calib_start
     elapsed = time.perf_counter() - start
-    cpu = time.process_time() - cpu_start
+    cpu = time.process_time() - cpu_start - calib_cpu
     after = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
-    return {"mode": mode, "ms_per_step": elapsed * 1e3 / steps, "steps": steps,
-            "cpu_ms_per_step": cpu * 1e3 / steps,
-            "best_window_ms_per_step": min(windows), "windows": windows,
-            "blocks_per_step": (after - before) / steps, "torch": torch.__version__}
+    result = {"mode": mode, "ms_per_step": elapsed * 1e3 / steps, "steps": steps,
+              "cpu_ms_per_step": cpu * 1e3 / steps,
+              "best_window_ms_per_step": min(windows), "windows": windows,
+              "blocks_per_step": (after - before) / steps, "torch": torch.__version__}
+    if calibration:
+        normalized = [w / c for w, c in zip(windows, calibration)]
+        result.update(calibration_ms=calibration, normalized_windows=normalized,
+                      normalized_step=statistics.median(normalized))
+    return result
+
+
+def calibrate(rounds):
+    """Seconds taken by `rounds` rounds of the kind of work a training step's CPU side does,
+    the interpreter and PyTorch's dispatcher, on a CPU tensor changed in place: no allocation
+    and no CUDA call, so no recorder is ever called."""
+    import torch
+
+    t = torch.ones(16)
+    begin = time.perf_counter()
+    for i in range(rounds):
+        t.add_(1.0).mul_(0.5)
+        sum(range(i & 63))
+    return time.perf_counter() - begin
 
 
 BASE = "base:"  # a mode run under --base-hook instead of --hook
@@ -165,9 +195,10 @@ def start_child(name, args, log_root, cpu):
         env.update(PARTS.get(mode, {}))
     elif mode == "preload-empty":
         env["LD_PRELOAD"] = os.path.join(os.path.dirname(args.hook), "libgmemhook_empty_preload.so")
-    cmd = [sys.executable, os.path.abspath(__file__), "--mode", mode, "--warmup",
-           str(args.warmup), "--steps", str(args.steps), "--batch", str(args.batch),
-           "--window", str(args.window)] + (["--wait-go"] if args.together else [])
+    cmd = ([sys.executable, os.path.abspath(__file__), "--mode", mode, "--warmup",
+            str(args.warmup), "--steps", str(args.steps), "--batch", str(args.batch),
+            "--window", str(args.window), "--calibrate", str(args.calibrate)]
+           + (["--wait-go"] if args.together else []))
     # stderr to a file: a child's stack-stats line must not fill a pipe nobody reads yet.
     err = tempfile.TemporaryFile(mode="w+", dir=log_root)
     p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -253,20 +284,21 @@ def recording_share(r):
     return share, bound
 
 
-def print_paired_windows(modes, runs, window):
+def print_paired_windows(modes, runs, window, key="windows", what=""):
     """--together only: each window of a run against the same window of plain's run of the same
     round, which ran at the same time on another CPU (the k-th window of both started within a
     few windows' drift of each other): the median of those ratios over every window of every
-    round, and of the rounds' medians."""
-    print("| mode | windows compared | overhead (median of paired %d-step windows) "
-          "| overhead (median of the rounds' medians) |" % window)
+    round, and of the rounds' medians. `key` picks the windows' ms/step or their ratio to the
+    calibration that followed each ("normalized_windows")."""
+    print("| mode | windows compared | overhead (median of paired %d-step windows%s) "
+          "| overhead (median of the rounds' medians) |" % (window, what))
     print("|---|---|---|---|")
     for mode in modes:
         if mode == "plain":
             continue
         every, per_round = [], []
         for r, p in zip(runs[mode], runs["plain"]):
-            ratios = [a / b for a, b in zip(r["windows"], p["windows"])]
+            ratios = [a / b for a, b in zip(r[key], p[key])]
             every += ratios
             per_round.append(statistics.median(ratios))
         print("| %s | %d | %+.1f %% | %+.1f %% |"
@@ -342,6 +374,20 @@ def compare(args):
     if cpus:
         print()
         print_paired_windows(modes, runs, args.window)
+    if args.calibrate:
+        # Each window's ms/step over the ms of the calibration that ran right after it in the
+        # same process: the process's own speed divided out (see measure()).
+        print("\nBy each window's ms/step over the calibration's ms that followed it (%d rounds "
+              "of in-place CPU tensor work; the recorder is never called in it):\n" % args.calibrate)
+        print_table(modes, runs, "normalized_step",
+                    "window ms/step / calibration ms, a run's median")
+        print("\ncalibration ms, each run's median (the process's own speed): %s"
+              % "; ".join("%s %s" % (m, " ".join("%.2f" % statistics.median(r["calibration_ms"])
+                                                 for r in runs[m])) for m in modes))
+        if cpus:
+            print()
+            print_paired_windows(modes, runs, args.window, "normalized_windows",
+                                 ", each over its calibration")
     if "gmemhook" in runs and "gmemhook-no-nvml" in runs:
         on = statistics.median(r["ms_per_step"] for r in runs["gmemhook"])
         off = statistics.median(r["ms_per_step"] for r in runs["gmemhook-no-nvml"])
@@ -381,6 +427,9 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--window", type=int, default=50,
                     help="steps per separately timed window (the third table: each run's fastest)")
+    ap.add_argument("--calibrate", type=int, default=5000, metavar="ROUNDS",
+                    help="rounds of the calibration work after each window (0: none); the "
+                         "tables by ms/step over the calibration's ms need it")
     ap.add_argument("--cpu", type=int, help="the CPU every child runs on (default: the last one)")
     ap.add_argument("--together", metavar="CPUS",
                     help="comma-separated CPUs, one per mode: run a round's modes at the same "
@@ -394,7 +443,7 @@ def main():
         compare(args)
     elif args.mode:
         print(json.dumps(measure(args.mode, args.warmup, args.steps, args.batch, args.window,
-                                 args.wait_go)))
+                                 args.calibrate, args.wait_go)))
     else:
         ap.error("give --compare or --mode")
 

@@ -623,16 +623,9 @@ def check_torch_loop_bench(c, py):
                        env=dict(os.environ, REPS="15", MODES=modes, TOGETHER=cpus), timeout=900)
     with open(os.path.join(c.out, "torch-loop-bench.txt"), "w") as f:
         f.write(p.stdout + p.stderr)
-    paired, whole = {}, {}
-    for line in p.stdout.splitlines():
-        cells = [x.strip() for x in line.strip("|").split("|")]
-        # mode | windows compared | median of paired windows | median of the rounds' medians
-        if len(cells) == 4 and cells[0] in modes.split(",") and cells[1].isdigit():
-            paired[cells[0]] = (cells[1], cells[2], cells[3])
-        # mode | median | every run | by medians | by fastest runs | by paired rounds: the first
-        # table printed (whole runs, wall time) is kept
-        if len(cells) == 6 and cells[0] in modes.split(",") and cells[0] not in whole:
-            whole[cells[0]] = (cells[1], cells[3], cells[5])
+    raw, _, calibrated = p.stdout.partition("over the calibration's ms that followed it")
+    paired, whole = tables(raw, modes)
+    norm_paired, norm_whole = tables(calibrated, modes)
     if "gmemhook" not in paired:
         c.row("torch loop bench", "runs", "missing", False, (p.stderr or p.stdout)[-300:])
         return
@@ -654,6 +647,31 @@ def check_torch_loop_bench(c, py):
               "%s windows; median of the rounds' medians %s; whole runs by medians %s"
               % (paired["plain-again"][0], paired["plain-again"][2],
                  whole.get("plain-again", ("?", "?"))[1]))
+    # Each window over the calibration that followed it in the same process (the process's
+    # own speed divided out), with plain-again's figure on the same estimator as its control.
+    for mode in ("gmemhook", "plain-again"):
+        if mode in norm_whole:
+            c.row("torch loop: %s over plain, each window over its calibration (info)" % mode,
+                  "-", norm_whole[mode][2], True,
+                  "by paired rounds; by medians %s; paired windows %s (rounds' medians %s)"
+                  % (norm_whole[mode][1], *norm_paired.get(mode, ("?", "?", "?"))[1:]))
+
+
+def tables(text, modes):
+    """The torch loop bench's markdown rows for `modes`: {mode: (windows, median of paired
+    windows, median of the rounds' medians)} from the paired-windows table and {mode: (median,
+    by medians, by paired rounds)} from the first table by runs."""
+    paired, whole = {}, {}
+    for line in text.splitlines():
+        cells = [x.strip() for x in line.strip("|").split("|")]
+        # mode | windows compared | median of paired windows | median of the rounds' medians
+        if len(cells) == 4 and cells[0] in modes.split(",") and cells[1].isdigit():
+            paired[cells[0]] = (cells[1], cells[2], cells[3])
+        # mode | median | every run | by medians | by fastest runs | by paired rounds: the first
+        # such table is kept
+        if len(cells) == 6 and cells[0] in modes.split(",") and cells[0] not in whole:
+            whole[cells[0]] = (cells[1], cells[3], cells[5])
+    return paired, whole
 
 
 def check_top(c, py):
