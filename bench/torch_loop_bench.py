@@ -26,6 +26,13 @@ with NVML sampling off so that only the named part changes:
   gmemhook-full-native  native walks past the Python interpreter loop, as before it ended
                       there (GMEMHOOK_FULL_NATIVE_STACKS=1); -stats: timing its captures too
   gmemhook-no-recent-stats  gmemhook-stats without the recent walks (GMEMHOOK_RECENT_WALKS=0)
+The same cost measured inside one process, where the machine's process-to-process noise cancels
+(a process on the H200 runs fast or ~1.4x slower for its whole life):
+  gmemhook-ab         gmemhook-no-nvml, recording on and paused (gmemhook_pause_events,
+                      include/gmemhook/control.h) in turns of --ab-window steps; each on window
+                      over its paused neighbour. Paused, the hook is loaded but idle: what that
+                      costs (the wrappers' pass-through) is not in the figure.
+  gmemhook-aa         the same turns and calls, never paused: the control (reads ~0)
 And the controls, which say how much of a difference is the machine's noise:
   preload-empty       LD_PRELOAD of a library that defines nothing (libgmemhook_empty_preload.so
                       beside libgmemhook.so): what any preload costs
@@ -84,7 +91,12 @@ PARTS = {
     "gmemhook-full-native": {"GMEMHOOK_FULL_NATIVE_STACKS": "1"},
     "gmemhook-full-native-stats": {"GMEMHOOK_FULL_NATIVE_STACKS": "1", "GMEMHOOK_STACK_STATS": "1"},
     "gmemhook-no-recent-stats": {"GMEMHOOK_RECENT_WALKS": "0", "GMEMHOOK_STACK_STATS": "1"},
+    "gmemhook-ab": {},
+    "gmemhook-aa": {},
 }
+# In-process modes (see measure()): recording on and paused in turns, and the same turns never
+# paused, the control that says how much two neighbouring windows differ by themselves.
+AB_MODES = ("gmemhook-ab", "gmemhook-aa")
 CONTROLS = ["preload-empty", "plain-again"]
 ALL_MODES = MODES + list(PARTS) + CONTROLS
 
@@ -96,6 +108,15 @@ def measure(mode, warmup, steps, batch, window, calib, wait_go=False):
     stdin, so that the modes of a round time the same seconds of the machine."""
     import torch
 
+    pause = None
+    if mode in AB_MODES:
+        import ctypes
+
+        try:
+            pause = ctypes.CDLL(None).gmemhook_pause_events
+        except AttributeError:
+            sys.exit("torch_loop_bench: %s needs a hook with gmemhook_pause_events" % mode)
+        pause.argtypes = [ctypes.c_int]
     if mode == "preload-empty" and not any("empty_preload" in l for l in open("/proc/self/maps")):
         sys.exit("torch_loop_bench: preload-empty without its library loaded")
     if mode == "history-python":
@@ -135,12 +156,20 @@ def measure(mode, warmup, steps, batch, window, calib, wait_go=False):
     # Outside the timed steps (ms_per_step and the windows leave it out).
     calibration = []
     calib_cpu = 0.0
+    # gmemhook-ab: windows in the order on, paused, paused, on, on, paused, ... so that each pair
+    # of neighbours (0-1, 2-3, ...) holds one of each, the on window first and last in turn;
+    # gmemhook-aa makes the same calls but never pauses. "on" names the windows at the places ab
+    # records in.
+    on_window = []
     windows = []
     cpu_start = time.process_time()
     start = time.perf_counter()
     done = 0
     while done < steps:
         n = min(window, steps - done)
+        on_window.append(len(windows) % 4 in (0, 3))
+        if pause:
+            pause(0 if on_window[-1] or mode == "gmemhook-aa" else 1)
         window_start = time.perf_counter()
         for _ in range(n):
             step()
@@ -154,11 +183,18 @@ def measure(mode, warmup, steps, batch, window, calib, wait_go=False):
             start += time.perf_counter() - calib_start
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start - calib_cpu
+    if pause:
+        pause(0)
     after = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
     result = {"mode": mode, "ms_per_step": elapsed * 1e3 / steps, "steps": steps,
               "cpu_ms_per_step": cpu * 1e3 / steps,
               "best_window_ms_per_step": min(windows), "windows": windows,
               "blocks_per_step": (after - before) / steps, "torch": torch.__version__}
+    if pause:
+        # Each pair of neighbouring windows: the on window's ms/step over the other's.
+        result["ab_ratios"] = [
+            (windows[k] / windows[k + 1]) if on_window[k] else (windows[k + 1] / windows[k])
+            for k in range(0, len(windows) - 1, 2)]
     if calibration:
         normalized = [w / c for w, c in zip(windows, calibration)]
         result.update(calibration_ms=calibration, normalized_windows=normalized,
@@ -197,7 +233,8 @@ def start_child(name, args, log_root, cpu):
         env["LD_PRELOAD"] = os.path.join(os.path.dirname(args.hook), "libgmemhook_empty_preload.so")
     cmd = ([sys.executable, os.path.abspath(__file__), "--mode", mode, "--warmup",
             str(args.warmup), "--steps", str(args.steps), "--batch", str(args.batch),
-            "--window", str(args.window), "--calibrate", str(args.calibrate)]
+            "--window", str(args.ab_window if mode in AB_MODES else args.window),
+            "--calibrate", "0" if mode in AB_MODES else str(args.calibrate)]
            + (["--wait-go"] if args.together else []))
     # stderr to a file: a child's stack-stats line must not fill a pipe nobody reads yet.
     err = tempfile.TemporaryFile(mode="w+", dir=log_root)
@@ -363,30 +400,33 @@ def compare(args):
           "median of %d interleaved runs, %s\n"
           % (first["torch"], args.steps, args.warmup, args.batch, first["blocks_per_step"],
              args.reps, how))
-    print_table(modes, runs, "ms_per_step", "ms/step (median)")
+    # The in-process modes have windows of their own size, half of them paused: they are left
+    # out of the tables comparing processes, and summed up apart below.
+    between = [m for m in modes if m not in AB_MODES]
+    print_table(between, runs, "ms_per_step", "ms/step (median)")
     # The same runs by CPU time of the whole process (see measure()).
     print()
-    print_table(modes, runs, "cpu_ms_per_step", "CPU ms/step, all threads (median)")
+    print_table(between, runs, "cpu_ms_per_step", "CPU ms/step, all threads (median)")
     # And by each run's fastest window of --window steps (see measure()).
     print()
-    print_table(modes, runs, "best_window_ms_per_step",
+    print_table(between, runs, "best_window_ms_per_step",
                 "ms/step, fastest %d-step window of a run (median)" % args.window)
     if cpus:
         print()
-        print_paired_windows(modes, runs, args.window)
+        print_paired_windows(between, runs, args.window)
     if args.calibrate:
         # Each window's ms/step over the ms of the calibration that ran right after it in the
         # same process: the process's own speed divided out (see measure()).
         print("\nBy each window's ms/step over the calibration's ms that followed it (%d rounds "
               "of in-place CPU tensor work; the recorder is never called in it):\n" % args.calibrate)
-        print_table(modes, runs, "normalized_step",
+        print_table(between, runs, "normalized_step",
                     "window ms/step / calibration ms, a run's median")
         print("\ncalibration ms, each run's median (the process's own speed): %s"
               % "; ".join("%s %s" % (m, " ".join("%.2f" % statistics.median(r["calibration_ms"])
-                                                 for r in runs[m])) for m in modes))
+                                                 for r in runs[m])) for m in between))
         if cpus:
             print()
-            print_paired_windows(modes, runs, args.window, "normalized_windows",
+            print_paired_windows(between, runs, args.window, "normalized_windows",
                                  ", each over its calibration")
     if "gmemhook" in runs and "gmemhook-no-nvml" in runs:
         on = statistics.median(r["ms_per_step"] for r in runs["gmemhook"])
@@ -407,6 +447,18 @@ def compare(args):
                       "steps, median %+.1f %%)"
                       % (mode, " ".join("%+.1f" % x for x in shares), statistics.median(shares),
                          statistics.median(bounds)))
+    for mode in AB_MODES:
+        if runs.get(mode):
+            per_run = [statistics.median(r["ab_ratios"]) for r in runs[mode]]
+            pooled = [x for r in runs[mode] for x in r["ab_ratios"]]
+            print("\n%s, inside each process (%s, %d-step windows in turns): median of each "
+                  "run's on/paused pairs %s %%; median of the runs' %+.1f %%, of all %d pairs "
+                  "%+.1f %%"
+                  % (mode, "recording on and paused" if mode == "gmemhook-ab"
+                     else "the same turns, never paused", args.ab_window,
+                     " ".join("%+.1f" % ((x - 1) * 100) for x in per_run),
+                     (statistics.median(per_run) - 1) * 100, len(pooled),
+                     (statistics.median(pooled) - 1) * 100))
     for mode in modes:
         if mode.split(BASE)[-1].startswith("gmemhook") and not mode.endswith("gmemhook-disabled"):
             logs = [r["log_bytes"] for r in runs[mode]]
@@ -427,6 +479,8 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--window", type=int, default=50,
                     help="steps per separately timed window (the third table: each run's fastest)")
+    ap.add_argument("--ab-window", type=int, default=10,
+                    help="steps per window of the in-process modes %s" % ", ".join(AB_MODES))
     ap.add_argument("--calibrate", type=int, default=5000, metavar="ROUNDS",
                     help="rounds of the calibration work after each window (0: none); the "
                          "tables by ms/step over the calibration's ms need it")
