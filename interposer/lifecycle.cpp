@@ -105,7 +105,7 @@ __attribute__((constructor)) void start() {
   init_python_frames();
   pthread_atfork(nullptr, nullptr, fork_child);
   on_exit(at_exit, nullptr);
-  g_recording_enabled.store(true, std::memory_order_release);
+  g_recording.fetch_or(kRecordingOn, std::memory_order_release);
 }
 
 }  // namespace

@@ -460,7 +460,7 @@ void CallScope::inside_recorder() {
   // program's own call, which the log cannot take now. Its sequence number is the gap a reader
   // sees; the end record counts it. Once: the calls it makes itself (cudaMalloc reaching
   // cuMemAlloc_v2) are nested in it.
-  if (!recording_enabled()) return;
+  if (!recording_events()) return;
   if (t_state.skipped_depth == 0) {
     t_state.skipped_depth = t_state.call_depth;
     note_skipped(next_seq());

@@ -16,18 +16,26 @@
 
 namespace gmemhook {
 
-// Set by the library constructor (lifecycle.cpp) once it is ready: whether hooks may record.
-// Inline: every wrapper asks.
-inline std::atomic<bool>& g_recording_enabled =
-    g_event_globals.recording_enabled;  // event_globals.h
-inline bool recording_enabled() { return g_recording_enabled.load(std::memory_order_relaxed); }
+// kRecordingOn is set by the library constructor (lifecycle.cpp) once it is ready;
+// kRecordingPaused by gmemhook_pause_events() (include/gmemhook/control.h), for benchmarks.
+// One byte for both, so that the event path still asks one question.
+inline constexpr uint8_t kRecordingOn = 1, kRecordingPaused = 2;
+inline std::atomic<uint8_t>& g_recording = g_event_globals.recording;  // event_globals.h
+// The hook is set up: lookups hand out wrappers and exit seals the log, paused or not.
+inline bool recording_enabled() {
+  return g_recording.load(std::memory_order_relaxed) & kRecordingOn;
+}
+// Events are recorded: set up and not paused. Inline: every wrapper asks.
+inline bool recording_events() {
+  return g_recording.load(std::memory_order_relaxed) == kRecordingOn;
+}
 
 // Marks the current thread as inside a hooked call. A runtime call that reaches the driver
 // through our wrappers (cudaMalloc → cuMemAlloc_v2) is nested: only the outermost records.
 // Inline: every wrapper makes one, nested driver calls included.
 class CallScope {
  public:
-  CallScope() : records_(t_state.call_depth++ == 0 && recording_enabled()) {
+  CallScope() : records_(t_state.call_depth++ == 0 && recording_events()) {
     if (thread_busy()) [[unlikely]] {
       inside_recorder();
       records_ = false;

@@ -139,6 +139,37 @@ INSTANTIATE_TEST_SUITE_P(AllPaths, EntryPoints,
                                            "driver-dlsym", "driver-procaddress",
                                            "driver-entrypoint", "driver-entrypoint-version"));
 
+// gmemhook_pause_events (include/gmemhook/control.h): while paused no call of any thread is
+// recorded, and the calls after it are; each call returns the state before it.
+TEST(PauseEvents, NothingIsRecordedWhilePaused) {
+  fs::path out = temp_dir("pause-events");
+  RunResult r = run({scenario_path(), "pause-events"}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_NE(r.out.find("pause 1 -> 0\npause 1 -> 1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pause 0 -> 1\n"), std::string::npos) << r.out;
+  std::map<std::string, uint64_t> printed;
+  std::istringstream lines(r.out);
+  for (std::string name, value; lines >> name >> value;)
+    if (value.starts_with("0x")) printed[name] = std::stoull(value, nullptr, 16);
+  ASSERT_EQ(printed.size(), 3u) << r.out;
+  std::vector<std::pair<std::string, uint64_t>> logged;
+  for (const auto& e : only_process(out).events) logged.emplace_back(e.api, e.ev.f.address);
+  const std::vector<std::pair<std::string, uint64_t>> want{{"cudaMalloc", printed["a"]},
+                                                           {"cudaFree", printed["b"]},
+                                                           {"cudaMalloc", printed["c"]},
+                                                           {"cudaFree", printed["c"]}};
+  EXPECT_EQ(logged, want);
+}
+
+// Without the hook the program finds no such function (and runs the same).
+TEST(PauseEvents, AbsentWithoutTheHook) {
+  auto env = traced_env(temp_dir("pause-events-plain"));
+  env["LD_PRELOAD"] = "";
+  RunResult r = run({scenario_path(), "pause-events"}, env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "no gmemhook_pause_events\n");
+}
+
 // Every CUDA entry point of the table is reached by the scenarios above: a table entry nobody
 // exercises fails here. (Allocator-layer entries: blocks_test.cpp.)
 TEST(EntryPointCoverage, EveryTableEntryIsExercised) {
@@ -516,6 +547,7 @@ TEST(SelfContained, OnlyGlibcDependenciesAndOnlyHookedSymbolsExported) {
     ++exported;
     bool ours = name.starts_with("cu") || name == "dlsym" || name == "dlclose" || name == "_exit" ||
                 name == "_Exit" || name.starts_with("exec") || name == "fexecve" ||
+                name == "gmemhook_pause_events" ||
                 std::any_of(std::begin(format::kApis), std::end(format::kApis),
                             [&](const format::ApiInfo& a) { return name == a.name; });
     EXPECT_TRUE(ours) << "unexpected export " << name;

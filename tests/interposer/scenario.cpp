@@ -503,6 +503,36 @@ int plain(int code) {
   return code;
 }
 
+// gmemhook_pause_events (include/gmemhook/control.h), looked up as a program would: a recorded
+// allocation, then while paused an allocation, a free of the first, and an allocation and free
+// on another thread; resumed, a free of the paused allocation and one more recorded pair. Prints
+// each call's value ("pause 1 -> 0") and every pointer ("a 0x..."), or "no gmemhook_pause_events".
+int pause_events() {
+  using Pause = int (*)(int);
+  auto pause = reinterpret_cast<Pause>(dlsym(RTLD_DEFAULT, "gmemhook_pause_events"));
+  if (!pause) {
+    std::printf("no gmemhook_pause_events\n");
+    return 0;
+  }
+  void *a, *b, *c;
+  CHECK_RT(cudaMalloc(&a, 4096));
+  std::printf("pause 1 -> %d\n", pause(1));
+  std::printf("pause 1 -> %d\n", pause(1));
+  CHECK_RT(cudaMalloc(&b, 8192));
+  CHECK_RT(cudaFree(a));
+  std::thread([] {
+    void* t;
+    CHECK_RT(cudaMalloc(&t, 12288));
+    CHECK_RT(cudaFree(t));
+  }).join();
+  std::printf("pause 0 -> %d\n", pause(0));
+  CHECK_RT(cudaFree(b));
+  CHECK_RT(cudaMalloc(&c, 16384));
+  CHECK_RT(cudaFree(c));
+  std::printf("a 0x%" PRIx64 "\nb 0x%" PRIx64 "\nc 0x%" PRIx64 "\n", u(a), u(b), u(c));
+  return 0;
+}
+
 // One allocation, then the image is replaced (issue 10: its log must say exec, not killed).
 int exec_after_cuda() {
   void* p;
@@ -643,6 +673,7 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_while_allocating(arg(2, 10));
   if (mode == "die" && argc > 2) return die_while_allocating(argv[2], arg(3, 500));
   if (mode == "plain") return plain(arg(2, 0));
+  if (mode == "pause-events") return pause_events();
   if (mode == "steal-dir-fd" && argc > 2) return steal_dir_fd(argv[2]);
   if (mode == "soak" && argc > 4) return soak(arg(2, 64), arg(3, 20000), argv[4]);
   if (mode == "signal-inside-hook") return signal_inside_hook(arg(2, 5), arg(3, 20000));
