@@ -169,23 +169,30 @@ class LogFile {
   void drop_page_request();
   void set_in_place_end();
 
-  char path_[PATH_MAX] = {};
-  size_t name_at_ = 0;        // where the file's name starts in path_ (an offset: copies move)
-  int dir_fd_ = -1;           // the directory it lives in; owned by process_log.cpp
+  // What every event reads comes first (append_event, alive()): with the ThreadLog's own first
+  // fields it fills one cache line (recorder.cpp); the 4 KiB path, read only on failures and
+  // at the chunk's end, comes last (it had put these behind it, a line of their own, issue 14).
   uint8_t* chunk_ = nullptr;
-  uint64_t chunk_start_ = 0;  // file offset of the current chunk
-  size_t chunk_len_ = 0;      // its size
-  size_t pos_ = 0;            // offset of the next record inside the current chunk
+  size_t pos_ = 0;                 // offset of the next record inside the current chunk
+  size_t in_place_end_ = 0;        // see set_in_place_end()
   uint64_t next_chunk_start_ = 0;  // after seal(): where the next chunk goes (0 = none pending)
+  uint64_t chunk_start_ = 0;       // file offset of the current chunk
+  size_t chunk_len_ = 0;           // its size
   format::ChunkGeometry geometry_{};
   int error_ = 0;
+  int dir_fd_ = -1;     // the directory it lives in; owned by process_log.cpp
   size_t kept_ = 0;     // keep_for_final()
   bool final_ = false;  // append_final() is appending
   bool full_ = false;   // the file could not grow; only the final record may still come
   size_t prefaulted_ = 0;     // chunk offset up to which pages are prefaulted (or asked for)
   PageRequest pages_;         // the window after prefaulted_ that the thread was asked for
   size_t requested_end_ = 0;  // where that window ends
-  size_t in_place_end_ = 0;  // see set_in_place_end()
+  size_t name_at_ = 0;        // where the file's name starts in path_ (an offset: copies move)
+  char path_[PATH_MAX] = {};
+
+ public:
+  // The bytes at the start of a LogFile that hold what every event reads.
+  static constexpr size_t kEventFieldsBytes = 32;
 };
 
 }  // namespace gmemhook

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 
 #include "busy.h"
@@ -65,18 +66,20 @@ struct StackMemo {
   Slot& at(uint64_t key) { return slots[(key * 0xff51afd7ed558ccdull) >> 55]; }
 };
 
-// What every event reads and writes comes first, after the file's own fields: the fork check,
-// the counters and the encoder's deltas lie on the lines after the file's, not 28 KiB further on
-// behind the tables (in a program whose own work evicts them between two events, each line is a
-// miss, issue 14).
+// What every event reads and writes comes first: the fork check, the walks' unload generation,
+// the two usual counters and the file's own event fields (log_file.h) share the first cache line
+// of the log's page, and the encoder's deltas start on a line of their own after the file, not
+// 28 KiB further on behind the tables (in a program whose own work evicts them between two
+// events, each line is a miss, issue 14).
 struct ThreadLog {
-  LogFile file;
   uint64_t fork_generation = 0;
   uint64_t unload_generation = 0;  // the one its walks were learnt at (unload_watch.h)
-  std::atomic<uint64_t> allocations{0}, frees{0}, failed{0}, blocks{0};
-  fmt::EventDeltas deltas;
+  std::atomic<uint64_t> allocations{0}, frees{0};
+  LogFile file;
+  std::atomic<uint64_t> failed{0}, blocks{0};
+  alignas(64) fmt::EventDeltas deltas;
   StackTable stacks;
-  FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
+  alignas(64) FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
   StackMemo stack_memo;        // ids of `stacks` by walk and Python frames
   PyCodeTable py_codes;
   // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
@@ -85,6 +88,9 @@ struct ThreadLog {
   ThreadLog* prev = nullptr;
   ThreadLog* next = nullptr;
 };
+
+// A ThreadLog is mmapped (page-aligned): its first line is the one above.
+static_assert(offsetof(ThreadLog, file) + LogFile::kEventFieldsBytes <= 64);
 
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc
 // on first access.
