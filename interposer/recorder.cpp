@@ -424,9 +424,11 @@ __attribute__((noinline, cold)) uint32_t capture_and_intern_counted(ThreadLog* l
   return capture_and_intern_with<true>(log);
 }
 
-// Inline in record_event, its one caller.
+// Inline in record_event, its one caller. `kPlain`: the settings are known to ask for no counts
+// (Config::plain_allocations).
+template <bool kPlain>
 __attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log) {
-  if (g_config.stack_stats) [[unlikely]]
+  if (!kPlain && g_config.stack_stats) [[unlikely]]
     return capture_and_intern_counted(log);
   return capture_and_intern_with<false>(log);
 }
@@ -491,9 +493,11 @@ __attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, f
 // ...), the usual events: their kind is a constant, so its tests fold away and it is neither
 // passed nor spilled, and an allocation's clock, taken here, is not passed either (issue 14).
 // kAny: every other kind.
+// kPlain: the settings ask for nothing more than the event (Config::plain_allocations and
+// plain_frees, tested once by record_event_entry), so the body tests none of them.
 enum class Body { kAny, kRelease, kAlloc, kFree };
 
-template <Body kBody>
+template <Body kBody, bool kPlain>
 __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, EventKind kind,
                                                              uint32_t result, fmt::EventFields& f,
                                                              uint64_t seq, uint64_t time_ns) {
@@ -503,12 +507,12 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
     seq = 0;  // allocations take their clock after the call: here, below
   }
   if constexpr (kBody == Body::kFree) kind = EventKind::Free;
-  if constexpr (kRelease) {
+  if constexpr (kRelease && !kPlain) {
     if (g_config.free_stacks && g_config.depth > 0) [[unlikely]]
       return record_event_with_stack(api, kind, result, f, seq, time_ns);
   }
   BusyScope busy;
-  if (g_config.test_delay_record_us > 0)
+  if (!kPlain && g_config.test_delay_record_us > 0)
     usleep(static_cast<useconds_t>(g_config.test_delay_record_us));
   ThreadLog* log = thread_log();
   if (!log || !log->file.alive()) {
@@ -531,7 +535,7 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
   if constexpr (!kRelease) {
     if (!releases && !graph) fill_device(f);
     if (g_config.depth > 0 && (!releases || g_config.free_stacks))
-      stack_id = capture_and_intern(log);
+      stack_id = capture_and_intern<kPlain>(log);
   }
 
   if (seq == 0) {
@@ -582,18 +586,29 @@ __attribute__((noinline, cold)) void record_event_timed(fmt::ApiId api, EventKin
   // The events' own clock (event_time.h): a counter read where the TSC is used, cheaper than
   // clock_gettime, so that the measuring adds as little as may be to what it measures.
   const uint64_t start = event_time_ns();
-  record_event_body<kBody>(api, kind, result, f, seq, time_ns);
+  record_event_body<kBody, false>(api, kind, result, f, seq, time_ns);
   note_event(event_time_ns() - start);
 }
 
-// Each entry point below: timed when the setting asks for it, else the body inline.
+// An event that a setting asks more of (timing, a test delay, counts, a free's stack): apart, so
+// that the usual path tests one setting.
+template <Body kBody>
+__attribute__((noinline, cold)) void record_event_asked_more(fmt::ApiId api, EventKind kind,
+                                                             uint32_t result, fmt::EventFields& f,
+                                                             uint64_t seq, uint64_t time_ns) {
+  if (g_config.event_stats) return record_event_timed<kBody>(api, kind, result, f, seq, time_ns);
+  record_event_body<kBody, false>(api, kind, result, f, seq, time_ns);
+}
+
+// Each entry point below: the plain body inline, unless a setting asks for more.
 template <Body kBody>
 __attribute__((always_inline)) inline void record_event_entry(fmt::ApiId api, EventKind kind,
                                                               uint32_t result, fmt::EventFields& f,
                                                               uint64_t seq, uint64_t time_ns) {
-  if (g_config.event_stats) [[unlikely]]
-    return record_event_timed<kBody>(api, kind, result, f, seq, time_ns);
-  record_event_body<kBody>(api, kind, result, f, seq, time_ns);
+  constexpr bool kRelease = kBody == Body::kRelease || kBody == Body::kFree;
+  if (!(kRelease ? g_config.plain_frees : g_config.plain_allocations)) [[unlikely]]
+    return record_event_asked_more<kBody>(api, kind, result, f, seq, time_ns);
+  record_event_body<kBody, true>(api, kind, result, f, seq, time_ns);
 }
 }  // namespace
 
