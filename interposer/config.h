@@ -46,8 +46,9 @@ struct alignas(64) Config {
   bool tsc = true;
   // Worked out by load_config from those above: whether an allocation, or a free, is recorded
   // the plain way, with no setting asking for more (the events' timing, a test delay, the
-  // capture's counts; a free's stack). One test on every event instead of three or four, each
-  // a load and a branch (issue 14).
+  // capture's counts; a free's stack) and, for an allocation, with a native stack taken by the
+  // fast unwinder. One test on every event instead of four or five, each a load and a branch
+  // (issue 14).
   bool plain_allocations = true;
   bool plain_frees = true;
 

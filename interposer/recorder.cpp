@@ -352,8 +352,9 @@ __attribute__((noinline, cold)) void forget_unloaded_code(ThreadLog* log, uint64
 }
 
 // The stack of an event, interned: its id. `kStats`: GMEMHOOK_STACK_STATS=1, every capture timed
-// and counted (capture_and_intern below picks; the usual case tests nothing of it).
-template <bool kStats>
+// and counted (capture_and_intern below picks; the usual case tests nothing of it). `kPlain`:
+// the fast unwinder is known to be on (Config::plain_allocations).
+template <bool kStats, bool kPlain = false>
 __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog* log) {
   uint64_t scratch[kCaptureScratch];
   const uint64_t* frames = scratch;
@@ -380,7 +381,8 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog
                             false);
     note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
   } else {
-    n = capture_stack(&log->frame_rules, scratch, &frames, depth, stop, salt, note_key, &note);
+    n = capture_stack(&log->frame_rules, scratch, &frames, depth, stop, salt, note_key, &note,
+                      kPlain || g_config.fast_unwind);
   }
   if (note && note->key == note_key) {
     if constexpr (kStats) note_stack_id(StackIdFrom::kNote);
@@ -430,7 +432,7 @@ template <bool kPlain>
 __attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log) {
   if (!kPlain && g_config.stack_stats) [[unlikely]]
     return capture_and_intern_counted(log);
-  return capture_and_intern_with<false>(log);
+  return capture_and_intern_with<false, kPlain>(log);
 }
 }  // namespace
 
@@ -534,7 +536,7 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
   uint32_t stack_id = 0;
   if constexpr (!kRelease) {
     if (!releases && !graph) fill_device(f);
-    if (g_config.depth > 0 && (!releases || g_config.free_stacks))
+    if ((kPlain || g_config.depth > 0) && (!releases || g_config.free_stacks))
       stack_id = capture_and_intern<kPlain>(log);
   }
 
