@@ -112,6 +112,10 @@ void load_config() {
       env_number("GMEMHOOK_TEST_DELAY_OPEN_MS", 0, 600000, 0, "milliseconds");
   g_config.open_wait_ms =
       env_number("GMEMHOOK_TEST_OPEN_WAIT_MS", 0, 600000, 10000, "milliseconds");
+  const bool plain =
+      !g_config.event_stats && !g_config.stack_stats && g_config.test_delay_record_us == 0;
+  g_config.plain_allocations = plain && g_config.depth > 0 && g_config.fast_unwind;
+  g_config.plain_frees = plain && !(g_config.free_stacks && g_config.depth > 0);
   if (const char* swap = getenv("GMEMHOOK_TEST_SWAP_DIR"); swap && std::strlen(swap) < PATH_MAX)
     std::strcpy(g_config.test_swap_dir, swap);
   load_out_dir();

@@ -44,6 +44,13 @@ struct alignas(64) Config {
   // GMEMHOOK_TSC=0: every event time from clock_gettime, not from the time-stamp counter
   // (event_time.h; an escape hatch, and the "before" of measuring what the counter saves).
   bool tsc = true;
+  // Worked out by load_config from those above: whether an allocation, or a free, is recorded
+  // the plain way, with no setting asking for more (the events' timing, a test delay, the
+  // capture's counts; a free's stack) and, for an allocation, with a native stack taken by the
+  // fast unwinder. One test on every event instead of four or five, each a load and a branch
+  // (issue 14).
+  bool plain_allocations = true;
+  bool plain_frees = true;
 
   // The settings below are read once; the paths last. Every event reads those above, which then
   // share one cache line (the 4 KiB paths had put the stack settings and the test delay on a
@@ -72,7 +79,7 @@ struct alignas(64) Config {
 };
 
 // The settings every event reads stay on the struct's first cache line.
-static_assert(offsetof(Config, tsc) < 64);
+static_assert(offsetof(Config, plain_frees) < 64);
 
 inline constexpr int kMaxDepth = 256;
 

@@ -9,8 +9,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <ctime>
+#include <type_traits>
 
 #include "config.h"
 #include "gmemhook/crc32c.h"
@@ -52,6 +54,12 @@ bool within_file_size_limit(uint64_t end) {
 
 bool LogFile::create(int dir_fd, const char* dir, const char* name, format::FileKind kind,
                      uint64_t tid, Chunks chunks, uint64_t start_monotonic_ns) {
+  static_assert(std::is_standard_layout_v<LogFile>);
+  static_assert(offsetof(LogFile, next_chunk_start_) + sizeof next_chunk_start_ <=
+                    kEventFieldsBytes &&
+                offsetof(LogFile, chunk_) < kEventFieldsBytes &&
+                offsetof(LogFile, pos_) < kEventFieldsBytes &&
+                offsetof(LogFile, in_place_end_) < kEventFieldsBytes);
   FixedString<PATH_MAX> p;
   p.append(dir).append("/").append(name);
   if (p.truncated()) {

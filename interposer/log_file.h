@@ -72,9 +72,11 @@ class LogFile {
   // bytes) and returns as a format::EncodedEvent: straight into the mapping while the chunk has
   // room for the largest event and its pages are prefaulted (one compare), else through a buffer
   // and append() above. The same bytes land in the same place either way; copying each event in
-  // was a tenth of recording it.
+  // was a tenth of recording it. Inline: called out of line (GCC's choice while the recorder's
+  // bodies held more), the encoder's lambda reached it through a frame of captures stored and
+  // loaded again, ~45 instructions an event (issue 14).
   template <class Encode>
-  bool append_event(Encode encode) {
+  __attribute__((always_inline)) bool append_event(Encode encode) {
     static_assert(format::kMaxEventPayload <= format::kMaxSmallPayload);
     static_assert(!format::is_big(format::kEventTypeBase | format::kEventHeadBits));
     if (pos_ < in_place_end_ || prefault_ahead()) [[likely]] {
@@ -169,23 +171,30 @@ class LogFile {
   void drop_page_request();
   void set_in_place_end();
 
-  char path_[PATH_MAX] = {};
-  size_t name_at_ = 0;        // where the file's name starts in path_ (an offset: copies move)
-  int dir_fd_ = -1;           // the directory it lives in; owned by process_log.cpp
+  // What every event reads comes first (append_event, alive()): with the ThreadLog's own first
+  // fields it fills one cache line (recorder.cpp); the 4 KiB path, read only on failures and
+  // at the chunk's end, comes last (it had put these behind it, a line of their own, issue 14).
   uint8_t* chunk_ = nullptr;
-  uint64_t chunk_start_ = 0;  // file offset of the current chunk
-  size_t chunk_len_ = 0;      // its size
-  size_t pos_ = 0;            // offset of the next record inside the current chunk
+  size_t pos_ = 0;                 // offset of the next record inside the current chunk
+  size_t in_place_end_ = 0;        // see set_in_place_end()
   uint64_t next_chunk_start_ = 0;  // after seal(): where the next chunk goes (0 = none pending)
+  uint64_t chunk_start_ = 0;       // file offset of the current chunk
+  size_t chunk_len_ = 0;           // its size
   format::ChunkGeometry geometry_{};
   int error_ = 0;
+  int dir_fd_ = -1;     // the directory it lives in; owned by process_log.cpp
   size_t kept_ = 0;     // keep_for_final()
   bool final_ = false;  // append_final() is appending
   bool full_ = false;   // the file could not grow; only the final record may still come
   size_t prefaulted_ = 0;     // chunk offset up to which pages are prefaulted (or asked for)
   PageRequest pages_;         // the window after prefaulted_ that the thread was asked for
   size_t requested_end_ = 0;  // where that window ends
-  size_t in_place_end_ = 0;  // see set_in_place_end()
+  size_t name_at_ = 0;        // where the file's name starts in path_ (an offset: copies move)
+  char path_[PATH_MAX] = {};
+
+ public:
+  // The bytes at the start of a LogFile that hold what every event reads.
+  static constexpr size_t kEventFieldsBytes = 32;
 };
 
 }  // namespace gmemhook

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 
 #include "busy.h"
@@ -65,19 +66,23 @@ struct StackMemo {
   Slot& at(uint64_t key) { return slots[(key * 0xff51afd7ed558ccdull) >> 55]; }
 };
 
-// What every event reads and writes comes first, after the file's own fields: the fork check,
-// the counters and the encoder's deltas lie on the lines after the file's, not 28 KiB further on
-// behind the tables (in a program whose own work evicts them between two events, each line is a
-// miss, issue 14).
+// What every event reads and writes comes first: the fork check, the walks' unload generation,
+// the two usual counters and the file's own event fields (log_file.h) share the first cache line
+// of the log's page, and the encoder's deltas start on a line of their own after the file, not
+// 28 KiB further on behind the tables (in a program whose own work evicts them between two
+// events, each line is a miss, issue 14).
 struct ThreadLog {
-  LogFile file;
   uint64_t fork_generation = 0;
   uint64_t unload_generation = 0;  // the one its walks were learnt at (unload_watch.h)
-  std::atomic<uint64_t> allocations{0}, frees{0}, failed{0}, blocks{0};
-  fmt::EventDeltas deltas;
+  std::atomic<uint64_t> allocations{0}, frees{0};
+  LogFile file;
+  std::atomic<uint64_t> failed{0}, blocks{0};
+  alignas(64) fmt::EventDeltas deltas;
   StackTable stacks;
-  FrameRuleCache frame_rules;  // the fast unwinder's rules: valid for any thread of the process
-  StackMemo stack_memo;        // ids of `stacks` by walk and Python frames
+  // The fast unwinder's rules: valid for any thread of the process. Aligned: moved by the lines
+  // above, its event fields had come to straddle one line more (a miss more, issue 14).
+  alignas(64) FrameRuleCache frame_rules;
+  StackMemo stack_memo;  // ids of `stacks` by walk and Python frames
   PyCodeTable py_codes;
   // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
   uint64_t py_frames[kMaxPyDepth];
@@ -85,6 +90,9 @@ struct ThreadLog {
   ThreadLog* prev = nullptr;
   ThreadLog* next = nullptr;
 };
+
+// A ThreadLog is mmapped (page-aligned): its first line is the one above.
+static_assert(offsetof(ThreadLog, file) + LogFile::kEventFieldsBytes <= 64);
 
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc
 // on first access.
@@ -346,8 +354,9 @@ __attribute__((noinline, cold)) void forget_unloaded_code(ThreadLog* log, uint64
 }
 
 // The stack of an event, interned: its id. `kStats`: GMEMHOOK_STACK_STATS=1, every capture timed
-// and counted (capture_and_intern below picks; the usual case tests nothing of it).
-template <bool kStats>
+// and counted (capture_and_intern below picks; the usual case tests nothing of it). `kPlain`:
+// the fast unwinder is known to be on (Config::plain_allocations).
+template <bool kStats, bool kPlain = false>
 __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog* log) {
   uint64_t scratch[kCaptureScratch];
   const uint64_t* frames = scratch;
@@ -374,7 +383,8 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog
                             false);
     note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
   } else {
-    n = capture_stack(&log->frame_rules, scratch, &frames, depth, stop, salt, note_key, &note);
+    n = capture_stack(&log->frame_rules, scratch, &frames, depth, stop, salt, note_key, &note,
+                      kPlain || g_config.fast_unwind);
   }
   if (note && note->key == note_key) {
     if constexpr (kStats) note_stack_id(StackIdFrom::kNote);
@@ -418,11 +428,13 @@ __attribute__((noinline, cold)) uint32_t capture_and_intern_counted(ThreadLog* l
   return capture_and_intern_with<true>(log);
 }
 
-// Inline in record_event, its one caller.
+// Inline in record_event, its one caller. `kPlain`: the settings are known to ask for no counts
+// (Config::plain_allocations).
+template <bool kPlain>
 __attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log) {
-  if (g_config.stack_stats) [[unlikely]]
+  if (!kPlain && g_config.stack_stats) [[unlikely]]
     return capture_and_intern_counted(log);
-  return capture_and_intern_with<false>(log);
+  return capture_and_intern_with<false, kPlain>(log);
 }
 }  // namespace
 
@@ -468,11 +480,21 @@ void CallScope::inside_recorder() {
 }
 
 namespace {
-// An event the usual encoder declined (record_event_body below): `ev` is a copy. Encoded the
-// general way straight away; fmt::encode_event would try the usual encoder a second time.
-__attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, fmt::EventCore ev,
+// An event the usual encoder declined (record_event_body below), its core as numbers: passed as
+// an EventCore by value (in memory), the copy was stored on every event before the usual
+// encoder's test, ~5 instructions (issue 14). Encoded the general way straight away;
+// fmt::encode_event would try the usual encoder a second time.
+__attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, uint8_t api,
+                                                                 uint64_t seq, uint64_t time_ns,
+                                                                 uint32_t result, uint32_t stack_id,
                                                                  const fmt::EventFields& f,
                                                                  fmt::EventDeltas& d) {
+  fmt::EventCore ev;
+  ev.api = api;
+  ev.seq = seq;
+  ev.time_ns = time_ns;
+  ev.result = result;
+  ev.stack_id = stack_id;
   return fmt::encode_general_event(out, ev, f, d);
 }
 
@@ -485,9 +507,11 @@ __attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, f
 // ...), the usual events: their kind is a constant, so its tests fold away and it is neither
 // passed nor spilled, and an allocation's clock, taken here, is not passed either (issue 14).
 // kAny: every other kind.
+// kPlain: the settings ask for nothing more than the event (Config::plain_allocations and
+// plain_frees, tested once by record_event_entry), so the body tests none of them.
 enum class Body { kAny, kRelease, kAlloc, kFree };
 
-template <Body kBody>
+template <Body kBody, bool kPlain>
 __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, EventKind kind,
                                                              uint32_t result, fmt::EventFields& f,
                                                              uint64_t seq, uint64_t time_ns) {
@@ -497,12 +521,12 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
     seq = 0;  // allocations take their clock after the call: here, below
   }
   if constexpr (kBody == Body::kFree) kind = EventKind::Free;
-  if constexpr (kRelease) {
+  if constexpr (kRelease && !kPlain) {
     if (g_config.free_stacks && g_config.depth > 0) [[unlikely]]
       return record_event_with_stack(api, kind, result, f, seq, time_ns);
   }
   BusyScope busy;
-  if (g_config.test_delay_record_us > 0)
+  if (!kPlain && g_config.test_delay_record_us > 0)
     usleep(static_cast<useconds_t>(g_config.test_delay_record_us));
   ThreadLog* log = thread_log();
   if (!log || !log->file.alive()) {
@@ -524,8 +548,8 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
   uint32_t stack_id = 0;
   if constexpr (!kRelease) {
     if (!releases && !graph) fill_device(f);
-    if (g_config.depth > 0 && (!releases || g_config.free_stacks))
-      stack_id = capture_and_intern(log);
+    if ((kPlain || g_config.depth > 0) && (!releases || g_config.free_stacks))
+      stack_id = capture_and_intern<kPlain>(log);
   }
 
   if (seq == 0) {
@@ -539,13 +563,14 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
   ev.result = result;
   ev.stack_id = stack_id;
   // Inline (GCC made the lambda a function of its own, with its own prologue, ~28 instructions).
-  // Any other event than the usual one is encoded apart, from a copy: `ev` itself never has its
-  // address taken, so GCC keeps its parts in registers instead of storing and reloading them.
+  // Any other event than the usual one is encoded apart, from its parts: `ev` itself never has
+  // its address taken, so GCC keeps its parts in registers instead of storing and reloading them.
   const auto encode = [&](uint8_t * out) __attribute__((always_inline)) {
     fmt::EncodedEvent usual;
     if (fmt::encode_usual_event(out, ev, f, log->deltas, &usual)) [[likely]]
       return usual;
-    return encode_unusual_event(out, ev, f, log->deltas);
+    return encode_unusual_event(out, ev.api, ev.seq, ev.time_ns, ev.result, ev.stack_id, f,
+                                log->deltas);
   };
   if (!log->file.append_event(encode)) {
     note_not_recorded(ev.seq, log->file.path(), log->file.error());
@@ -576,18 +601,29 @@ __attribute__((noinline, cold)) void record_event_timed(fmt::ApiId api, EventKin
   // The events' own clock (event_time.h): a counter read where the TSC is used, cheaper than
   // clock_gettime, so that the measuring adds as little as may be to what it measures.
   const uint64_t start = event_time_ns();
-  record_event_body<kBody>(api, kind, result, f, seq, time_ns);
+  record_event_body<kBody, false>(api, kind, result, f, seq, time_ns);
   note_event(event_time_ns() - start);
 }
 
-// Each entry point below: timed when the setting asks for it, else the body inline.
+// An event that a setting asks more of (timing, a test delay, counts, a free's stack): apart, so
+// that the usual path tests one setting.
+template <Body kBody>
+__attribute__((noinline, cold)) void record_event_asked_more(fmt::ApiId api, EventKind kind,
+                                                             uint32_t result, fmt::EventFields& f,
+                                                             uint64_t seq, uint64_t time_ns) {
+  if (g_config.event_stats) return record_event_timed<kBody>(api, kind, result, f, seq, time_ns);
+  record_event_body<kBody, false>(api, kind, result, f, seq, time_ns);
+}
+
+// Each entry point below: the plain body inline, unless a setting asks for more.
 template <Body kBody>
 __attribute__((always_inline)) inline void record_event_entry(fmt::ApiId api, EventKind kind,
                                                               uint32_t result, fmt::EventFields& f,
                                                               uint64_t seq, uint64_t time_ns) {
-  if (g_config.event_stats) [[unlikely]]
-    return record_event_timed<kBody>(api, kind, result, f, seq, time_ns);
-  record_event_body<kBody>(api, kind, result, f, seq, time_ns);
+  constexpr bool kRelease = kBody == Body::kRelease || kBody == Body::kFree;
+  if (!(kRelease ? g_config.plain_frees : g_config.plain_allocations)) [[unlikely]]
+    return record_event_asked_more<kBody>(api, kind, result, f, seq, time_ns);
+  record_event_body<kBody, true>(api, kind, result, f, seq, time_ns);
 }
 }  // namespace
 
