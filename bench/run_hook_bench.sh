@@ -84,7 +84,7 @@ paired_table() {
   fi
   echo "paired in one process: ns added per event, thread CPU / wall clock; q1..q3 of the windows" \
     "(hook_bench paired, $windows windows a side of $wpairs pairs, medians of ${REPS:-5} processes a mode)"
-  printf "%-5s %17s %13s %17s %13s %6s %14s %s\n" depth "gmemhook ns/ev" "q1..q3" \
+  printf "%-5s %17s %13s %17s %13s %6s %14s  %s\n" depth "gmemhook ns/ev" "q1..q3" \
     "heaptrack ns/ev" "q1..q3" ratio "empty preload" "${BASE_HOOK:+base ns/ev (q1..q3)}"
   local d mode kind line
   for d in 8 32 64; do
@@ -116,7 +116,7 @@ paired_table() {
       r = v[5] == "" || v[5] == 0 ? "-" : sprintf("%.2f", v[1] / v[5])
       e = sprintf(fmt, v[9], v[12])
       b = v[13] == "" ? "" : sprintf("%.1f (%.1f..%.1f)", v[13], v[14], v[15])
-      printf "%-5d %17s %13s %17s %13s %6s %14s %s\n", d, g, gq, h, hq, r, e, b }'
+      printf "%-5d %17s %13s %17s %13s %6s %14s  %s\n", d, g, gq, h, hq, r, e, b }'
     unset fig
   done
   echo "(ratio = gmemhook / heaptrack by thread CPU; each figure is a difference inside one process," \
