@@ -15,8 +15,8 @@
 # Without heaptrack on PATH its columns read "-". BASE_HOOK=/path/to/another/libgmemhook.so adds
 # that build as one more mode in the same rounds (a before/after of a change, interleaved) and
 # prints its thread figures after the table.
-# Then the paired table (issue 14 point 1), the figure the process's own speed cannot move: each
-# process times the traced call against the same call made past the preload, in alternating
+# Then the paired table (issue 14 point 1), figures the process's own speed can scale but not
+# add to (between processes it added up to ±40 ns on the GPU machine's host): each process times the traced call against the same call made past the preload, in alternating
 # windows (hook_bench modes paired / paired-malloc: WINDOWS windows a side of WINDOW_PAIRS pairs),
 # and prints the median of (traced - direct) / 2 per pair over its pairs of windows. gmemhook is
 # paired on cuMemAlloc_v2+cuMemFree_v2 (the simulated device's direct aliases), heaptrack on
