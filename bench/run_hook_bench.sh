@@ -16,14 +16,15 @@
 # that build as one more mode in the same rounds (a before/after of a change, interleaved) and
 # prints its thread figures after the table.
 # Then the paired table (issue 14 point 1), figures the process's own speed can scale but not
-# add to (between processes it added up to ±40 ns on the GPU machine's host): each process times the traced call against the same call made past the preload, in alternating
-# windows (hook_bench modes paired / paired-malloc: WINDOWS windows a side of WINDOW_PAIRS pairs),
-# and prints the median of (traced - direct) / 2 per pair over its pairs of windows. gmemhook is
-# paired on cuMemAlloc_v2+cuMemFree_v2 (the simulated device's direct aliases), heaptrack on
-# malloc+free (glibc's __libc_malloc/__libc_free); an empty preload paired as gmemhook is the
-# control (~0). REPS processes a mode, interleaved; the table gives the medians of the processes'
-# figures (and of their windows' quartiles). BASE_HOOK is paired as gmemhook in processes of its
-# own, next to this build's in the same rounds. PAIRED_ONLY=1 prints only this table.
+# add to (between processes it added up to ±40 ns on the GPU machine's host): each process times
+# the traced call against the same call made past the preload, in alternating windows (hook_bench
+# modes paired / paired-malloc: WINDOWS windows a side of WINDOW_PAIRS pairs), and prints the
+# median of (traced - direct) / 2 per pair over its pairs of windows. gmemhook is paired on
+# cuMemAlloc_v2+cuMemFree_v2 (the simulated device's direct aliases), heaptrack on malloc+free
+# (glibc's __libc_malloc/__libc_free); an empty preload paired as gmemhook is the control (~0).
+# REPS processes a mode, interleaved; the table gives the medians of the processes' figures (and
+# of their windows' quartiles). BASE_HOOK is paired as gmemhook in processes of its own, next to
+# this build's in the same rounds. PAIRED_ONLY=1 prints only this table.
 # Usage: [REPS=N] [PAIRS=N] [BASE_HOOK=LIB] [WINDOWS=N] [WINDOW_PAIRS=N] [PAIRED_ONLY=1]
 #        bench/run_hook_bench.sh [BUILD_DIR]
 set -euo pipefail
