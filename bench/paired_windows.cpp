@@ -104,8 +104,9 @@ int run_paired(PairedCall call, int depth, long window_pairs, int windows) {
   const char* name = call == PairedCall::Cuda ? "cuda" : "malloc";
   if (call == PairedCall::Cuda) {
     if (!fakecuda_direct_cuMemAlloc_v2 || !fakecuda_direct_cuMemFree_v2) {
-      std::fprintf(stderr, "hook_bench: paired cuda needs the simulated device's "
-                           "fakecuda_direct_* aliases (lib/fakecuda on LD_LIBRARY_PATH)\n");
+      std::fprintf(stderr,
+                   "hook_bench: paired cuda needs the simulated device's "
+                   "fakecuda_direct_* aliases (lib/fakecuda on LD_LIBRARY_PATH)\n");
       return 2;
     }
     if (cudaSetDevice(0) != cudaSuccess) return 1;  // makes the primary context current
@@ -142,14 +143,14 @@ int run_paired(PairedCall call, int depth, long window_pairs, int windows) {
   }
   // traced_pairs: how many pairs went through the traced names (warm-up included), the events a
   // recorder should have seen: the direct ones must not reach it.
-  std::printf("depth %d pairs %ld paired %s windows %d traced_pairs %ld"
-              " cpu_added_ns_per_event %.1f cpu_q1 %.1f cpu_q3 %.1f"
-              " wall_added_ns_per_event %.1f wall_q1 %.1f wall_q3 %.1f"
-              " traced_cpu_ns_per_pair %.1f direct_cpu_ns_per_pair %.1f\n",
-              depth, window_pairs, name, windows, window_pairs * (windows + 1),
-              quartile(cpu, 0.5), quartile(cpu, 0.25), quartile(cpu, 0.75), quartile(wall, 0.5),
-              quartile(wall, 0.25), quartile(wall, 0.75), quartile(traced_cpu, 0.5),
-              quartile(direct_cpu, 0.5));
+  std::printf(
+      "depth %d pairs %ld paired %s windows %d traced_pairs %ld"
+      " cpu_added_ns_per_event %.1f cpu_q1 %.1f cpu_q3 %.1f"
+      " wall_added_ns_per_event %.1f wall_q1 %.1f wall_q3 %.1f"
+      " traced_cpu_ns_per_pair %.1f direct_cpu_ns_per_pair %.1f\n",
+      depth, window_pairs, name, windows, window_pairs * (windows + 1), quartile(cpu, 0.5),
+      quartile(cpu, 0.25), quartile(cpu, 0.75), quartile(wall, 0.5), quartile(wall, 0.25),
+      quartile(wall, 0.75), quartile(traced_cpu, 0.5), quartile(direct_cpu, 0.5));
   return failures ? 1 : 0;
 }
 
