@@ -14,6 +14,11 @@
 # tensor events). Event times from clock_gettime (GMEMHOOK_TSC=0), as in docs/performance.md.
 # ASLR is off (setarch -R): the recent walks' sets are chosen by stack addresses, and with many
 # paths one run may crowd a set that the next does not.
+# MODE paired (cuMemAlloc_v2+cuMemFree_v2, hook_bench's paired mode with one window a side): the
+# direct windows cost the same with or without the hook, so they drop out of the difference, and
+# the traced pairs are the warm-up window and the timed one: divisor 2 (N2 - N1). What the paired
+# table of run_hook_bench.sh times, in instructions (the "plain" figure then counts two pairs, a
+# traced and a direct one).
 # Usage: [BENCH=hook_bench_nofp] [BASE_HOOK=LIB] [CACHE=1] [STEADY_CLOCK=0] [N1=2000] [N2=6000]
 #        bench/callgrind_hook_bench.sh [BUILD_DIR] [DEPTH] [MODE] [PATHS] [EVICT_KB]
 set -euo pipefail
@@ -51,7 +56,9 @@ per_pair() {
   local a b
   a=$(totals "$1" "$N1")
   b=$(totals "$1" "$N2")
-  awk -v a="$a" -v b="$b" -v n=$(((N2 - N1) * 11 / 10)) 'BEGIN { split(a, x); split(b, y)
+  local n=$(((N2 - N1) * 11 / 10))
+  [[ $MODE != paired* ]] || n=$((2 * (N2 - N1)))
+  awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN { split(a, x); split(b, y)
     printf "%.1f %.2f %.2f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n }'
 }
 

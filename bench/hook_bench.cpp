@@ -12,14 +12,20 @@
 // pairs, as the program's own work between two events pushes the hook's tables out of the caches.
 // bench/CMakeLists.txt also builds this file without frame pointers (hook_bench_nofp): the
 // frames libtorch is built with (DWARF rules from rsp, each return address a lone stack word).
+// Modes `paired` (cuMemAlloc_v2+cuMemFree_v2) and `paired-malloc` time the hooked call against
+// the same call made past the preload, in alternating windows of one process (paired_windows.cpp):
+// `hook_bench DEPTH WINDOW_PAIRS paired|paired-malloc [WINDOWS]` (default 40 windows a side).
 #include <cuda_runtime_api.h>
 
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "paired_windows.h"
 
 namespace {
 
@@ -126,6 +132,12 @@ int main(int argc, char** argv) {
   int depth = argc > 1 ? std::atoi(argv[1]) : 32;
   long pairs = argc > 2 ? std::atol(argv[2]) : 200000;
   const std::string mode = argc > 3 ? argv[3] : "sync";
+  if (mode == "paired" || mode == "paired-malloc") {
+    const int windows = argc > 4 ? std::max(1, std::atoi(argv[4])) : 40;
+    return hook_bench::run_paired(mode == "paired" ? hook_bench::PairedCall::Cuda
+                                                   : hook_bench::PairedCall::Malloc,
+                                  depth, pairs, windows);
+  }
   const unsigned paths = argc > 4 ? static_cast<unsigned>(std::atoi(argv[4])) : 1;
   g_evict_bytes = argc > 5 ? std::atoi(argv[5]) * 1024 : 0;
   if (g_evict_bytes > 0) g_evict = static_cast<char*>(std::calloc(1, g_evict_bytes));

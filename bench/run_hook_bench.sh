@@ -15,7 +15,18 @@
 # Without heaptrack on PATH its columns read "-". BASE_HOOK=/path/to/another/libgmemhook.so adds
 # that build as one more mode in the same rounds (a before/after of a change, interleaved) and
 # prints its thread figures after the table.
-# Usage: [REPS=N] [PAIRS=N] [BASE_HOOK=LIB] bench/run_hook_bench.sh [BUILD_DIR]
+# Then the paired table (issue 14 point 1), figures the process's own speed can scale but not
+# add to (between processes it added up to ±40 ns on the GPU machine's host): each process times
+# the traced call against the same call made past the preload, in alternating windows (hook_bench
+# modes paired / paired-malloc: WINDOWS windows a side of WINDOW_PAIRS pairs), and prints the
+# median of (traced - direct) / 2 per pair over its pairs of windows. gmemhook is paired on
+# cuMemAlloc_v2+cuMemFree_v2 (the simulated device's direct aliases), heaptrack on malloc+free
+# (glibc's __libc_malloc/__libc_free); an empty preload paired as gmemhook is the control (~0).
+# REPS processes a mode, interleaved; the table gives the medians of the processes' figures (and
+# of their windows' quartiles). BASE_HOOK is paired as gmemhook in processes of its own, next to
+# this build's in the same rounds. PAIRED_ONLY=1 prints only this table.
+# Usage: [REPS=N] [PAIRS=N] [BASE_HOOK=LIB] [WINDOWS=N] [WINDOW_PAIRS=N] [PAIRED_ONLY=1]
+#        bench/run_hook_bench.sh [BUILD_DIR]
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 BENCH="$BUILD/bin/hook_bench"
@@ -29,7 +40,8 @@ TIMES=$(mktemp)
 trap 'rm -rf "$OUT" "$TIMES"' EXIT
 HEAPTRACK=$(command -v heaptrack || true)
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# An empty list (a mode not run) gives an empty median, not a failed pipeline under set -e.
+median() { tr ' ' '\n' | { grep . || true; } | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # CPU seconds (user + system, children included) of: env... command; and the in-process wall
 # ns and loop-thread CPU ns per pair hook_bench printed, as "cpu wall thread".
 run() {
@@ -55,6 +67,66 @@ if [ -n "${BASE_HOOK:-}" ]; then
   modes+=(base)
 fi
 baseline=""
+
+# The paired table (see the top): the medians over REPS processes a mode of what each process
+# measured inside itself; thread CPU time, the wall clock's figure after the slash.
+paired_table() {
+  local windows=${WINDOWS:-40} wpairs=${WINDOW_PAIRS:-2000} empty="$BUILD/lib/libgmemhook_empty_preload.so"
+  declare -A pcmd=(
+    [gmemhook]="${hooked[*]} GMEMHOOK_NVML=0 $BENCH"
+    [empty]="LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$empty $BENCH"
+    [heaptrack]="LD_LIBRARY_PATH=$FAKE $HEAPTRACK -o $OUT/ht $BENCH"
+  )
+  local pmodes=(gmemhook empty)
+  [ -z "$HEAPTRACK" ] || pmodes+=(heaptrack)
+  if [ -n "${BASE_HOOK:-}" ]; then
+    pcmd[base]="LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$BASE_HOOK GMEMHOOK_OUT=$OUT/run GMEMHOOK_QUIET=1 GMEMHOOK_NVML=0 $BENCH"
+    pmodes+=(base)
+  fi
+  echo "paired in one process: ns added per event, thread CPU / wall clock; q1..q3 of the windows" \
+    "(hook_bench paired, $windows windows a side of $wpairs pairs, medians of ${REPS:-5} processes a mode)"
+  printf "%-5s %17s %13s %17s %13s %6s %14s  %s\n" depth "gmemhook ns/ev" "q1..q3" \
+    "heaptrack ns/ev" "q1..q3" ratio "empty preload" "${BASE_HOOK:+base ns/ev (q1..q3)}"
+  local d mode kind line
+  for d in 8 32 64; do
+    declare -A fig=()
+    for _ in $(seq "${REPS:-5}"); do
+      for mode in "${pmodes[@]}"; do
+        kind=paired
+        [ "$mode" = heaptrack ] && kind=paired-malloc
+        # shellcheck disable=SC2086  # the command lines above are words on purpose
+        line=$(cd "$OUT" && env ${pcmd[$mode]} "$d" "$wpairs" "$kind" "$windows" 2>/dev/null |
+               grep " paired ") || { echo "run_hook_bench: $mode paired $d failed" >&2; return 1; }
+        rm -rf "${OUT:?}"/*
+        # "cpu q1 q3 wall" of this process, one figure per list.
+        read -r c q1 q3 w <<<"$(awk '{ for (i = 1; i < NF; i++) v[$i] = $(i + 1)
+          print v["cpu_added_ns_per_event"], v["cpu_q1"], v["cpu_q3"], v["wall_added_ns_per_event"] }' <<<"$line")"
+        fig[$mode.cpu]+="$c " fig[$mode.q1]+="$q1 " fig[$mode.q3]+="$q3 " fig[$mode.wall]+="$w "
+      done
+    done
+    local m=()
+    for mode in gmemhook heaptrack empty base; do
+      m+=("$(median <<<"${fig[$mode.cpu]:-}")" "$(median <<<"${fig[$mode.q1]:-}")"
+          "$(median <<<"${fig[$mode.q3]:-}")" "$(median <<<"${fig[$mode.wall]:-}")")
+    done
+    awk -v d="$d" -v m="$(IFS=,; echo "${m[*]}")" 'BEGIN { split(m, v, ",")
+      # v: gmemhook 1-4, heaptrack 5-8, empty 9-12, base 13-16 (cpu q1 q3 wall); "" when not run
+      fmt = "%.1f / %.1f"
+      g = sprintf(fmt, v[1], v[4]); gq = sprintf("%.1f..%.1f", v[2], v[3])
+      h = v[5] == "" ? "-" : sprintf(fmt, v[5], v[8]); hq = v[5] == "" ? "-" : sprintf("%.1f..%.1f", v[6], v[7])
+      r = v[5] == "" || v[5] == 0 ? "-" : sprintf("%.2f", v[1] / v[5])
+      e = sprintf(fmt, v[9], v[12])
+      b = v[13] == "" ? "" : sprintf("%.1f (%.1f..%.1f)", v[13], v[14], v[15])
+      printf "%-5d %17s %13s %17s %13s %6s %14s  %s\n", d, g, gq, h, hq, r, e, b }'
+    unset fig
+  done
+  echo "(ratio = gmemhook / heaptrack by thread CPU; each figure is a difference inside one process," \
+    "so a process's speed scales it but cannot add to it; the processes compared are separate)"
+}
+if [ -n "${PAIRED_ONLY:-}" ]; then
+  paired_table
+  exit 0
+fi
 
 printf "%-5s %13s %13s %7s %15s %15s %10s %10s %10s %7s\n" depth "gmemhook ns/ev" "heaptrack ns/ev" \
   ratio "gmemhook cpu/ev" "heaptrack cpu/ev" "NVML cost" "gmh thr/ev" "ht thr/ev" ratio
@@ -109,6 +181,7 @@ echo "(ns added per event: by the loop's own clock (ratio = gmemhook / heaptrack
   "all processes at the margin (heaptrack_interpret's share included; 10 ms resolution), and in" \
   "CPU time of the loop's thread (thr/ev, ratio = gmemhook / heaptrack);" \
   "medians of ${REPS:-5} interleaved rounds of $PAIRS and $SHORT pairs)"
+paired_table
 # Graph launches (issue 12): each one is recorded with its stack and the graph pool's figures
 # (two cuDeviceGetGraphMemAttribute calls). One event per launch; the loop's own clock, median.
 lp="" lh=""

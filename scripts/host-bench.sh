@@ -5,7 +5,10 @@
 # DIST is what scripts/make-dist.sh makes (the hook, the CLI, hook_bench, analyzer_bench, the
 # simulated device, heaptrack packed under peers/). BASE_DIST, optional, holds another build's
 # lib/libgmemhook.so and bin/gmemhook: a before/after in the same rounds. Runs:
-#   1. bench/run_hook_bench.sh (the hook next to heaptrack at 8/32/64 frames; point 1);
+#   1. bench/run_hook_bench.sh (the hook next to heaptrack at 8/32/64 frames; point 1): the
+#      separate-process table, then the paired one, each process's figure taken inside itself
+#      (traced against direct windows); BASE_DIST's hook is paired in processes of its own,
+#      interleaved with this build's (two hooks cannot share a process: both export the same names);
 #   2. bench/run_reader_bench.sh (gmemhook summary next to heaptrack_print on that loop's logs);
 #   3. analyzer_bench on the synthetic run (2 M events, 8 threads; point 3), then the whole
 #      `gmemhook summary` command on it, pinned to one core, interleaved with BASE_DIST's.

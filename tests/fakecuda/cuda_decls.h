@@ -44,4 +44,8 @@ CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
 // (cuMemAlloc family + bytes reserved by pools + VMM physical memory), and pinned host bytes.
 size_t fakecuda_live_bytes(int device);
 size_t fakecuda_pinned_host_bytes(void);
+// cuMemAlloc_v2 and cuMemFree_v2 under names no hook interposes (driver_memory.cpp): benchmarks'
+// direct path.
+CUresult CUDAAPI fakecuda_direct_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize);
+CUresult CUDAAPI fakecuda_direct_cuMemFree_v2(CUdeviceptr dptr);
 }

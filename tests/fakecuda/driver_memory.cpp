@@ -86,6 +86,15 @@ FAKECUDA_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return CUDA_SUCCESS;
 }
 
+// The same two functions under names no interposer exports (not part of CUDA): a benchmark calls
+// them through its PLT next to cuMemAlloc_v2/cuMemFree_v2, so that one process times the call with
+// and without an LD_PRELOADed hook on the way (bench/hook_bench.cpp, mode paired). Aliases, not
+// wrappers: the same code at the same address, so the two paths differ only in the preload.
+// dlsym cannot serve as the way round, because the hook interposes dlsym itself.
+FAKECUDA_API CUresult fakecuda_direct_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize)
+    __attribute__((alias("cuMemAlloc_v2")));
+FAKECUDA_API CUresult fakecuda_direct_cuMemFree_v2(CUdeviceptr dptr) __attribute__((alias("cuMemFree_v2")));
+
 FAKECUDA_API CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) { return allocate_host(pp, bytesize); }
 
 FAKECUDA_API CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {

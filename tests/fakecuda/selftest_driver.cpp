@@ -42,6 +42,22 @@ TEST_F(Driver, AllocationNeedsCurrentContext) {
   EXPECT_EQ(ctx, nullptr);
 }
 
+// bench/hook_bench's direct path: the aliases must be the entry points themselves (the same
+// address, so the same work) and behave as them, errors included.
+TEST_F(Driver, DirectAliasesAreTheAllocAndFreeEntryPoints) {
+  EXPECT_EQ(symbol(g_driver, "fakecuda_direct_cuMemAlloc_v2"), symbol(g_driver, "cuMemAlloc_v2"));
+  EXPECT_EQ(symbol(g_driver, "fakecuda_direct_cuMemFree_v2"), symbol(g_driver, "cuMemFree_v2"));
+  use_device(1);
+  size_t base = live(1);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(DRV(fakecuda_direct_cuMemAlloc_v2)(&p, 4096), CUDA_SUCCESS);
+  EXPECT_EQ(ordinal_of(p), 1);
+  EXPECT_EQ(live(1), base + 4096);
+  EXPECT_EQ(DRV(fakecuda_direct_cuMemFree_v2)(p), CUDA_SUCCESS);
+  EXPECT_EQ(live(1), base);
+  EXPECT_EQ(DRV(fakecuda_direct_cuMemFree_v2)(p), CUDA_ERROR_INVALID_VALUE);  // double free
+}
+
 TEST_F(Driver, AllocFreeAccountingAndBadFrees) {
   use_device(0);
   size_t base = live(0);
