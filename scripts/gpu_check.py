@@ -637,7 +637,8 @@ def check_torch_loop_bench(c, py):
         c.row("torch loop bench", "runs", "missing", False, (p.stderr or p.stdout)[-300:])
         return
     pct = float(re.search(r"median of the runs' ([-+]\d+\.\d) %", ab["gmemhook-ab"]).group(1))
-    c.row("torch loop: gmemhook (every block, native + Python stacks) over paused, in one process",
+    c.row("torch loop: recording every block (native + Python stacks, NVML off) against paused, "
+          "in one process",
           "<= +5 %", "%+.1f %%" % pct, pct <= 5.0, ab["gmemhook-ab"].split(": ", 1)[-1][:300])
     if "gmemhook-aa" in ab:
         c.row("torch loop: the same turns never paused, in one process (control, info)", "-",
