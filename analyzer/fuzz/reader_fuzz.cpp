@@ -48,6 +48,18 @@ struct Touch : analysis::EventVisitor {
       sum += analysis::python_frame(f, t).line.value_or(0);
     if (auto m = analysis::memory_type(ev)) sum += static_cast<uint64_t>(*m);
   }
+  // A usual event's numbers, as Replay::on_usual_event reads them, must be its whole Event's:
+  // a difference stops the fuzzer here.
+  void on_usual_event(const analysis::ThreadFileReader& t) override {
+    const analysis::UsualEventRef u = t.usual();
+    const format::Event& ev = t.current();
+    if (u.api() != ev.api || u.seq() != ev.seq || u.time_ns() != ev.time_ns ||
+        u.stack_id() != ev.stack_id || u.address() != ev.f.address || u.size() != ev.f.size ||
+        u.stream() != ev.f.stream || u.device() != ev.f.device || ev.result != 0 ||
+        t.current_address() != ev.f.address || t.current_stack_id() != ev.stack_id)
+      __builtin_trap();
+    on_event(ev, t);
+  }
   void on_stack(uint32_t id, std::span<const uint64_t> frames,
                 const analysis::ThreadFileReader&) override {
     sum += id + frames.size();

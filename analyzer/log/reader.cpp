@@ -91,8 +91,8 @@ void ProcessReader::merge_events(EventVisitor& v) {
   for (auto& t : threads_) {
     t->rewind();
     if (t->template advance<kPext>()) {
-      heads.push({t->current().seq, static_cast<uint32_t>(t->index())});
-      v.upcoming(t->current(), *t);
+      heads.push({t->current_seq(), static_cast<uint32_t>(t->index())});
+      v.upcoming(*t);
     } else {
       finish(*t);
     }
@@ -101,24 +101,27 @@ void ProcessReader::merge_events(EventVisitor& v) {
   const ThreadFileReader* previous = nullptr;
   while (!heads.empty()) {
     ThreadFileReader& t = *threads_[heads.top().file];
-    const format::Event& ev = t.current();
+    const uint64_t seq = t.current_seq();
     // Sequence numbers are handed out process-wide, so two files can never share one. (A file's
     // seqs start above 0, read_event makes sure, so before the first event this never holds.)
-    if (ev.seq == last_seq_)
+    if (seq == last_seq_)
       throw ReadError(t.name(), t.current_offset(),
                       "event record: expected a sequence number no other thread file uses, seq " +
-                          std::to_string(ev.seq) + " also appears in " + previous->name());
-    if (ev.seq != last_seq_ + 1 && !first_gap_after_) first_gap_after_ = last_seq_;
+                          std::to_string(seq) + " also appears in " + previous->name());
+    if (seq != last_seq_ + 1 && !first_gap_after_) first_gap_after_ = last_seq_;
     t.deliver_pending(v);
-    v.on_event(ev, t);
+    if (t.current_is_usual())
+      v.on_usual_event(t);
+    else
+      v.on_event(t.current(), t);
     ++events_read_;
-    last_seq_ = ev.seq;
+    last_seq_ = seq;
     previous = &t;
     if (t.template advance<kPext>()) {
       // With several threads, this event is delivered a few others later: time enough for the
       // visitor's loads to arrive.
-      v.upcoming(t.current(), t);
-      heads.replace_top(t.current().seq);
+      v.upcoming(t);
+      heads.replace_top(t.current_seq());
     } else {
       finish(t);
       heads.pop_top();

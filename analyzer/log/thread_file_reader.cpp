@@ -19,6 +19,7 @@ void ThreadFileReader::rewind() {
   deltas_.last_time_ns = header_.start_monotonic_ns;
   deltas_.version = header_.version;
   current_ = format::Event{};
+  usual_is_current_ = usual_unfilled_ = false;
   current_offset_ = 0;
   events_read_ = 0;
   stacks_.clear();
@@ -128,7 +129,7 @@ namespace {
 // their restores an event).
 template <bool kPext>
 [[gnu::flatten]] bool decode_usual_event(uint8_t type, const uint8_t* p, size_t n,
-                                         format::Event* ev, format::EventDeltas& d,
+                                         format::UsualEvent* ev, format::EventDeltas& d,
                                          size_t readable) {
   // Its callers framed an event record of this file's version already (RecordCursor::next_event,
   // or advance_through_records' own test): is_event_type is not asked again.
@@ -143,26 +144,33 @@ void ThreadFileReader::read_event(const Record& r) {
   check_event_size(r);
   const size_t n = r.payload.size();
   const uint64_t previous_seq = deltas_.last_seq;
-  // Decoded in place: damage throws, and the merge reads current_ only after a true advance().
-  format::Event& ev = current_;
   // The decoder may load past the payload up to the end of the file's bytes (never uses them).
   const size_t readable =
       static_cast<size_t>(file_.bytes().data() + file_.size() - r.payload.data());
   // decode_event tries the usual decoder first too: refused here, it is refused there alike
   // (it changes nothing when it refuses), so the two calls accept exactly what one would.
-  if (!decode_usual_event<kPext>(r.type, r.payload.data(), n, &ev, deltas_, readable) &&
-      !format::decode_event<kPext>(r.type, r.payload.data(), n, &ev, deltas_, readable))
+  // Decoded in place: damage throws, and the merge reads the event only after a true advance().
+  uint32_t stack_id;
+  if (decode_usual_event<kPext>(r.type, r.payload.data(), n, &usual_, deltas_, readable)) {
+    usual_is_current_ = usual_unfilled_ = true;
+    stack_id = usual_.stack_id;
+  } else if (format::decode_event<kPext>(r.type, r.payload.data(), n, &current_, deltas_,
+                                         readable)) {
+    usual_is_current_ = usual_unfilled_ = false;
+    stack_id = current_.stack_id;
+  } else {
     damage(r.offset, "event record: payload malformed (" + std::to_string(n) +
                          " bytes do not decode as an event)");
+  }
   // decode_event rejects a zero delta; a delta that wraps around 2^64 is the remaining way for
-  // seq to go backwards.
-  if (ev.seq <= previous_seq)
+  // seq to go backwards. (Both decoders leave the event's seq in deltas_.)
+  if (deltas_.last_seq <= previous_seq)
     damage(r.offset, "event record: expected seq > " + std::to_string(previous_seq) + ", got " +
-                         std::to_string(ev.seq));
-  if (ev.stack_id != 0 && !stacks_.contains(ev.stack_id))
+                         std::to_string(deltas_.last_seq));
+  if (stack_id != 0 && !stacks_.contains(stack_id))
     damage(r.offset, "event record: expected a stack id recorded earlier in this file (1.." +
                          std::to_string(stacks_.size()) + " or 0), got " +
-                         std::to_string(ev.stack_id));
+                         std::to_string(stack_id));
   current_offset_ = r.offset;
   ++events_read_;
 }
@@ -191,6 +199,11 @@ void ThreadFileReader::read_py_code(const Record& r) {
                          std::to_string(code.id));
   py_codes_.push_back(std::move(code));
   pending_.push_back({Pending::PyCode, static_cast<uint32_t>(py_codes_.size())});
+}
+
+// Here, beside the reader whose current() it reads (event_visitor.h only names the reader).
+void EventVisitor::on_usual_event(const ThreadFileReader& thread) {
+  on_event(thread.current(), thread);
 }
 
 void ThreadFileReader::deliver_queued(EventVisitor& v) {

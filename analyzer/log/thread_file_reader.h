@@ -19,6 +19,28 @@
 
 namespace gmemhook::analysis {
 
+// A usual event as ThreadFileReader holds it (format::UsualEvent and the file's running values):
+// what the replay of an allocation or a free needs, read without filling an Event. Valid until the
+// reader's next advance().
+class UsualEventRef {
+ public:
+  UsualEventRef(const format::UsualEvent& u, const format::EventDeltas& d) : u_(u), d_(d) {}
+  uint8_t api() const { return u_.api; }
+  uint64_t seq() const { return d_.last_seq; }
+  uint64_t time_ns() const { return d_.last_time_ns; }
+  uint32_t stack_id() const { return u_.stack_id; }
+  bool has(format::EventField f) const { return u_.mask & f; }
+  // As in the Event: 0 (device -1) where the event has none.
+  uint64_t address() const { return has(format::kHasAddress) ? d_.last_address : 0; }
+  uint64_t size() const { return u_.size; }
+  uint64_t stream() const { return has(format::kHasStream) ? d_.last_stream : 0; }
+  int32_t device() const { return has(format::kHasDevice) ? d_.last_device : -1; }
+
+ private:
+  const format::UsualEvent& u_;
+  const format::EventDeltas& d_;
+};
+
 class ThreadFileReader {
  public:
   // Checks the header; the log is positioned before its first record. Throws ReadError.
@@ -81,7 +103,25 @@ class ThreadFileReader {
     }
     return advance_through_records();
   }
-  const format::Event& current() const { return current_; }
+  // The event the last true advance() read. For a usual event (current_is_usual()) the whole
+  // Event is filled on the first call only: usual() has its numbers without it.
+  const format::Event& current() const {
+    if (usual_unfilled_) fill_current();
+    return current_;
+  }
+  uint64_t current_seq() const { return deltas_.last_seq; }
+  // Whether the current event is a usual one (format::UsualEvent: an allocation or a free of the
+  // shapes nearly every event has), whose numbers usual() reads where the decoder left them.
+  bool current_is_usual() const { return usual_is_current_; }
+  UsualEventRef usual() const { return UsualEventRef(usual_, deltas_); }
+  // What EventVisitor::upcoming wants of the current event, usual or not.
+  uint64_t current_address() const {
+    if (usual_is_current_) return usual().address();
+    return current_.f.has(format::kHasAddress) ? current_.f.address : 0;
+  }
+  uint32_t current_stack_id() const {
+    return usual_is_current_ ? usual_.stack_id : current_.stack_id;
+  }
   uint64_t current_offset() const { return current_offset_; }
   // Hands the stacks, code objects and notes queued since the last call to `v`, in file order.
   void deliver_pending(EventVisitor& v) {
@@ -130,7 +170,16 @@ class ThreadFileReader {
   format::EventDeltas deltas_;
   // Each event is decoded into current_ itself: a local Event would be zeroed for every event
   // (128 bytes, a `rep stos`, a tenth of `gmemhook summary`'s time), and a copy costs half that.
-  format::Event current_;
+  // A usual event is decoded into usual_ (and deltas_) instead, and current_ filled from them
+  // only when asked for (mutable: current() is const for its readers).
+  mutable format::Event current_;
+  format::UsualEvent usual_;
+  bool usual_is_current_ = false;
+  mutable bool usual_unfilled_ = false;  // current_ does not hold the usual current event yet
+  void fill_current() const {
+    format::expand_usual_event(usual_, deltas_, &current_);
+    usual_unfilled_ = false;
+  }
   uint64_t current_offset_ = 0;
   uint64_t events_read_ = 0;
   ThreadFileStacks stacks_;

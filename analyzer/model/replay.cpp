@@ -113,17 +113,60 @@ void Replay::on_py_code(const PyCode& code, const ThreadFileReader& thread) {
   stacks_->add_code(thread.index(), code);
 }
 
-void Replay::upcoming(const format::Event& ev, const ThreadFileReader& thread) {
+void Replay::upcoming(const ThreadFileReader& thread) {
   // A live set of a few hundred allocations (most real programs; the hook loop's one) stays in
   // the cache, and so do the sites of its stacks: the prefetches were ~30 instructions an event
   // of `summary` for nothing there (issue 14). The run of 20 000 live is where they pay.
   constexpr size_t kPrefetchFromLive = 1024;
   if (live_.size() < kPrefetchFromLive) return;
-  if (!ev.f.has(format::kHasAddress)) return;
-  live_.prefetch(ev.f.address);
+  const uint64_t address = thread.current_address();
+  if (address == 0) return;  // none, or a null free: nothing to look up
+  live_.prefetch(address);
   // A stack met for the first time is not interned yet: id 0, whose line is as good as any.
-  const uint32_t stack = stacks_->id(thread.index(), ev.stack_id);
+  const uint32_t stack = stacks_->id(thread.index(), thread.current_stack_id());
   if (stack < sites_by_stack_.size()) prefetch(&sites_by_stack_[stack]);
+}
+
+void Replay::on_usual_event(const ThreadFileReader& thread) {
+  const UsualEventRef ev = thread.usual();
+  const format::ApiInfo* api = apis_[ev.api()];
+  // The whole Event's way for a moment an observer waits for, an api skipped or unknown, a call
+  // an observer watches, and stream-ordered memory (graph capture, pools): what is left is
+  // on_event's allocation or free with nothing else to do.
+  if (ev.seq() > wake_seq_ || ev.time_ns() > wake_time_ns_ || !api || api_ignored_[ev.api()] ||
+      ev.has(format::kHasStream) || !calls_[static_cast<uint8_t>(api->kind)].empty())
+    return on_event(thread.current(), thread);
+  // And for a call a list of segments would not follow, while an observer needs those
+  // (segment_calls.h; BlockLayer in every `summary`): with nothing mapped, a free never is one,
+  // nor an allocation of device memory on a device the core keeps as it is.
+  if (!odd_segment_calls_.empty() &&
+      (!mappings_.empty() || (api->kind == EventKind::Alloc &&
+                              (ev.device() < kNoDevice || (api->memory != MemoryType::Device &&
+                                                           api->memory != MemoryType::None)))))
+    return on_event(thread.current(), thread);
+  const uint64_t address = ev.address();
+  if (api->kind == EventKind::Alloc) {
+    ++events_;
+    last_seq_ = ev.seq();
+    last_time_ns_ = ev.time_ns();
+    const uint32_t stack = stacks_->id(thread.index(), ev.stack_id());
+    event_stack_ = stack;
+    const uint16_t index = series_index(ev.device(), api->memory);
+    count_success(index, ev.api(), ev.size());
+    if (address == 0) return;  // a zero-byte request: nothing is live
+    make_live(claim_address(address, ev.seq(), ev.time_ns()), index, ev.size(), 0, ev.api(), stack,
+              ev.seq(), ev.time_ns());
+    return;
+  }
+  LiveAllocation a;
+  // A null free, or one of an address not live (imported, graph memory, unknown): on_event's.
+  if (api->kind != EventKind::Free || address == 0 || !live_.take(address, &a))
+    return on_event(thread.current(), thread);
+  ++events_;
+  last_seq_ = ev.seq();
+  last_time_ns_ = ev.time_ns();
+  event_stack_ = stacks_->id(thread.index(), ev.stack_id());
+  count_free(a, ev.api(), ev.seq(), ev.time_ns());
 }
 
 void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
@@ -312,28 +355,30 @@ std::vector<SiteGroup> Replay::sites_now(const std::function<bool(const SeriesKe
 // file): as calls, their saved registers and restores were ~20 instructions each per allocation
 // and free of `summary` (issue 14).
 [[gnu::always_inline]] inline void Replay::became_live(uint32_t site, uint16_t index,
-                                                       uint64_t bytes, const format::Event& ev) {
+                                                       uint64_t bytes, uint64_t seq,
+                                                       uint64_t time_ns) {
   site_changed(site, static_cast<int64_t>(bytes), 1);
   Series& s = series_[index];
   s.live_bytes += bytes;
   ++s.live_count;
   if (s.live_bytes > s.peak_bytes) {
     s.peak_bytes = s.live_bytes;
-    s.peak_seq = ev.seq;
-    s.peak_time_ns = ev.time_ns;
+    s.peak_seq = seq;
+    s.peak_time_ns = time_ns;
     for (ReplayObserver* o : site_watchers_) o->new_peak(*this, index);
   }
-  s.timeline.add(ev.seq, ev.time_ns, s.live_bytes);
+  s.timeline.add(seq, time_ns, s.live_bytes);
 }
 
 [[gnu::always_inline]] inline void Replay::became_free(uint32_t site, uint16_t series,
-                                                       uint64_t bytes, const format::Event& ev) {
+                                                       uint64_t bytes, uint64_t seq,
+                                                       uint64_t time_ns) {
   site_changed(site, -static_cast<int64_t>(bytes), -1);
   Series& s = series_[series];
   s.live_bytes -= bytes;
   --s.live_count;
   s.freed_bytes += bytes;
-  s.timeline.add(ev.seq, ev.time_ns, s.live_bytes);
+  s.timeline.add(seq, time_ns, s.live_bytes);
 }
 
 void Replay::unmatched(const format::Event& ev, uint64_t address, uint32_t stack,
@@ -354,11 +399,16 @@ void Replay::unmatched(const format::Event& ev, uint64_t address, uint32_t stack
     failed(index, ev, stack);
     return -1;
   }
+  count_success(index, ev.api, ev.f.size);
+  return index;
+}
+
+[[gnu::always_inline]] inline void Replay::count_success(uint16_t index, uint8_t api,
+                                                         uint64_t bytes) {
   Series& s = series_[index];
   ++s.allocations;
-  ++s.allocations_by_api[ev.api];
-  s.allocated_bytes += ev.f.size;
-  return index;
+  ++s.allocations_by_api[api];
+  s.allocated_bytes += bytes;
 }
 
 void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t stack) {
@@ -374,34 +424,44 @@ void Replay::free(const format::Event& ev, uint32_t stack) { apply_free(ev, stac
   const int32_t counted = count_allocation(ev, api, stack);
   if (counted < 0) return;
   const uint16_t index = static_cast<uint16_t>(counted);
-  Series& s = series_[index];
-  const uint64_t size = ev.f.size;
   const uint64_t address = ev.f.address;
   if (address == 0) return;  // a zero-byte request: CUDA returns a null pointer, nothing is live
 
+  LiveAllocation* a = claim_address(address, ev.seq, ev.time_ns);
+  uint16_t pool = 0;
+  // Stream-ordered calls carry a stream; those without an explicit pool use the device's.
+  if (ev.f.has(format::kHasPool) || ev.f.has(format::kHasStream))
+    pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, series_[index].key.device);
+  make_live(a, index, ev.f.size, pool, ev.api, stack, ev.seq, ev.time_ns);
+  if (pool)
+    for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev, *a);
+}
+
+[[gnu::always_inline]] inline LiveAllocation* Replay::claim_address(uint64_t address, uint64_t seq,
+                                                                    uint64_t time_ns) {
   auto [a, added] = live_.find_or_add(address);
   if (!added) {
     // The address is handed out again, so it was freed through a path the recorder did not see
     // (e.g. cudaDeviceReset). Count it and treat the old allocation as freed.
     ++anomalies_.reused_addresses;
-    became_free(a->site, a->series, a->size, ev);
+    became_free(a->site, a->series, a->size, seq, time_ns);
     if (a->pool)
       for (ReplayObserver* o : pool_allocations_) o->freed(*this, *a);
   }
+  return a;
+}
 
-  uint16_t pool = 0;
-  // Stream-ordered calls carry a stream; those without an explicit pool use the device's.
-  if (ev.f.has(format::kHasPool) || ev.f.has(format::kHasStream))
-    pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, s.key.device);
-  const uint32_t site = site_index(stack, index, ev.api, LiveKind::Allocation);
+[[gnu::always_inline]] inline void Replay::make_live(LiveAllocation* a, uint16_t index,
+                                                     uint64_t size, uint16_t pool, uint8_t api,
+                                                     uint32_t stack, uint64_t seq,
+                                                     uint64_t time_ns) {
+  const uint32_t site = site_index(stack, index, api, LiveKind::Allocation);
   if (launch_stack_ && !sites_[site].launch_stack) {
     sites_[site].launch_stack = launch_stack_;
     sites_[site].launch_api = launch_api_;
   }
   *a = {size, site, pool, index};
-  became_live(site, index, size, ev);
-  if (pool)
-    for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev, *a);
+  became_live(site, index, size, seq, time_ns);
 }
 
 void Replay::failed(uint16_t index, const format::Event& ev, uint32_t stack) {
@@ -427,10 +487,15 @@ void Replay::failed(uint16_t index, const format::Event& ev, uint32_t stack) {
     if (free_imported_or_node(ev)) return;
     return unmatched(ev, address, stack, anomalies_.unknown_frees);
   }
+  count_free(a, ev.api, ev.seq, ev.time_ns);
+}
+
+[[gnu::always_inline]] inline void Replay::count_free(const LiveAllocation& a, uint8_t api,
+                                                      uint64_t seq, uint64_t time_ns) {
   Series& s = series_[a.series];
   ++s.frees;
-  ++s.frees_by_api[ev.api];
-  became_free(a.site, a.series, a.size, ev);
+  ++s.frees_by_api[api];
+  became_free(a.site, a.series, a.size, seq, time_ns);
   if (a.pool)
     for (ReplayObserver* o : pool_allocations_) o->freed(*this, a);
 }
@@ -451,7 +516,7 @@ void Replay::create(const format::Event& ev, const format::ApiInfo& api, uint32_
   handles_[handle] = {size, site, false, 0};
   s.physical_bytes += size;
   s.max_physical_bytes = std::max(s.max_physical_bytes, s.physical_bytes);
-  became_live(site, index, size, ev);
+  became_live(site, index, size, ev.seq, ev.time_ns);
 }
 
 void Replay::drop_physical(uint64_t handle, const format::Event& ev) {
@@ -463,7 +528,7 @@ void Replay::drop_physical(uint64_t handle, const format::Event& ev) {
   const uint32_t site = it->second.site;
   const uint16_t series = sites_[site].series;
   series_[series].physical_bytes -= it->second.size;
-  became_free(site, series, it->second.size, ev);
+  became_free(site, series, it->second.size, ev.seq, ev.time_ns);
   handles_.erase(it);
 }
 

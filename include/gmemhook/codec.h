@@ -52,6 +52,18 @@ struct Event : EventCore {
   EventFields f;
 };
 
+// The usual event (decode_usual_event_v8's: no failure, no new fields or device) as its decoder
+// leaves it: what it states beyond the file's running values. Its seq, time, address, stream and
+// device are the EventDeltas' last ones once it is decoded (address, stream and device only where
+// `mask` has them), so a consumer reads those there: filling a 128-byte Event besides was half of
+// the decoder's instructions and the consumer read most of it back for nothing (issue 14).
+struct UsualEvent {
+  uint64_t size = 0;  // 0 unless mask has kHasSize
+  uint32_t stack_id = 0;
+  uint16_t mask = 0;  // the api's fields (kHasAddress, kHasSize, kHasStream, kHasDevice, kIsFree)
+  uint8_t api = 0;
+};
+
 // Per-file delta state; the writer and the reader of one file each keep one.
 struct EventDeltas {
   uint64_t last_seq = 0;
@@ -502,8 +514,8 @@ enum UsualShape : unsigned {
 // cost as much as those it stores, and each part took a few tests; issue 14).
 template <unsigned kShape, bool kPext>
 __attribute__((always_inline)) inline bool decode_usual_shape(uint8_t api, uint16_t mask,
-                                                              const uint8_t* p, size_t n, Event* ev,
-                                                              EventDeltas& d) {
+                                                              const uint8_t* p, size_t n,
+                                                              UsualEvent* ev, EventDeltas& d) {
   size_t at = 1;
   bool whole = true;  // every part ended within 8 bytes
   auto part = [&] {
@@ -531,25 +543,31 @@ __attribute__((always_inline)) inline bool decode_usual_shape(uint8_t api, uint1
   if ((kShape & kShapeStackId) != 0 && stack_id > UINT32_MAX) return false;
 
   ev->api = api;
-  ev->seq = d.last_seq + seq_delta;
-  ev->time_ns = (time_units(d.last_time_ns) + time_delta) << kTimeShift;
-  ev->result = 0;
+  ev->mask = mask;
   ev->stack_id = static_cast<uint32_t>(stack_id);
-  EventFields& f = ev->f;
-  clear_fields(f, mask);
-  if constexpr ((kShape & kShapeAddress) != 0) {
-    f.address = d.last_address + static_cast<uint64_t>(unscale_signed(address));
-    d.last_address = f.address;
-  }
-  if constexpr ((kShape & kShapeSize) != 0) f.size = unscale_unsigned(size);
-  if constexpr ((kShape & kShapeStream) != 0) {
-    f.stream = d.last_stream + static_cast<uint64_t>(unzigzag(stream));
-    d.last_stream = f.stream;
-  }
-  if (mask & kHasDevice) f.device = d.last_device;
-  d.last_seq = ev->seq;
-  d.last_time_ns = ev->time_ns;
+  ev->size = (kShape & kShapeSize) != 0 ? unscale_unsigned(size) : 0;
+  d.last_seq += seq_delta;
+  d.last_time_ns = (time_units(d.last_time_ns) + time_delta) << kTimeShift;
+  if constexpr ((kShape & kShapeAddress) != 0)
+    d.last_address += static_cast<uint64_t>(unscale_signed(address));
+  if constexpr ((kShape & kShapeStream) != 0)
+    d.last_stream += static_cast<uint64_t>(unzigzag(stream));
   return true;
+}
+
+// The whole Event of a usual event `u` just decoded with `d`: what decode_event_v8 makes of it.
+inline void expand_usual_event(const UsualEvent& u, const EventDeltas& d, Event* ev) {
+  ev->api = u.api;
+  ev->seq = d.last_seq;
+  ev->time_ns = d.last_time_ns;
+  ev->result = 0;
+  ev->stack_id = u.stack_id;
+  EventFields& f = ev->f;
+  clear_fields(f, u.mask);
+  if (u.mask & kHasAddress) f.address = d.last_address;
+  f.size = u.size;
+  if (u.mask & kHasStream) f.stream = d.last_stream;
+  if (u.mask & kHasDevice) f.device = d.last_device;
 }
 
 // Version 8's usual event — no failure, no new fields or device, only address, size, stream and
@@ -561,7 +579,7 @@ __attribute__((always_inline)) inline bool decode_usual_shape(uint8_t api, uint1
 // of at most 8 bytes, each loaded as one word). With kPext, parts are read by
 // word_varint_pext: only where the CPU has BMI2 (the analyzer's cpu_features.h says).
 template <bool kPext = false>
-inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Event* ev,
+inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, UsualEvent* ev,
                                   EventDeltas& d) {
   constexpr uint8_t kUsualHeads = kSeqGap | kHasStackId;
   constexpr uint16_t kUsualFields = kHasAddress | kHasSize | kHasStream | kHasDevice | kIsFree;
@@ -594,6 +612,16 @@ inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Even
 #undef GMEMHOOK_USUAL_SHAPE
   static_assert(kUsualShapes == 32);
   return false;  // not reached: every shape has its case
+}
+
+// The same, into a whole Event.
+template <bool kPext = false>
+inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Event* ev,
+                                  EventDeltas& d) {
+  UsualEvent u;
+  if (!decode_usual_event_v8<kPext>(head, p, n, &u, d)) return false;
+  expand_usual_event(u, d, ev);
+  return true;
 }
 
 // Version 8: the head (from the record type) says which of the leading parts are stored.

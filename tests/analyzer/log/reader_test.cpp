@@ -56,8 +56,8 @@ TEST(Reader, AnnouncesEachEventBeforeDeliveringIt) {
     void on_event(const format::Event& ev, const analysis::ThreadFileReader&) override {
       log.push_back("e" + std::to_string(ev.seq));
     }
-    void upcoming(const format::Event& ev, const analysis::ThreadFileReader& t) override {
-      log.push_back("u" + std::to_string(ev.seq) + "/" + std::to_string(t.tid()));
+    void upcoming(const analysis::ThreadFileReader& t) override {
+      log.push_back("u" + std::to_string(t.current_seq()) + "/" + std::to_string(t.tid()));
     }
   } order;
   r.read_events(order);

@@ -1,0 +1,153 @@
+// The replay's own path for usual events (Replay::on_usual_event: an allocation or a free read from
+// its few numbers, no Event filled) against the whole Event's path (on_event) on the same log:
+// every count, peak, timeline, site, live allocation and anomaly must come out the same.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "analyzer/log/thread_file_reader.h"
+#include "analyzer/model/replay.h"
+#include "report_scenario.h"
+
+namespace gmemhook::test_logs {
+namespace {
+
+using analysis::Replay;
+using format::ApiId;
+
+// The replay as it is, counting the usual events the reader hands it.
+struct CountingReplay : Replay {
+  using Replay::Replay;
+  uint64_t usual = 0;
+  void on_usual_event(const analysis::ThreadFileReader& t) override {
+    ++usual;
+    Replay::on_usual_event(t);
+  }
+};
+
+// The replay with every usual event given whole to on_event, as before it had a path of its own.
+struct WholeEventReplay : Replay {
+  using Replay::Replay;
+  void on_usual_event(const analysis::ThreadFileReader& t) override { on_event(t.current(), t); }
+};
+
+// Everything a report reads of a pass, as one comparable value.
+std::string state_of(const Replay& r) {
+  std::string out = "events " + std::to_string(r.events()) + " last " +
+                    std::to_string(r.last_seq()) + " " + std::to_string(r.last_time_ns()) + "\n";
+  auto add = [&out](auto... v) {
+    ((out += std::to_string(v) + " "), ...);
+    out += "\n";
+  };
+  for (const analysis::Series& s : r.series()) {
+    add(s.key.device, static_cast<int>(s.key.memory), s.allocations, s.frees, s.allocated_bytes,
+        s.freed_bytes, s.live_bytes, s.live_count, s.peak_bytes, s.peak_seq, s.peak_time_ns,
+        s.failed, s.failures.size(), s.physical_bytes, s.max_physical_bytes);
+    for (size_t api = 0; api < 256; ++api)
+      if (s.allocations_by_api[api] || s.frees_by_api[api])
+        add(api, s.allocations_by_api[api], s.frees_by_api[api]);
+    for (const analysis::TimelinePoint& p : s.timeline.points()) add(p.seq, p.time_ns, p.bytes);
+  }
+  for (const analysis::Site& st : r.sites())
+    add(st.stack, st.series, st.api, static_cast<int>(st.kind), st.bytes, st.count);
+  std::map<uint64_t, std::tuple<uint64_t, uint32_t, uint16_t, uint16_t>> live;
+  r.live().for_each([&](uint64_t address, const analysis::LiveAllocation& a) {
+    live[address] = {a.size, a.site, a.pool, a.series};
+  });
+  for (const auto& [address, a] : live)
+    add(address, std::get<0>(a), std::get<1>(a), std::get<2>(a), std::get<3>(a));
+  for (const analysis::PoolKey& p : r.pools()) add(p.handle, p.device);
+  const analysis::Anomalies& an = r.anomalies();
+  add(an.unknown_frees, an.null_frees, an.reused_addresses, an.failed_frees, an.unknown_releases,
+      an.unknown_api_events);
+  for (const analysis::Unmatched& u : an.examples) add(u.seq, u.address, u.stack, u.api);
+  return out;
+}
+
+// Allocations and frees of every plain api, with and without stacks and devices, at addresses
+// handed out again (a missed free), of zero bytes (a null pointer), freed twice, never allocated,
+// null; stream-ordered ones, failed ones and cuMemCreate handles among them (those the usual path
+// hands on), on two threads.
+ProcessLogs mixed_log() {
+  Scenario s(10);
+  std::mt19937_64 rng(14);
+  std::vector<uint32_t> stacks[2];
+  for (uint64_t t = 0; t < 2; ++t)
+    for (uint64_t i = 0; i < 5; ++i) stacks[t].push_back(s.stack(11 + t, {0x401000 + i * 16}));
+  const std::pair<ApiId, ApiId> kinds[] = {{ApiId::cudaMalloc, ApiId::cudaFree},
+                                           {ApiId::cuMemAlloc_v2, ApiId::cuMemFree_v2},
+                                           {ApiId::cudaMallocManaged, ApiId::cudaFree},
+                                           {ApiId::cudaMallocHost, ApiId::cudaFreeHost}};
+  std::vector<std::tuple<uint64_t, ApiId, uint64_t>> live;  // address, free api, thread
+  uint64_t next = 0x10000000, handle = 1;
+  for (int i = 0; i < 6000; ++i) {
+    const uint64_t tid = 11 + rng() % 2;
+    const uint32_t stack = rng() % 4 ? stacks[tid - 11][rng() % 5] : 0;
+    const uint64_t r = rng() % 100;
+    if (live.empty() || r < 45) {
+      const auto& [api, free_api] = kinds[rng() % 4];
+      const int32_t device = rng() % 10 ? static_cast<int32_t>(rng() % 3) : -2;  // -2: none
+      const uint32_t result = rng() % 200 == 0 ? 2 : 0;
+      uint64_t address = next;
+      if (!live.empty() && rng() % 50 == 0) address = std::get<0>(live[rng() % live.size()]);
+      if (rng() % 100 == 0) address = 0;  // a zero-byte request
+      s.alloc(tid, api, address, rng() % 100 ? 256 + rng() % 4096 : 0, device, stack, result);
+      if (!result && address == next) live.push_back({next, free_api, tid});
+      next += 8192;
+    } else if (r < 52) {
+      format::Event& ev = s.event(tid, ApiId::cudaMallocAsync, stack);
+      ev.f.set_address(next);
+      ev.f.set_size(512 + rng() % 512);
+      ev.f.set_device(0);
+      ev.f.set_stream(0x1000 + tid);
+      live.push_back({next, ApiId::cudaFreeAsync, tid});
+      next += 8192;
+    } else if (r < 55) {
+      s.create(tid, handle, 2 << 20, 0, stack);
+      if (rng() % 2) s.release(tid, handle);
+      ++handle;
+    } else if (r < 58) {
+      s.free(tid, ApiId::cudaFree, rng() % 2 ? 0 : 0xdead0000 + rng() % 64 * 8, stack);
+    } else {
+      const size_t k = rng() % live.size();
+      const auto [address, free_api, owner] = live[k];
+      if (free_api == ApiId::cudaFreeAsync) {
+        format::Event& ev = s.event(owner, ApiId::cudaFreeAsync);
+        ev.f.set_address(address);
+        ev.f.set_stream(0x1000 + owner);
+      } else {
+        s.free(rng() % 4 ? owner : 11 + rng() % 2, free_api, address);
+        if (rng() % 30 == 0) s.free(owner, free_api, address);  // twice
+      }
+      live[k] = live.back();
+      live.pop_back();
+    }
+  }
+  return s.build(true);
+}
+
+TEST(UsualEvents, ReplayAsTheirWholeEventsDo) {
+  const ProcessLogs logs = mixed_log();
+  auto reader = read_in_memory(logs);
+  for (const std::vector<std::string>& only :
+       {std::vector<std::string>{}, std::vector<std::string>{"cudaMalloc", "cudaFree"}}) {
+    analysis::StackInterner stacks_one, stacks_two;
+    CountingReplay usual(stacks_one, only);
+    WholeEventReplay whole(stacks_two, only);
+    reader.read_events(usual);
+    usual.finish();
+    reader.read_events(whole);
+    whole.finish();
+    // Over half the events are usual ones: the path under test was taken.
+    EXPECT_GT(usual.usual, 3000u);
+    EXPECT_GT(usual.events(), 5000u);
+    EXPECT_EQ(state_of(usual), state_of(whole)) << only.size();
+  }
+}
+
+}  // namespace
+}  // namespace gmemhook::test_logs
