@@ -128,12 +128,14 @@ void append_allocated_summary(std::string& text, const BlockLayer& blocks, const
   if (b->has_torch_totals) {
     const bool agree =
         b->torch_allocated == b->live_bytes && b->torch_max_allocated == b->peak_bytes;
+    // Only the block totals are compared: torch's reserved is its own segments, while the
+    // device's figures above also hold what was allocated outside PyTorch's allocator.
     text += fmt::format(
-        "      torch says  allocated {}, max allocated {}, reserved {} (its totals at its last "
-        "block): {}\n",
+        "      torch says  allocated {}, max allocated {} (its totals at its last block): {}; "
+        "reserved {} of the device memory above\n",
         human_size(b->torch_allocated), human_size(b->torch_max_allocated),
-        human_size(b->torch_reserved),
-        agree ? "the same as gmemhook's" : "NOT the same as gmemhook's (blocks were missed)");
+        agree ? "the same as gmemhook's" : "NOT the same as gmemhook's (blocks were missed)",
+        human_size(b->torch_reserved));
   }
   if (b->unknown_frees)
     text += fmt::format("      note: {} of blocks that were not live\n",
