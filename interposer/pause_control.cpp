@@ -3,7 +3,6 @@
 // the GPU machine a whole process runs fast or ~1.4x slower for its life, far more than the few
 // per cent being measured between processes).
 #include "gmemhook/control.h"
-
 #include "recorder.h"
 
 extern "C" __attribute__((visibility("default"))) int gmemhook_pause_events(int paused) {

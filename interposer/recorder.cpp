@@ -279,26 +279,22 @@ using CtxGetDeviceFn = CUresult (*)(CUdevice*);
 using PointerGetAttributeFn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
 std::atomic<PointerGetAttributeFn> g_pointer_get_attribute{nullptr};
 
+// Inline: cuCtxGetDevice's is asked on every allocation.
 template <typename Fn>
-Fn driver_fn(std::atomic<Fn>& slot, const char* name) {
+__attribute__((always_inline)) inline Fn driver_fn(std::atomic<Fn>& slot, const char* name) {
   Fn f = slot.load(std::memory_order_acquire);
-  if (!f) {
+  if (!f) [[unlikely]] {
     f = reinterpret_cast<Fn>(find_real_symbol(name, fmt::Layer::Driver));
     if (f) slot.store(f, std::memory_order_release);
   }
   return f;
 }
 
-// cuCtxGetDevice, asked on every allocation: its pointer lies with the rest of an event's
-// globals (event_globals.h), untyped there.
-CtxGetDeviceFn ctx_get_device() {
-  std::atomic<void*>& slot = g_event_globals.ctx_get_device;
-  void* f = slot.load(std::memory_order_acquire);
-  if (!f) [[unlikely]] {
-    f = find_real_symbol("cuCtxGetDevice", fmt::Layer::Driver);
-    if (f) slot.store(f, std::memory_order_release);
-  }
-  return reinterpret_cast<CtxGetDeviceFn>(f);
+// cuCtxGetDevice: its pointer lies with the rest of an event's globals (event_globals.h),
+// untyped there (its type needs cuda.h).
+__attribute__((always_inline)) inline CtxGetDeviceFn ctx_get_device() {
+  return reinterpret_cast<CtxGetDeviceFn>(
+      driver_fn(g_event_globals.ctx_get_device, "cuCtxGetDevice"));
 }
 
 using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
