@@ -127,6 +127,12 @@ void Replay::upcoming(const ThreadFileReader& thread) {
   if (stack < sites_by_stack_.size()) prefetch(&sites_by_stack_[stack]);
 }
 
+[[gnu::always_inline]] inline void Replay::note_event(uint64_t seq, uint64_t time_ns) {
+  ++events_;
+  last_seq_ = seq;
+  last_time_ns_ = time_ns;
+}
+
 void Replay::on_usual_event(const ThreadFileReader& thread) {
   const UsualEventRef ev = thread.usual();
   const format::ApiInfo* api = apis_[ev.api()];
@@ -146,9 +152,7 @@ void Replay::on_usual_event(const ThreadFileReader& thread) {
     return on_event(thread.current(), thread);
   const uint64_t address = ev.address();
   if (api->kind == EventKind::Alloc) {
-    ++events_;
-    last_seq_ = ev.seq();
-    last_time_ns_ = ev.time_ns();
+    note_event(ev.seq(), ev.time_ns());
     const uint32_t stack = stacks_->id(thread.index(), ev.stack_id());
     event_stack_ = stack;
     const uint16_t index = series_index(ev.device(), api->memory);
@@ -162,9 +166,7 @@ void Replay::on_usual_event(const ThreadFileReader& thread) {
   // A null free, or one of an address not live (imported, graph memory, unknown): on_event's.
   if (api->kind != EventKind::Free || address == 0 || !live_.take(address, &a))
     return on_event(thread.current(), thread);
-  ++events_;
-  last_seq_ = ev.seq();
-  last_time_ns_ = ev.time_ns();
+  note_event(ev.seq(), ev.time_ns());
   event_stack_ = stacks_->id(thread.index(), ev.stack_id());
   count_free(a, ev.api(), ev.seq(), ev.time_ns());
 }
@@ -173,9 +175,7 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
   // Observers waiting for a moment see the state after every event before this one.
   if (ev.seq > wake_seq_ || ev.time_ns > wake_time_ns_) wake(ev);
 
-  ++events_;
-  last_seq_ = ev.seq;
-  last_time_ns_ = ev.time_ns;
+  note_event(ev.seq, ev.time_ns);
   const format::ApiInfo* api = apis_[ev.api];
   if (api_ignored_[ev.api]) return;
   if (!api) {

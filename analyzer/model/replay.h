@@ -311,6 +311,8 @@ class Replay : public EventVisitor {
   // taking the address's slot in the live set (what held it is freed: its free was missed), and
   // making it live at its site.
   void count_success(uint16_t series, uint8_t api, uint64_t bytes);
+  // What every event replayed (on_event's and on_usual_event's) leaves: the count and its moment.
+  void note_event(uint64_t seq, uint64_t time_ns);
   LiveAllocation* claim_address(uint64_t address, uint64_t seq, uint64_t time_ns);
   void make_live(LiveAllocation* slot, uint16_t series, uint64_t bytes, uint16_t pool, uint8_t api,
                  uint32_t stack, uint64_t seq, uint64_t time_ns);
