@@ -37,7 +37,8 @@ PAIRS=${PAIRS:-200000}
 SHORT=$((PAIRS / 10))
 OUT=$(mktemp -d)
 TIMES=$(mktemp)
-trap 'rm -rf "$OUT" "$TIMES"' EXIT
+STATES=$(mktemp)
+trap 'rm -rf "$OUT" "$TIMES" "$STATES"' EXIT
 HEAPTRACK=$(command -v heaptrack || true)
 
 # An empty list (a mode not run) gives an empty median, not a failed pipeline under set -e.
@@ -102,6 +103,10 @@ paired_table() {
         read -r c q1 q3 w <<<"$(awk '{ for (i = 1; i < NF; i++) v[$i] = $(i + 1)
           print v["cpu_added_ns_per_event"], v["cpu_q1"], v["cpu_q3"], v["wall_added_ns_per_event"] }' <<<"$line")"
         fig[$mode.cpu]+="$c " fig[$mode.q1]+="$q1 " fig[$mode.q3]+="$q3 " fig[$mode.wall]+="$w "
+        # For the table by the processes' own speed below (bench/process_states.py).
+        awk -v d="$d" -v m="$mode" '{ for (i = 1; i < NF; i++) v[$i] = $(i + 1)
+          print d, m, "added", v["cpu_added_ns_per_event"], "direct_pair", v["direct_cpu_ns_per_pair"],
+            "traced_pair", v["traced_cpu_ns_per_pair"] }' <<<"$line" >>"$STATES"
       done
     done
     local m=()
@@ -122,6 +127,15 @@ paired_table() {
   done
   echo "(ratio = gmemhook / heaptrack by thread CPU; each figure is a difference inside one process," \
     "so a process's speed scales it but cannot add to it; the processes compared are separate)"
+  # A process runs fast or ~1.4x slower for its whole life on the GPU machine's host, the
+  # recorded and the direct call alike: the same figures with the processes sorted by their own
+  # direct call's speed, so that each state's ratio compares processes that ran alike.
+  if [ -n "$HEAPTRACK" ] && command -v python3 >/dev/null; then
+    for d in 8 32 64; do
+      echo "by the processes' own speed, depth $d:"
+      grep "^$d " "$STATES" | python3 "$(dirname "$0")/process_states.py" - heaptrack | grep -v '^empty'
+    done
+  fi
 }
 if [ -n "${PAIRED_ONLY:-}" ]; then
   paired_table
