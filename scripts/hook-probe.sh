@@ -3,7 +3,7 @@
 # hardware counters): the paired figure (hook_bench paired, ns added per event at DEPTH frames,
 # thread CPU, measured inside each process) under variants that each remove one suspect, every
 # process's figure printed, so that a per-process fast/slow state shows as two clusters.
-#   scripts/hook-probe.sh DIST [ROUNDS] [DEPTH] [label=/path/to/libgmemhook.so ...]
+#   scripts/hook-probe.sh DIST [ROUNDS] [DEPTH] [label=/path/to/libgmemhook.so[@VAR=value] ...]
 # Variants: the hook as is; ASLR off (setarch -R: the same addresses in every process, so a
 # layout-dependent state would not vary); GMEMHOOK_TSC=0 (the steady clock instead of rdtsc);
 # pinned to one core; heaptrack (paired on malloc) as is, ASLR off and pinned; the empty preload;
@@ -29,7 +29,11 @@ declare -A cmd=(
 )
 modes=(gmemhook gmemhook-noaslr gmemhook-tsc0 gmemhook-pinned empty)
 for extra in "$@"; do
-  cmd[${extra%%=*}]="env $(hook_env "${extra#*=}") $BENCH"
+  # label=hook[@VAR=value]: that build, with one more setting in its environment.
+  spec=${extra#*=}
+  setting=""
+  [[ $spec == *@* ]] && setting=${spec#*@} spec=${spec%%@*}
+  cmd[${extra%%=*}]="env $(hook_env "$spec") $setting $BENCH"
   modes+=("${extra%%=*}")
 done
 if [ -n "$HEAPTRACK" ]; then
