@@ -216,7 +216,7 @@ ThreadLog* create_thread_log() {
   }
   log->fork_generation = fork_generation();
   uint64_t tid = static_cast<uint64_t>(syscall(SYS_gettid));
-  uint64_t start = monotonic_ns();
+  uint64_t start = event_clock_start_ns();  // its events' times start from it
   log->deltas.last_time_ns = start;
   // A thread id can be reused by a later thread of the same process: never overwrite.
   for (int attempt = 0; attempt < 100; ++attempt) {

@@ -161,6 +161,47 @@ TEST(PauseEvents, NothingIsRecordedWhilePaused) {
   EXPECT_EQ(logged, want);
 }
 
+// GMEMHOOK_TIME=coarse: every event's time is the kernel's coarse clock, so a run has no more
+// distinct times than the clock ticked while it ran (precise times: one per event, ~4000 here),
+// and none lies before the process's start or after its end.
+TEST(TimeSetting, CoarseTimesAreTheKernelsTicks) {
+  timespec res{};
+  ASSERT_EQ(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+  const uint64_t tick = static_cast<uint64_t>(res.tv_sec) * 1000000000ull + res.tv_nsec;
+  fs::path out = temp_dir("coarse-time");
+  auto env = traced_env(out);
+  env["GMEMHOOK_TIME"] = "coarse";
+  RunResult r = run({scenario_path(), "threads", "4", "500"}, env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.err.find("GMEMHOOK_TIME"), std::string::npos) << r.err;
+  LoggedProcess p = only_process(out);
+  ASSERT_TRUE(p.end);
+  ASSERT_GE(p.events.size(), 4000u);
+  const uint64_t end_ns = p.start_ns + p.end->time_delta_ns;
+  std::set<uint64_t> times;
+  for (const auto& e : p.events) {
+    EXPECT_GE(e.ev.time_ns, p.start_ns);
+    EXPECT_LE(e.ev.time_ns, end_ns);
+    times.insert(e.ev.time_ns);
+  }
+  // The log keeps times in 32 ns units: a tick's value may round into one of two.
+  EXPECT_LE(times.size(), 2 * ((end_ns - p.start_ns) / tick + 2)) << "tick " << tick << " ns";
+}
+
+TEST(TimeSetting, UnknownValueIsWarnedAboutAndPreciseUsed) {
+  fs::path out = temp_dir("bad-time");
+  auto env = traced_env(out);
+  env["GMEMHOOK_TIME"] = "sometimes";
+  RunResult r = run({scenario_path(), "threads", "1", "300"}, env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_NE(r.err.find("GMEMHOOK_TIME=sometimes: expected precise or coarse; using precise"),
+            std::string::npos)
+      << r.err;
+  std::set<uint64_t> times;
+  for (const auto& e : only_process(out).events) times.insert(e.ev.time_ns);
+  EXPECT_GT(times.size(), 100u) << "precise times differ from one event to the next";
+}
+
 // Without the hook the program finds no such function (and runs the same).
 TEST(PauseEvents, AbsentWithoutTheHook) {
   auto env = traced_env(temp_dir("pause-events-plain"));
