@@ -16,6 +16,7 @@ struct alignas(64) EventGlobals {
   std::atomic<uint8_t> recording{0};     // recorder.h: kRecordingOn, kRecordingPaused
   std::atomic<bool> python_walk{false};  // python_frames.h
   uint8_t time_source = 0;               // event_time.h: TimeSource
+  bool tsc_usable = false;               // event_time.h
   // Moves each time the dlclose wrapper or a rule lookup sees that the loader unloaded objects
   // (unload_watch.h): a thread whose walks were learnt at another value drops them before its
   // next walk.

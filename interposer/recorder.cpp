@@ -594,11 +594,12 @@ __attribute__((noinline, cold)) void record_event_timed(fmt::ApiId api, EventKin
   constexpr bool kRelease = kBody == Body::kRelease || kBody == Body::kFree;
   if (kRelease && g_config.free_stacks && g_config.depth > 0)
     return record_event_with_stack(api, kind, result, f, seq, time_ns);
-  // The events' own clock (event_time.h): a counter read where the TSC is used, cheaper than
-  // clock_gettime, so that the measuring adds as little as may be to what it measures.
-  const uint64_t start = event_time_ns();
+  // The precise event clock (event_time.h), whatever the events' own times come from: a counter
+  // read where the TSC is used, cheaper than clock_gettime, so that the measuring adds as little
+  // as may be to what it measures.
+  const uint64_t start = precise_time_ns();
   record_event_body<kBody, false>(api, kind, result, f, seq, time_ns);
-  note_event(event_time_ns() - start);
+  note_event(precise_time_ns() - start);
 }
 
 // An event that a setting asks more of (timing, a test delay, counts, a free's stack): apart, so
