@@ -117,7 +117,7 @@ void append_walks(FixedString<896>& m) {
 
 // What one read of `clock` costs here (the least of a few back to back). The capture's figures
 // each hold one read of monotonic_ns, as a capture is timed by reads before, between and after
-// its parts (recorder.cpp), and each event's figure one read of event_time_ns. On a VM a read
+// its parts (recorder.cpp), and each event's figure one read of precise_time_ns. On a VM a read
 // may cost more than a recent walk's whole check.
 template <class Clock>
 uint64_t clock_read_ns(Clock clock) {
@@ -150,7 +150,7 @@ void print_capture_stats() {
     m.append("; events recorded ").append_uint(events).append(", ");
     m.append_uint(events ? get(g_event_ns) / events : 0).append(" ns each in the recorder (");
     m.append_uint(get(g_event_ns) / 1000).append(" us in all; an event clock read ");
-    m.append_uint(clock_read_ns(event_time_ns)).append(" ns, in each) and ");
+    m.append_uint(clock_read_ns(precise_time_ns)).append(" ns, in each) and ");
     m.append_uint(get(g_slow_events)).append(" more over ").append_uint(kSlowEventNs / 1000);
     m.append(" us (").append_uint(get(g_slow_event_ns) / 1000).append(" us: new files, chunks)");
   }

@@ -99,6 +99,12 @@ void load_config() {
   g_config.full_native_stacks = env_flag("GMEMHOOK_FULL_NATIVE_STACKS");
   g_config.recent_walks = env_flag("GMEMHOOK_RECENT_WALKS", true);
   g_config.tsc = env_flag("GMEMHOOK_TSC", true);
+  if (const char* v = getenv("GMEMHOOK_TIME"); v && *v) {
+    if (strcasecmp(v, "precise") == 0)
+      g_config.coarse_time = false;
+    else if (strcasecmp(v, "coarse") != 0)
+      warn("GMEMHOOK_TIME", v, "coarse or precise", "coarse");
+  }
   g_config.test_disk_full_after =
       env_number("GMEMHOOK_TEST_DISK_FULL_AFTER", -1, 1L << 30, -1, "a number of chunks");
   g_config.page_thread = env_flag("GMEMHOOK_PAGE_THREAD", true);

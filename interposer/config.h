@@ -44,6 +44,11 @@ struct alignas(64) Config {
   // GMEMHOOK_TSC=0: every event time from clock_gettime, not from the time-stamp counter
   // (event_time.h; an escape hatch, and the "before" of measuring what the counter saves).
   bool tsc = true;
+  // Event times from CLOCK_MONOTONIC_COARSE, the kernel's clock as of its last tick (its
+  // resolution, 1–4 ms), by default; GMEMHOOK_TIME=precise: to the ns (event_time.h; the counter
+  // read and its encoding were ~27 ns of the ~70 an event cost on the GPU machine's host, issue
+  // 14). The events' order is their sequence numbers' either way.
+  bool coarse_time = true;
   // Worked out by load_config from those above: whether an allocation, or a free, is recorded
   // the plain way, with no setting asking for more (the events' timing, a test delay, the
   // capture's counts; a free's stack) and, for an allocation, with a native stack taken by the

@@ -1,7 +1,10 @@
-// The time of an event: CLOCK_MONOTONIC in ns, read from the CPU's time-stamp counter where the
+// The time of an event: CLOCK_MONOTONIC in ns, by default as of the kernel's last tick (the
+// coarse clock), with GMEMHOOK_TIME=precise read from the CPU's time-stamp counter where the
 // kernel's own clock is that counter (one rdtsc instead of the vDSO's ordered read: ~30 of the
 // ~100 ns an event cost on the EPYC VM, issue 14).
 #pragma once
+
+#include <time.h>
 
 #include <cstdint>
 
@@ -9,19 +12,37 @@
 
 namespace gmemhook {
 
-// Decides at start-up whether event times may come from the TSC: only when `allowed`
-// (GMEMHOOK_TSC is not 0) and the kernel keeps CLOCK_MONOTONIC on it (clocksource "tsc": the
-// counters are in step on every CPU and tick at a fixed rate, or the kernel would not use them).
-void init_event_time(bool allowed);
+// Where event times come from (event_globals.h holds which one). kClock: clock_gettime of
+// CLOCK_MONOTONIC on every event. kTsc: the time-stamp counter, kept on CLOCK_MONOTONIC (below).
+// kCoarse (the default; GMEMHOOK_TIME=precise for the others): CLOCK_MONOTONIC_COARSE, the
+// kernel's clock as of its last tick (1–4 ms ago: its resolution, clock_getres), read from the
+// vDSO's data page with no counter read. On the GPU machine's Xeon host the counter read alone
+// was ~20 ns, the coarse read ~7 ns, and an event cost ~27 ns less with coarse times: 44.6
+// against 71.2 ns at 32 frames (issue 14); heaptrack's own times are 10 ms steps.
+enum TimeSource : uint8_t { kClock = 0, kTsc = 1, kCoarse = 2 };
 
-// CLOCK_MONOTONIC now, in ns. From the TSC: this thread's last reading of the real clock (at most
-// ~100 µs ago) plus the ticks since then at the rate the real clock advanced over the last
+// Decides at start-up where event times come from: the coarse clock when `coarse`, else the
+// precise clock. That one (precise_time_ns, also what GMEMHOOK_STACK_STATS times events with)
+// reads the TSC when `tsc_allowed` (GMEMHOOK_TSC is not 0) and the kernel keeps CLOCK_MONOTONIC
+// on it (clocksource "tsc": the counters are in step on every CPU and tick at a fixed rate, or
+// the kernel would not use them); else clock_gettime.
+void init_event_time(bool tsc_allowed, bool coarse);
+
+// The process's start on the events' clock: with coarse times the coarse clock too, so that no
+// event of the process is timed before its start.
+uint64_t event_clock_start_ns();
+
+// An event's time: the coarse clock's (the kernel's last tick) or the precise clock's.
+inline uint64_t event_time_ns();
+
+// CLOCK_MONOTONIC now, in ns. From the TSC: this thread's last reading of the real clock (at
+// most ~100 µs ago) plus the ticks since then at the rate the real clock advanced over the last
 // ~0.1 s, both measured here: within a few ns of clock_gettime's value. Until that rate is known
 // (the process's first ~30 ms), and without the TSC, clock_gettime itself. Not ordered
 // against the instructions around it, as clock_gettime's read is: a time may be taken up to the
 // few dozen ns a core runs ahead early, finer than the log's 32 ns units mostly. The writer keeps
 // a thread's times non-decreasing (recorder.cpp); across threads the sequence number orders.
-inline uint64_t event_time_ns();
+inline uint64_t precise_time_ns();
 
 // Whether event_time_ns() reads the TSC now (tests).
 bool event_time_from_tsc();
@@ -40,24 +61,39 @@ struct Anchor {
 };
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc.
 inline thread_local Anchor t_anchor __attribute__((tls_model("initial-exec")));
-inline bool& g_use_tsc = g_event_globals.use_tsc;  // event_globals.h
+inline uint8_t& g_time_source = g_event_globals.time_source;  // event_globals.h
+inline bool& g_tsc_usable = g_event_globals.tsc_usable;  // whether precise_time_ns reads the TSC
 
 // The real clock, or a new anchor read from it (event_time.cpp).
-uint64_t event_time_slow();
+uint64_t precise_time_slow();
+
+inline uint64_t coarse_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 }  // namespace event_time_detail
 
-// Inline, as every event takes one: the usual reading is a counter read, a subtraction and a
-// compare, a multiply. rdtsc, not rdtscp or a fence: nothing is serialised (see above).
+// Inline, as every event takes one. The coarse clock: the vDSO's read of the kernel's last
+// tick. The precise one: a counter read, a subtraction and a compare, a multiply; rdtsc, not
+// rdtscp or a fence: nothing is serialised (see above).
 inline uint64_t event_time_ns() {
   using namespace event_time_detail;
-  if (g_use_tsc) [[likely]] {
+  if (g_time_source == kCoarse) [[likely]]
+    return coarse_ns();
+  return precise_time_ns();
+}
+
+inline uint64_t precise_time_ns() {
+  using namespace event_time_detail;
+  if (g_tsc_usable) [[likely]] {
     const Anchor& a = t_anchor;
     const uint64_t dt = __builtin_ia32_rdtsc() - a.tsc;
     if (dt < kAnchorTicks) [[likely]]
       return a.ns + ((dt * a.mult) >> 32);
   }
-  return event_time_slow();
+  return precise_time_slow();
 }
 
 }  // namespace gmemhook

@@ -99,7 +99,7 @@ __attribute__((constructor)) void start() {
   init_unload_watch();
   if (g_config.disabled) return;
   init_unwinder();
-  init_event_time(g_config.tsc);
+  init_event_time(g_config.tsc, g_config.coarse_time);
   init_recorder();
   // No directory yet: it is made at the first CUDA call (process_log.h, ensure_process_log).
   init_python_frames();

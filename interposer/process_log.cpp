@@ -15,6 +15,7 @@
 
 #include "busy.h"
 #include "config.h"
+#include "event_time.h"
 #include "gmemhook/codec.h"
 #include "log_file.h"
 #include "module_map.h"
@@ -216,7 +217,7 @@ uint64_t monotonic_ns() {
 bool open_process_log(bool warn_on_failure) {
   g_process.ready.store(false, std::memory_order_release);
   g_process.pid = getpid();
-  g_start_ns = monotonic_ns();
+  g_start_ns = event_clock_start_ns();
   read_exe(g_process.exe, sizeof(g_process.exe));
 
   FixedString<PATH_MAX> parent;

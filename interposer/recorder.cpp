@@ -216,7 +216,7 @@ ThreadLog* create_thread_log() {
   }
   log->fork_generation = fork_generation();
   uint64_t tid = static_cast<uint64_t>(syscall(SYS_gettid));
-  uint64_t start = monotonic_ns();
+  uint64_t start = event_clock_start_ns();  // its events' times start from it
   log->deltas.last_time_ns = start;
   // A thread id can be reused by a later thread of the same process: never overwrite.
   for (int attempt = 0; attempt < 100; ++attempt) {
@@ -594,11 +594,12 @@ __attribute__((noinline, cold)) void record_event_timed(fmt::ApiId api, EventKin
   constexpr bool kRelease = kBody == Body::kRelease || kBody == Body::kFree;
   if (kRelease && g_config.free_stacks && g_config.depth > 0)
     return record_event_with_stack(api, kind, result, f, seq, time_ns);
-  // The events' own clock (event_time.h): a counter read where the TSC is used, cheaper than
-  // clock_gettime, so that the measuring adds as little as may be to what it measures.
-  const uint64_t start = event_time_ns();
+  // The precise event clock (event_time.h), whatever the events' own times come from: a counter
+  // read where the TSC is used, cheaper than clock_gettime, so that the measuring adds as little
+  // as may be to what it measures.
+  const uint64_t start = precise_time_ns();
   record_event_body<kBody, false>(api, kind, result, f, seq, time_ns);
-  note_event(event_time_ns() - start);
+  note_event(precise_time_ns() - start);
 }
 
 // An event that a setting asks more of (timing, a test delay, counts, a free's stack): apart, so

@@ -70,6 +70,7 @@ struct LoggedProcess {
   std::filesystem::path dir;
   analysis::ProcessInfo info;
   std::optional<analysis::EndRecord> end;
+  uint64_t start_ns = 0;                  // the header's CLOCK_MONOTONIC start
   std::vector<analysis::Module> modules;  // the latest snapshot
   std::vector<LoggedEvent> events;        // in sequence order
   std::vector<std::string> notes;          // process.gmh's, in file order

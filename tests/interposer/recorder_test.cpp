@@ -161,6 +161,56 @@ TEST(PauseEvents, NothingIsRecordedWhilePaused) {
   EXPECT_EQ(logged, want);
 }
 
+// By default every event's time is the kernel's coarse clock, so a run has no more distinct
+// times than the clock ticked while it ran (precise times: one per event, ~4000 here), and none
+// lies before the process's start or after its end.
+TEST(TimeSetting, CoarseByDefault) {
+  timespec res{};
+  ASSERT_EQ(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+  const uint64_t tick = static_cast<uint64_t>(res.tv_sec) * 1000000000ull + res.tv_nsec;
+  fs::path out = temp_dir("coarse-time");
+  RunResult r = run({scenario_path(), "threads", "4", "500"}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  LoggedProcess p = only_process(out);
+  ASSERT_TRUE(p.end);
+  ASSERT_GE(p.events.size(), 4000u);
+  const uint64_t end_ns = p.start_ns + p.end->time_delta_ns;
+  std::set<uint64_t> times;
+  for (const auto& e : p.events) {
+    EXPECT_GE(e.ev.time_ns, p.start_ns);
+    EXPECT_LE(e.ev.time_ns, end_ns);
+    times.insert(e.ev.time_ns);
+  }
+  // The log keeps times in 32 ns units: a tick's value may round into one of two.
+  EXPECT_LE(times.size(), 2 * ((end_ns - p.start_ns) / tick + 2)) << "tick " << tick << " ns";
+}
+
+// The distinct times of one thread's 600 events: each event's own with GMEMHOOK_TIME=precise.
+size_t distinct_times(const char* setting, std::string* err) {
+  auto env = traced_env(temp_dir("time-setting"));
+  env["GMEMHOOK_TIME"] = setting;
+  RunResult r = run({scenario_path(), "threads", "1", "300"}, env);
+  EXPECT_TRUE(r.exited(0)) << r.err;
+  *err = r.err;
+  std::set<uint64_t> times;
+  for (const auto& e : only_process(env["GMEMHOOK_OUT"]).events) times.insert(e.ev.time_ns);
+  return times.size();
+}
+
+TEST(TimeSetting, PreciseTimesAreEachEventsOwn) {
+  std::string err;
+  EXPECT_GT(distinct_times("precise", &err), 100u);
+  EXPECT_EQ(err.find("GMEMHOOK_TIME"), std::string::npos) << err;
+}
+
+TEST(TimeSetting, UnknownValueIsWarnedAboutAndCoarseUsed) {
+  std::string err;
+  EXPECT_LT(distinct_times("sometimes", &err), 50u);
+  EXPECT_NE(err.find("GMEMHOOK_TIME=sometimes: expected coarse or precise; using coarse"),
+            std::string::npos)
+      << err;
+}
+
 // Without the hook the program finds no such function (and runs the same).
 TEST(PauseEvents, AbsentWithoutTheHook) {
   auto env = traced_env(temp_dir("pause-events-plain"));
