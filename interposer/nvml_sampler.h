@@ -42,11 +42,13 @@ inline bool nvml_allocation_asks_nothing(uint32_t result, const format::EventFie
   if (!g.nvml_first_call_done.load(std::memory_order_acquire) ||
       !g.nvml_first_allocation_done.load(std::memory_order_acquire))
     return false;
-  // A new device is noted by the slow path whatever the time (a failed call notes none).
-  const auto device = static_cast<uint32_t>(fields.device);
-  if (result == 0 && fields.has(format::kHasDevice) && device < 64 &&
-      !(g.nvml_devices.load(std::memory_order_relaxed) >> device & 1))
-    return false;
+  // A new device is noted by the slow path whatever the time (a failed call notes none). The
+  // device is read only where the mask says it is set (a wrapper leaves it unset otherwise).
+  if (result == 0 && fields.has(format::kHasDevice)) {
+    const auto device = static_cast<uint32_t>(fields.device);
+    if (device < 64 && !(g.nvml_devices.load(std::memory_order_relaxed) >> device & 1))
+      return false;
+  }
   const uint64_t gap = static_cast<uint64_t>(g_config.nvml_interval_ms) * 250000ull;
   return now_ns - g.nvml_last_peak_request_ns.load(std::memory_order_relaxed) < gap;
 }
