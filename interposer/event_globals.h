@@ -14,10 +14,10 @@
 namespace gmemhook {
 
 struct alignas(64) EventGlobals {
-  std::atomic<uint8_t> recording{0};     // recorder.h: kRecordingOn, kRecordingPaused
-  std::atomic<bool> python_walk{false};  // python_frames.h
-  bool use_tsc = false;                  // event_time.h
-  std::atomic<bool> nvml_first_call_done{false};        // nvml_sampler.h
+  std::atomic<uint8_t> recording{0};              // recorder.h: kRecordingOn, kRecordingPaused
+  std::atomic<bool> python_walk{false};           // python_frames.h
+  bool use_tsc = false;                           // event_time.h
+  std::atomic<bool> nvml_first_call_done{false};  // nvml_sampler.h
   std::atomic<bool> nvml_first_allocation_done{false};  // nvml_sampler.cpp
   // Moves each time the dlclose wrapper or a rule lookup sees that the loader unloaded objects
   // (unload_watch.h): a thread whose walks were learnt at another value drops them before its
