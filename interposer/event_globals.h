@@ -1,6 +1,7 @@
 // What every recorded event reads of the process's own state, on one cache line: whether
 // recording is on (and not paused), the fork generation, whether there is an interpreter to walk,
-// where times come from, the driver's cuCtxGetDevice, and the unload generation. Spread
+// where times come from, the driver's cuCtxGetDevice, the unload generation, and what the NVML
+// sampler's test after an event reads (nvml_sampler.h). Spread
 // over the modules that own them they lay on five lines (one of them the sequence number's, which
 // every event writes): in a program whose own work evicts the hook's lines between two events, each
 // was a miss (issue 14). Each module still names its own under its old name (a reference to the
@@ -13,16 +14,23 @@
 namespace gmemhook {
 
 struct alignas(64) EventGlobals {
-  std::atomic<uint8_t> recording{0};     // recorder.h: kRecordingOn, kRecordingPaused
-  std::atomic<bool> python_walk{false};  // python_frames.h
-  uint8_t time_source = 0;               // event_time.h: TimeSource
-  bool tsc_usable = false;               // event_time.h
+  std::atomic<uint8_t> recording{0};              // recorder.h: kRecordingOn, kRecordingPaused
+  std::atomic<bool> python_walk{false};           // python_frames.h
+  uint8_t time_source = 0;                        // event_time.h: TimeSource
+  bool tsc_usable = false;                        // event_time.h
+  std::atomic<bool> nvml_first_call_done{false};  // nvml_sampler.h
+  std::atomic<bool> nvml_first_allocation_done{false};  // nvml_sampler.cpp
   // Moves each time the dlclose wrapper or a rule lookup sees that the loader unloaded objects
   // (unload_watch.h): a thread whose walks were learnt at another value drops them before its
   // next walk.
   std::atomic<uint64_t> unload_generation{0};
   std::atomic<uint64_t> fork_generation{0};    // process_log.h
   std::atomic<void*> ctx_get_device{nullptr};  // recorder.cpp (its type needs cuda.h)
+  // nvml_sampler.cpp: the CUDA ordinals the process used (bits) and when an allocation last
+  // asked the sampler for a peak check. Written by allocations only, a few times a second at
+  // most (a new device, a quarter interval gone): the sampler thread's own words stay elsewhere.
+  std::atomic<uint64_t> nvml_devices{0};
+  std::atomic<uint64_t> nvml_last_peak_request_ns{0};
 };
 static_assert(sizeof(EventGlobals) == 64);
 

@@ -55,12 +55,14 @@ uint64_t g_highest[kMaxDevices];  // the process's highest NVML figure so far, p
 bool g_unlisted_noted[kMaxDevices];
 nvml::ProcessInfo g_processes[kMaxProcesses];
 
-std::atomic<uint64_t> g_devices{0};  // CUDA ordinals the process used, as bits
-std::atomic<bool> g_first_allocation_done{false};
+// CUDA ordinals the process used, as bits; the first allocation's sample; when an allocation
+// last asked for a peak check: read after every allocation, so on the event's line.
+std::atomic<uint64_t>& g_devices = g_event_globals.nvml_devices;  // event_globals.h
+std::atomic<bool>& g_first_allocation_done = g_event_globals.nvml_first_allocation_done;
+std::atomic<uint64_t>& g_last_peak_request_ns = g_event_globals.nvml_last_peak_request_ns;
 std::atomic<bool> g_thread_started{false};
 std::atomic<bool> g_stopping{false};
 std::atomic<bool> g_peak_wanted{false};
-std::atomic<uint64_t> g_last_peak_request_ns{0};
 // A first-call or first-allocation sample a busy hook left to the thread (an NvmlReason, or 0).
 std::atomic<int> g_pending{0};
 std::atomic<uint32_t> g_wake{0};  // futex word: bumped to wake the thread early

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "config.h"
+#include "event_globals.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
 
@@ -20,7 +21,8 @@ namespace gmemhook {
 
 // Whether the first call's sample was taken (or handed to the thread), and the kinds that
 // allocate, for nvml_after_event's inline test; nvml_event_slow does the rest.
-inline std::atomic<bool> g_nvml_first_call_done{false};
+inline std::atomic<bool>& g_nvml_first_call_done =
+    g_event_globals.nvml_first_call_done;  // event_globals.h
 inline bool nvml_is_allocation(format::EventKind k) {
   using K = format::EventKind;
   return k == K::Alloc || k == K::Create || k == K::Map;
@@ -28,14 +30,42 @@ inline bool nvml_is_allocation(format::EventKind k) {
 void nvml_event_slow(format::ApiId api, format::EventKind kind, uint32_t result,
                      const format::EventFields& fields, uint64_t now_ns);
 
+// Whether nvml_event_slow would do nothing for an allocation: the first call's and the first
+// allocation's samples are taken, its device (if it names one the sampler covers) is known
+// already, and less than a quarter interval has gone since the last peak request. Each test is
+// one of the slow path's, so the answer is exact; a "no" only means the slow path decides. The
+// usual allocation stops here: it made an out-of-line call and read three more cache lines
+// (issue 14 point 1, GMEMHOOK_NVML being on by default).
+inline bool nvml_allocation_asks_nothing(uint32_t result, const format::EventFields& fields,
+                                         uint64_t now_ns) {
+  const EventGlobals& g = g_event_globals;
+  if (!g.nvml_first_call_done.load(std::memory_order_acquire) ||
+      !g.nvml_first_allocation_done.load(std::memory_order_acquire))
+    return false;
+  // A new device is noted by the slow path whatever the time (a failed call notes none). The
+  // device is read only where the mask says it is set (a wrapper leaves it unset otherwise).
+  if (result == 0 && fields.has(format::kHasDevice)) {
+    const auto device = static_cast<uint32_t>(fields.device);
+    if (device < 64 && !(g.nvml_devices.load(std::memory_order_relaxed) >> device & 1))
+      return false;
+  }
+  const uint64_t gap = static_cast<uint64_t>(g_config.nvml_interval_ms) * 250000ull;
+  return now_ns - g.nvml_last_peak_request_ns.load(std::memory_order_relaxed) < gap;
+}
+
 // Called by the recorder after an event was written, with no lock of ours held. Cheap unless it
 // is the first call or first allocation of the process (those sample on the calling thread, and
-// only when no sample is under way: a hook never waits for NVML). Inline: with NVML off, or after
-// the first call for anything but an allocation, it is nothing.
+// only when no sample is under way: a hook never waits for NVML), or an allocation that may set a
+// new high. Inline: with NVML off, or after the first call for anything but an allocation, it is
+// nothing.
 inline void nvml_after_event(format::ApiId api, format::EventKind kind, uint32_t result,
                              const format::EventFields& fields, uint64_t now_ns) {
   if (!g_config.nvml) return;
-  if (!nvml_is_allocation(kind) && g_nvml_first_call_done.load(std::memory_order_acquire)) return;
+  if (!nvml_is_allocation(kind)) {
+    if (g_nvml_first_call_done.load(std::memory_order_acquire)) return;
+  } else if (nvml_allocation_asks_nothing(result, fields, now_ns)) {
+    return;
+  }
   nvml_event_slow(api, kind, result, fields, now_ns);
 }
 // The exit sample. Afterwards the background thread never enters NVML again: libraries' own

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "harness.h"
 
@@ -133,6 +134,26 @@ TEST(Nvml, CudaVisibleDevicesIsHonoured) {
     EXPECT_TRUE(s.listed) << "matched by ordinal instead of bus id";
   }
   EXPECT_EQ(p.nvml.back().process_used, kContext + 64 * kMiB);
+}
+
+// A device first used within a quarter interval of the last peak check is still noted: the
+// allocation's inline test (nvml_sampler.h) lets through every allocation on a device not yet
+// sampled, so the exit sample covers it too.
+TEST(Nvml, DeviceFirstUsedBetweenPeakChecksIsSampledAtExit) {
+  if (on_real_gpu()) GTEST_SKIP();
+  fs::path out = temp_dir("nvml-second-device");
+  auto env = nvml_env(out, 60000);
+  RunResult r = run({scenario_path(), "nvml-second-device"}, env);
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  auto dirs = process_dirs(out);
+  ASSERT_EQ(dirs.size(), 1u);
+  LoggedProcess p = read_process(dirs.at(0));
+  std::map<int, uint64_t> at_exit;  // device: the process's figure
+  for (const auto& s : p.nvml)
+    if (s.reason == NvmlReason::Exit) at_exit[s.device] = s.process_used;
+  ASSERT_EQ(at_exit.size(), 2u) << "devices sampled at exit";
+  EXPECT_EQ(at_exit[0], kContext + 2 * kMiB);
+  EXPECT_EQ(at_exit[1], kContext + 2 * kMiB);
 }
 
 // Same program, no libnvidia-ml.so.1: one note, no sample, and the same events.

@@ -630,6 +630,20 @@ int nvml_steps(int pause_ms) {
   return 0;
 }
 
+// For the devices NVML samples: device 0's first call and two allocations (the first one's sample;
+// the second asks for a peak check), then at once an allocation on device 1, well inside the
+// quarter interval in which no allocation asks again: device 1 must still be sampled at exit.
+int nvml_second_device() {
+  CHECK_RT(cudaSetDevice(0));
+  CHECK_RT(cudaFree(nullptr));
+  void *first = nullptr, *second = nullptr, *other = nullptr;
+  CHECK_RT(cudaMalloc(&first, 1u << 20));
+  CHECK_RT(cudaMalloc(&second, 1u << 20));
+  CHECK_RT(cudaSetDevice(1));
+  CHECK_RT(cudaMalloc(&other, 2u << 20));
+  return 0;
+}
+
 // `pairs` cudaMalloc+cudaFree pairs after a tenth as many to warm up, then the page faults the
 // loop's thread took (perf's count: faults the thread ran into, not those a system call such as
 // madvise made for it, which getrusage counts too), or "faults unknown" where perf events are
@@ -681,6 +695,7 @@ int main(int argc, char** argv) {
   if (mode == "training") return training(arg(2, 1));
   if (mode == "sites") return sites(arg(2, 3), arg(3, 100));
   if (mode == "nvml") return nvml_steps(arg(2, 100));
+  if (mode == "nvml-second-device") return nvml_second_device();
   if (mode == "reload") return reload_library(arg(2, 40), false);
   if (mode == "reload-leak") return reload_library(arg(2, 40), true);
   if (mode == "dlclose-results") return dlclose_results();
