@@ -2,6 +2,8 @@
 // Malloc-free and lock-free: it runs inside hooks, signal handlers included.
 #include "event_time.h"
 
+#include "vdso_clock.h"
+
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,6 +99,7 @@ __attribute__((noinline)) uint64_t reanchor() {
 void init_event_time(bool tsc_allowed, bool coarse) {
   g_tsc_usable = tsc_allowed && clocksource_is_tsc();
   g_time_source = coarse ? kCoarse : g_tsc_usable ? kTsc : kClock;
+  if (ClockRead vdso = find_vdso_clock_gettime()) g_coarse_clock = vdso;
 }
 
 uint64_t event_clock_start_ns() { return g_time_source == kCoarse ? coarse_ns() : clock_ns(); }
