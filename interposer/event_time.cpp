@@ -2,8 +2,6 @@
 // Malloc-free and lock-free: it runs inside hooks, signal handlers included.
 #include "event_time.h"
 
-#include "vdso_clock.h"
-
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,6 +9,8 @@
 
 #include <atomic>
 #include <cstring>
+
+#include "vdso_clock.h"
 
 namespace gmemhook {
 namespace {

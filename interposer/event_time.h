@@ -77,9 +77,10 @@ inline uint64_t coarse_ns() {
 }  // namespace event_time_detail
 
 // Inline, as every event takes one. The coarse clock: the vDSO's read of the kernel's last
-// tick, called straight, not through glibc's clock_gettime (~3 ns less a read on the
-// development VM: 16.5 against 24.2 TSC ticks, vdso_clock.h). The precise one: a counter read, a subtraction and a compare, a multiply; rdtsc, not
-// rdtscp or a fence: nothing is serialised (see above).
+// tick, called straight, not through glibc's clock_gettime (16.5 against 24.2 TSC ticks a read
+// on the development VM, vdso_clock.h). The precise one: a counter read,
+// a subtraction and a compare, a multiply; rdtsc, not rdtscp or a fence: nothing is serialised
+// (see above).
 inline uint64_t event_time_ns() {
   using namespace event_time_detail;
   if (g_time_source == kCoarse) [[likely]]

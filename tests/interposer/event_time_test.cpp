@@ -1,6 +1,8 @@
 // Event times from the time-stamp counter (interposer/event_time.h) against the clock they stand
 // for: every reading must lie where clock_gettime(CLOCK_MONOTONIC) read just before and just
 // after it allow, within a margin far below the microseconds reports show.
+#include "event_time.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/auxv.h>
@@ -16,7 +18,6 @@
 #include <thread>
 #include <vector>
 
-#include "event_time.h"
 #include "vdso_clock.h"
 
 namespace {
