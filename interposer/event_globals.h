@@ -8,6 +8,8 @@
 // field here).
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <cstdint>
 
@@ -31,6 +33,9 @@ struct alignas(64) EventGlobals {
   // most (a new device, a quarter interval gone): the sampler thread's own words stay elsewhere.
   std::atomic<uint64_t> nvml_devices{0};
   std::atomic<uint64_t> nvml_last_peak_request_ns{0};
+  // event_time.h: what reads the coarse clock, the vDSO's own clock_gettime once found
+  // (vdso_clock.h), glibc's until then and where there is none.
+  int (*coarse_clock)(clockid_t, timespec*) = ::clock_gettime;
 };
 static_assert(sizeof(EventGlobals) == 64);
 

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "vdso_clock.h"
+
 namespace gmemhook {
 namespace {
 
@@ -97,6 +99,7 @@ __attribute__((noinline)) uint64_t reanchor() {
 void init_event_time(bool tsc_allowed, bool coarse) {
   g_tsc_usable = tsc_allowed && clocksource_is_tsc();
   g_time_source = coarse ? kCoarse : g_tsc_usable ? kTsc : kClock;
+  if (ClockRead vdso = find_vdso_clock_gettime()) g_coarse_clock = vdso;
 }
 
 uint64_t event_clock_start_ns() { return g_time_source == kCoarse ? coarse_ns() : clock_ns(); }

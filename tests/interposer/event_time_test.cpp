@@ -1,8 +1,14 @@
 // Event times from the time-stamp counter (interposer/event_time.h) against the clock they stand
 // for: every reading must lie where clock_gettime(CLOCK_MONOTONIC) read just before and just
 // after it allow, within a margin far below the microseconds reports show.
+#include "event_time.h"
+
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/auxv.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -12,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "event_time.h"
+#include "vdso_clock.h"
 
 namespace {
 
@@ -94,6 +100,70 @@ TEST(EventTime, CoarseTimesAreTheLastTick) {
   EXPECT_FALSE(gmemhook::event_time_from_tsc());
   // 30 ms of readings (millions): one value a tick.
   EXPECT_LE(seen.size(), 30000000 / tick + 2) << "tick " << tick << " ns";
+  gmemhook::init_event_time(true, false);
+}
+
+uint64_t ns_of(const timespec& ts) {
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The vDSO's clock_gettime, called straight (what coarse event times read), gives what glibc's
+// gives: each reading lies between glibc's just before and just after, for the coarse clock and
+// the precise one (a wrong symbol or address would not).
+TEST(VdsoClock, ReadsWhatGlibcReads) {
+  if (!getauxval(AT_SYSINFO_EHDR)) GTEST_SKIP() << "no vDSO here (valgrind hides it)";
+  const gmemhook::ClockRead vdso = gmemhook::find_vdso_clock_gettime();
+  ASSERT_NE(vdso, nullptr) << "the vDSO's clock_gettime was not found";
+  gmemhook::init_event_time(true, true);
+  EXPECT_EQ(gmemhook::event_time_detail::g_coarse_clock, vdso) << "coarse times go through glibc";
+  gmemhook::init_event_time(true, false);
+  for (clockid_t id : {CLOCK_MONOTONIC_COARSE, CLOCK_MONOTONIC, CLOCK_REALTIME_COARSE}) {
+    for (int i = 0; i < 1000; ++i) {
+      timespec before{}, direct{}, after{};
+      clock_gettime(id, &before);
+      ASSERT_EQ(vdso(id, &direct), 0);
+      clock_gettime(id, &after);
+      ASSERT_LE(ns_of(before), ns_of(direct)) << "clock " << id;
+      ASSERT_LE(ns_of(direct), ns_of(after)) << "clock " << id;
+    }
+  }
+}
+
+// Where there is no vDSO image, or what is there is no ELF object, nothing is found (coarse
+// times then keep glibc's clock_gettime).
+TEST(VdsoClock, NothingFoundWithoutAnImage) {
+  EXPECT_EQ(gmemhook::find_vdso_clock_gettime(0), nullptr);
+  alignas(64) static unsigned char zeros[4096] = {};
+  EXPECT_EQ(gmemhook::find_vdso_clock_gettime(reinterpret_cast<uintptr_t>(zeros)), nullptr);
+}
+
+// Coarse times read in a fork child and in a signal handler (the hook records in both): the
+// vDSO stays mapped in the child, and the read takes no lock.
+volatile uint64_t g_in_handler = 0;
+TEST(VdsoClock, CoarseTimesInForkChildAndSignalHandler) {
+  gmemhook::init_event_time(true, true);
+  const uint64_t start = gmemhook::event_clock_start_ns();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    const uint64_t t = gmemhook::event_time_ns();
+    timespec later{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &later);
+    _exit(t >= start && t >= ns_of(now) && t <= ns_of(later) ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  struct sigaction action {};
+  action.sa_handler = [](int) { g_in_handler = gmemhook::event_time_ns(); };
+  struct sigaction old {};
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &old), 0);
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_GE(g_in_handler, start);
+  EXPECT_LE(g_in_handler, monotonic());
   gmemhook::init_event_time(true, false);
 }
 
