@@ -74,9 +74,11 @@ void Replay::calls_every_segment_call(ReplayObserver& o) const {
 
 void Replay::update_usual_paths() const {
   // While an observer needs the calls a list of segments would not follow, any allocation or
-  // free may be one as long as something is mapped (segment_calls.h).
+  // free may be one as long as something is mapped (segment_calls.h). While a stream is captured,
+  // a stream-ordered call on it is a graph node, not memory: every allocation and free goes whole
+  // then (captures are short and rare; the test per event was ~4 instructions of every one).
   const bool odd = !odd_segment_calls_.empty();
-  const bool usual = !odd || mappings_.empty();
+  const bool usual = (!odd || mappings_.empty()) && !graphs_.capturing_any();
   for (size_t id = 0; id < usual_paths_.size(); ++id) {
     const format::ApiInfo* api = apis_[id];
     UsualPath& path = usual_paths_[id];
@@ -161,15 +163,15 @@ void Replay::upcoming(const ThreadFileReader& thread) {
 void Replay::on_usual_event(const ThreadFileReader& thread) {
   const UsualEventRef ev = thread.usual();
   const UsualPath path = usual_paths_[ev.api()];
-  // The whole Event's way for what usual_paths_ sends there, a moment an observer waits for, and
-  // stream-ordered memory (graph capture, pools): what is left is on_event's allocation or free
-  // with nothing else to do.
-  if (path.how == UsualPath::kWhole || ev.seq() > wake_seq_ || ev.time_ns() > wake_time_ns_ ||
-      ev.has(format::kHasStream))
+  // The whole Event's way for what usual_paths_ sends there and a moment an observer waits for:
+  // what is left is on_event's allocation or free with nothing else to do.
+  if (path.how == UsualPath::kWhole || ev.seq() > wake_seq_ || ev.time_ns() > wake_time_ns_)
     return on_event(thread.current(), thread);
   const uint64_t address = ev.address();
   if (path.how == UsualPath::kAlloc) {
     if (path.check_device && ev.device() < kNoDevice) return on_event(thread.current(), thread);
+    // Read before anything is stored (the reader's fields could alias what is).
+    const bool stream_ordered = ev.has(format::kHasStream);
     LiveAllocation* slot = nullptr;
     if (address != 0) {  // else a zero-byte request: nothing becomes live
       bool added;
@@ -183,7 +185,12 @@ void Replay::on_usual_event(const ThreadFileReader& thread) {
     event_stack_ = stack;
     const uint16_t index = series_index(ev.device(), path.memory);
     count_success(index, ev.api(), ev.size());
-    if (slot) make_live(slot, index, ev.size(), 0, ev.api(), stack, ev.seq(), ev.time_ns());
+    if (!slot) return;
+    // A stream-ordered allocation is in its device's default pool (a usual event names no pool).
+    const uint16_t pool = stream_ordered ? pool_index(0, series_[index].key.device) : 0;
+    make_live(slot, index, ev.size(), pool, ev.api(), stack, ev.seq(), ev.time_ns());
+    if (pool)
+      for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev.seq(), *slot);
     return;
   }
   LiveAllocation a;
@@ -212,9 +219,12 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
   switch (api->kind) {
     case EventKind::CaptureBegin:
       if (ev.result == 0) graphs_.begin_capture(ev.f.stream);
+      update_usual_paths();
       return;
     case EventKind::CaptureEnd:
-      return end_capture(ev);
+      end_capture(ev);
+      update_usual_paths();
+      return;
     case EventKind::GraphLaunch:
       return launch(ev, stack);
     case EventKind::GraphInstantiate:
@@ -457,7 +467,7 @@ void Replay::free(const format::Event& ev, uint32_t stack) { apply_free(ev, stac
     pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, series_[index].key.device);
   make_live(a, index, ev.f.size, pool, ev.api, stack, ev.seq, ev.time_ns);
   if (pool)
-    for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev, *a);
+    for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev.seq, *a);
 }
 
 [[gnu::always_inline]] inline LiveAllocation* Replay::claim_address(uint64_t address, uint64_t seq,

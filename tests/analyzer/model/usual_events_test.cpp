@@ -185,24 +185,34 @@ TEST(UsualEvents, ReplayAsTheirWholeEventsDo) {
 }
 
 // With an observer of odd segment calls and a pool tracker attached, through a stretch with
-// memory mapped: the usual path gives both what the whole events give, and takes pinned host
-// allocations itself (it used to hand every one on while such an observer was attached).
+// memory mapped and one with a stream under capture: the usual path gives both what the whole
+// events give, and takes pinned host and stream-ordered allocations and frees itself (it used to
+// hand every one on: pinned ones while such an observer was attached, stream-ordered ones always).
 TEST(UsualEvents, ObserversSeeWhatTheWholeEventsGive) {
   Scenario s(10);
   std::mt19937_64 rng(15);
   uint64_t next = 0x10000000;
   std::vector<std::pair<uint64_t, ApiId>> live;
   const std::pair<ApiId, ApiId> kinds[] = {{ApiId::cudaMalloc, ApiId::cudaFree},
-                                           {ApiId::cudaMallocHost, ApiId::cudaFreeHost}};
-  for (int i = 0; i < 3000; ++i) {
+                                           {ApiId::cudaMallocHost, ApiId::cudaFreeHost},
+                                           {ApiId::cudaMallocAsync, ApiId::cudaFreeAsync}};
+  const auto stream_of = [](uint64_t tid) { return 0x1000 + tid; };
+  for (int i = 0; i < 4000; ++i) {
     const uint64_t tid = 11 + rng() % 2;
+    // A capture of thread 11's stream: its stream-ordered calls are graph nodes meanwhile.
+    if (i == 2000) s.event(11, ApiId::cudaStreamBeginCapture).f.set_stream(stream_of(11));
+    if (i == 2200) {
+      format::Event& end = s.event(11, ApiId::cudaStreamEndCapture);
+      end.f.set_stream(stream_of(11));
+      end.f.set_handle(0x900);
+    }
     if (i == 1000) {  // a stretch with memory mapped: every call may be an odd segment call
       s.create(tid, 0x77, 2 << 20);
       s.map(tid, 0x7f000000, 2 << 20, 0x77);
     }
     if (i == 1500) s.unmap(tid, 0x7f000000, 2 << 20);
     if (live.empty() || rng() % 100 < 50) {
-      const auto& [api, free_api] = kinds[rng() % 2];
+      const auto& [api, free_api] = kinds[rng() % 3];
       uint64_t address = next;
       // Handed out again (pinned over a live device allocation is an odd call); on the mapping.
       if (!live.empty() && rng() % 20 == 0) address = live[rng() % live.size()].first;
@@ -211,11 +221,14 @@ TEST(UsualEvents, ObserversSeeWhatTheWholeEventsGive) {
       ev.f.set_address(address);
       ev.f.set_size(256 + rng() % 4096);
       ev.f.set_device(rng() % 40 ? 0 : -5);  // below -1: an odd call
+      if (api == ApiId::cudaMallocAsync) ev.f.set_stream(stream_of(tid));
       if (address == next) live.push_back({next, free_api});
       next += 8192;
     } else {
       const size_t k = rng() % live.size();
-      s.free(tid, live[k].second, live[k].first);
+      format::Event& ev = s.event(tid, live[k].second);
+      ev.f.set_address(live[k].first);
+      if (live[k].second == ApiId::cudaFreeAsync) ev.f.set_stream(stream_of(tid));
       live[k] = live.back();
       live.pop_back();
     }
@@ -239,8 +252,10 @@ TEST(UsualEvents, ObserversSeeWhatTheWholeEventsGive) {
   EXPECT_EQ(usual_odd.seen, whole_odd.seen);
   EXPECT_NE(whole_odd.seen.find(' '), std::string::npos) << "no odd call was made";
   EXPECT_EQ(pools_of(usual_pools), pools_of(whole_pools));
-  EXPECT_GT(usual.own_path[ApiId::cudaMallocHost], 500u);
-  EXPECT_GT(usual.own_path[ApiId::cudaMalloc], 500u);
+  EXPECT_GT(usual.own_path[ApiId::cudaMallocHost], 300u);
+  EXPECT_GT(usual.own_path[ApiId::cudaMalloc], 300u);
+  EXPECT_GT(usual.own_path[ApiId::cudaMallocAsync], 300u);
+  EXPECT_GT(usual.own_path[ApiId::cudaFreeAsync], 300u);
 }
 
 }  // namespace
