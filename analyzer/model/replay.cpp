@@ -162,16 +162,23 @@ void Replay::upcoming(const ThreadFileReader& thread) {
 
 void Replay::on_usual_event(const ThreadFileReader& thread) {
   const UsualEventRef ev = thread.usual();
-  const UsualPath path = usual_paths_[ev.api()];
+  // Its numbers read once, before anything is stored: the compiler cannot tell the replay's
+  // stores from the reader's fields, and read each again after every store (~27 instructions an
+  // event of the hook loop's `summary`).
+  const uint8_t api = ev.api();
+  const uint64_t seq = ev.seq(), time_ns = ev.time_ns();
+  const UsualPath path = usual_paths_[api];
   // The whole Event's way for what usual_paths_ sends there and a moment an observer waits for:
   // what is left is on_event's allocation or free with nothing else to do.
-  if (path.how == UsualPath::kWhole || ev.seq() > wake_seq_ || ev.time_ns() > wake_time_ns_)
+  if (path.how == UsualPath::kWhole || seq > wake_seq_ || time_ns > wake_time_ns_)
     return on_event(thread.current(), thread);
   const uint64_t address = ev.address();
+  const uint32_t stack_id = ev.stack_id();
   if (path.how == UsualPath::kAlloc) {
-    if (path.check_device && ev.device() < kNoDevice) return on_event(thread.current(), thread);
-    // Read before anything is stored (the reader's fields could alias what is).
+    const int32_t device = ev.device();
+    const uint64_t size = ev.size();
     const bool stream_ordered = ev.has(format::kHasStream);
+    if (path.check_device && device < kNoDevice) return on_event(thread.current(), thread);
     LiveAllocation* slot = nullptr;
     if (address != 0) {  // else a zero-byte request: nothing becomes live
       bool added;
@@ -180,25 +187,25 @@ void Replay::on_usual_event(const ThreadFileReader& thread) {
       // call they follow otherwise): on_event's, which finds it live as the slot is untouched.
       if (!added) return on_event(thread.current(), thread);
     }
-    note_event(ev.seq(), ev.time_ns());
-    const uint32_t stack = stacks_->id(thread.index(), ev.stack_id());
+    note_event(seq, time_ns);
+    const uint32_t stack = stacks_->id(thread.index(), stack_id);
     event_stack_ = stack;
-    const uint16_t index = series_index(ev.device(), path.memory);
-    count_success(index, ev.api(), ev.size());
+    const uint16_t index = series_index(device, path.memory);
+    count_success(index, api, size);
     if (!slot) return;
     // A stream-ordered allocation is in its device's default pool (a usual event names no pool).
     const uint16_t pool = stream_ordered ? pool_index(0, series_[index].key.device) : 0;
-    make_live(slot, index, ev.size(), pool, ev.api(), stack, ev.seq(), ev.time_ns());
+    make_live(slot, index, size, pool, api, stack, seq, time_ns);
     if (pool)
-      for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev.seq(), *slot);
+      for (ReplayObserver* o : pool_allocations_) o->allocated(*this, seq, *slot);
     return;
   }
   LiveAllocation a;
   // A null free, or one of an address not live (imported, graph memory, unknown): on_event's.
   if (address == 0 || !live_.take(address, &a)) return on_event(thread.current(), thread);
-  note_event(ev.seq(), ev.time_ns());
-  event_stack_ = stacks_->id(thread.index(), ev.stack_id());
-  count_free(a, ev.api(), ev.seq(), ev.time_ns());
+  note_event(seq, time_ns);
+  event_stack_ = stacks_->id(thread.index(), stack_id);
+  count_free(a, api, seq, time_ns);
 }
 
 void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
