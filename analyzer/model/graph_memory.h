@@ -34,6 +34,7 @@ class GraphMemory {
   bool capturing(uint64_t stream) const {
     return !capturing_.empty() && capturing_.count(stream) != 0;
   }
+  bool capturing_any() const { return !capturing_.empty(); }
   // The nodes captured on `stream` become graph `graph`'s. Returns them as well, for a log that
   // does not say which graph (written before format version 4): the caller decides.
   std::vector<GraphNode> end_capture(uint64_t stream, uint64_t graph, bool graph_known);

@@ -4,7 +4,7 @@
 namespace gmemhook::analysis {
 
 // The replay calls both only for allocations in a pool (kPoolAllocations).
-void PoolTracker::allocated(const Replay& r, const format::Event& ev, const LiveAllocation& a) {
+void PoolTracker::allocated(const Replay& r, uint64_t seq, const LiveAllocation& a) {
   while (pools_.size() < a.pool) {
     const PoolKey& key = r.pools()[pools_.size()];
     pools_.push_back(Pool{key.handle, key.device});
@@ -15,7 +15,7 @@ void PoolTracker::allocated(const Replay& r, const format::Event& ev, const Live
   ++p.allocations;
   if (p.live_bytes > p.high_water_bytes) {
     p.high_water_bytes = p.live_bytes;
-    p.high_water_seq = ev.seq;
+    p.high_water_seq = seq;
   }
 }
 

@@ -25,7 +25,7 @@ class PoolTracker final : public ReplayObserver {
   // In order of first use, as Replay::pools().
   const std::vector<Pool>& pools() const { return pools_; }
 
-  void allocated(const Replay& r, const format::Event& ev, const LiveAllocation& a) override;
+  void allocated(const Replay& r, uint64_t seq, const LiveAllocation& a) override;
   void freed(const Replay& r, const LiveAllocation& a) override;
 
  private:

@@ -2,6 +2,7 @@
 #include "analyzer/model/replay.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "analyzer/log/thread_file_reader.h"
 #include "analyzer/model/segment_calls.h"
@@ -27,11 +28,13 @@ Replay::Replay(StackInterner& stacks, const std::vector<std::string>& only_apis)
   stacks_->enter_epoch(0);
   update_wake();
   for (const format::ApiInfo& a : format::kApis) apis_[static_cast<uint8_t>(a.id)] = &a;
-  if (only_apis.empty()) return;
-  api_ignored_.fill(true);
-  for (const format::ApiInfo& a : format::kApis)
-    for (const std::string& n : only_apis)
-      if (n == a.name) api_ignored_[static_cast<uint8_t>(a.id)] = false;
+  if (!only_apis.empty()) {
+    api_ignored_.fill(true);
+    for (const format::ApiInfo& a : format::kApis)
+      for (const std::string& n : only_apis)
+        if (n == a.name) api_ignored_[static_cast<uint8_t>(a.id)] = false;
+  }
+  update_usual_paths();
 }
 
 void Replay::observe(ReplayObserver& o) {
@@ -47,6 +50,7 @@ void Replay::observe(ReplayObserver& o) {
     moments_.push_back(&o);
     update_wake();
   }
+  update_usual_paths();
 }
 
 void Replay::also_call(ReplayObserver& o, EventKind kind) const {
@@ -59,11 +63,34 @@ void Replay::also_call(ReplayObserver& o, EventKind kind) const {
   const auto at = std::find_if(calls.begin(), calls.end(),
                                [&](const ReplayObserver* x) { return attached(x) > attached(&o); });
   calls.insert(at, &o);
+  update_usual_paths();
 }
 
 void Replay::calls_every_segment_call(ReplayObserver& o) const {
   odd_segment_calls_.erase(std::remove(odd_segment_calls_.begin(), odd_segment_calls_.end(), &o),
                            odd_segment_calls_.end());
+  update_usual_paths();
+}
+
+void Replay::update_usual_paths() const {
+  // While an observer needs the calls a list of segments would not follow, any allocation or
+  // free may be one as long as something is mapped (segment_calls.h). While a stream is captured,
+  // a stream-ordered call on it is a graph node, not memory: every allocation and free goes whole
+  // then (captures are short and rare; the test per event was ~4 instructions of every one).
+  const bool odd = !odd_segment_calls_.empty();
+  const bool usual = (!odd || mappings_.empty()) && !graphs_.capturing_any();
+  for (size_t id = 0; id < usual_paths_.size(); ++id) {
+    const format::ApiInfo* api = apis_[id];
+    UsualPath& path = usual_paths_[id];
+    path = UsualPath{};
+    // An api skipped or unknown, or one whose calls an observer watches, goes the whole way.
+    if (!api || api_ignored_[id] || !calls_[static_cast<uint8_t>(api->kind)].empty() || !usual)
+      continue;
+    if (api->kind == EventKind::Alloc) path.how = UsualPath::kAlloc;
+    if (api->kind == EventKind::Free) path.how = UsualPath::kFree;
+    path.check_device = odd;
+    path.memory = api->memory;
+  }
 }
 
 // Out of line: it happens a few times a run at most (an address in two roles, a device below
@@ -135,40 +162,50 @@ void Replay::upcoming(const ThreadFileReader& thread) {
 
 void Replay::on_usual_event(const ThreadFileReader& thread) {
   const UsualEventRef ev = thread.usual();
-  const format::ApiInfo* api = apis_[ev.api()];
-  // The whole Event's way for a moment an observer waits for, an api skipped or unknown, a call
-  // an observer watches, and stream-ordered memory (graph capture, pools): what is left is
-  // on_event's allocation or free with nothing else to do.
-  if (ev.seq() > wake_seq_ || ev.time_ns() > wake_time_ns_ || !api || api_ignored_[ev.api()] ||
-      ev.has(format::kHasStream) || !calls_[static_cast<uint8_t>(api->kind)].empty())
-    return on_event(thread.current(), thread);
-  // And for a call a list of segments would not follow, while an observer needs those
-  // (segment_calls.h; BlockLayer in every `summary`): with nothing mapped, a free never is one,
-  // nor an allocation of device memory on a device the core keeps as it is.
-  if (!odd_segment_calls_.empty() &&
-      (!mappings_.empty() || (api->kind == EventKind::Alloc &&
-                              (ev.device() < kNoDevice || (api->memory != MemoryType::Device &&
-                                                           api->memory != MemoryType::None)))))
+  // Its numbers read once, before anything is stored: the compiler cannot tell the replay's
+  // stores from the reader's fields, and read each again after every store (~27 instructions an
+  // event of the hook loop's `summary`).
+  const uint8_t api = ev.api();
+  const uint64_t seq = ev.seq(), time_ns = ev.time_ns();
+  const UsualPath path = usual_paths_[api];
+  // The whole Event's way for what usual_paths_ sends there and a moment an observer waits for:
+  // what is left is on_event's allocation or free with nothing else to do.
+  if (path.how == UsualPath::kWhole || seq > wake_seq_ || time_ns > wake_time_ns_)
     return on_event(thread.current(), thread);
   const uint64_t address = ev.address();
-  if (api->kind == EventKind::Alloc) {
-    note_event(ev.seq(), ev.time_ns());
-    const uint32_t stack = stacks_->id(thread.index(), ev.stack_id());
+  const uint32_t stack_id = ev.stack_id();
+  if (path.how == UsualPath::kAlloc) {
+    const int32_t device = ev.device();
+    const uint64_t size = ev.size();
+    const bool stream_ordered = ev.has(format::kHasStream);
+    if (path.check_device && device < kNoDevice) return on_event(thread.current(), thread);
+    LiveAllocation* slot = nullptr;
+    if (address != 0) {  // else a zero-byte request: nothing becomes live
+      bool added;
+      std::tie(slot, added) = live_.find_or_add(address);
+      // An address handed out again (its free was missed; for an observer of segments, maybe a
+      // call they follow otherwise): on_event's, which finds it live as the slot is untouched.
+      if (!added) return on_event(thread.current(), thread);
+    }
+    note_event(seq, time_ns);
+    const uint32_t stack = stacks_->id(thread.index(), stack_id);
     event_stack_ = stack;
-    const uint16_t index = series_index(ev.device(), api->memory);
-    count_success(index, ev.api(), ev.size());
-    if (address == 0) return;  // a zero-byte request: nothing is live
-    make_live(claim_address(address, ev.seq(), ev.time_ns()), index, ev.size(), 0, ev.api(), stack,
-              ev.seq(), ev.time_ns());
+    const uint16_t index = series_index(device, path.memory);
+    count_success(index, api, size);
+    if (!slot) return;
+    // A stream-ordered allocation is in its device's default pool (a usual event names no pool).
+    const uint16_t pool = stream_ordered ? pool_index(0, series_[index].key.device) : 0;
+    make_live(slot, index, size, pool, api, stack, seq, time_ns);
+    if (pool)
+      for (ReplayObserver* o : pool_allocations_) o->allocated(*this, seq, *slot);
     return;
   }
   LiveAllocation a;
   // A null free, or one of an address not live (imported, graph memory, unknown): on_event's.
-  if (api->kind != EventKind::Free || address == 0 || !live_.take(address, &a))
-    return on_event(thread.current(), thread);
-  note_event(ev.seq(), ev.time_ns());
-  event_stack_ = stacks_->id(thread.index(), ev.stack_id());
-  count_free(a, ev.api(), ev.seq(), ev.time_ns());
+  if (address == 0 || !live_.take(address, &a)) return on_event(thread.current(), thread);
+  note_event(seq, time_ns);
+  event_stack_ = stacks_->id(thread.index(), stack_id);
+  count_free(a, api, seq, time_ns);
 }
 
 void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
@@ -189,9 +226,12 @@ void Replay::on_event(const format::Event& ev, const ThreadFileReader& thread) {
   switch (api->kind) {
     case EventKind::CaptureBegin:
       if (ev.result == 0) graphs_.begin_capture(ev.f.stream);
+      update_usual_paths();
       return;
     case EventKind::CaptureEnd:
-      return end_capture(ev);
+      end_capture(ev);
+      update_usual_paths();
+      return;
     case EventKind::GraphLaunch:
       return launch(ev, stack);
     case EventKind::GraphInstantiate:
@@ -434,7 +474,7 @@ void Replay::free(const format::Event& ev, uint32_t stack) { apply_free(ev, stac
     pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, series_[index].key.device);
   make_live(a, index, ev.f.size, pool, ev.api, stack, ev.seq, ev.time_ns);
   if (pool)
-    for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev, *a);
+    for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev.seq, *a);
 }
 
 [[gnu::always_inline]] inline LiveAllocation* Replay::claim_address(uint64_t address, uint64_t seq,
@@ -574,7 +614,9 @@ void Replay::map(const format::Event& ev, uint32_t stack) {
   Series& s = series_[index];
   s.mapped_bytes += ev.f.size;
   s.max_mapped_bytes = std::max(s.max_mapped_bytes, s.mapped_bytes);
+  const bool first = mappings_.empty();
   mappings_[ev.f.address] = {ev.f.size, ev.f.handle, ev.seq, stack, index, ev.api};
+  if (first) update_usual_paths();  // odd segment calls are possible from now on
 }
 
 void Replay::unmap(const format::Event& ev, uint32_t stack) {
@@ -591,6 +633,7 @@ void Replay::unmap(const format::Event& ev, uint32_t stack) {
   while (it != mappings_.end() && it->first < end) {
     const Mapping m = it->second;
     it = mappings_.erase(it);
+    if (mappings_.empty()) update_usual_paths();
     Series& s = series_[m.series];
     s.mapped_bytes -= m.size;
     auto h = handles_.find(m.handle);

@@ -352,6 +352,19 @@ class Replay : public EventVisitor {
   // Those that need_odd_segment_calls() and have not yet asked for every one (mutable as calls_).
   mutable std::vector<ReplayObserver*> odd_segment_calls_;
   void call_odd_segment_call(const format::Event& ev, const format::ApiInfo& api);
+  // How on_usual_event takes a usual event, by api id: on its own (an allocation, a free) or
+  // whole through on_event. Worked out again whenever what it depends on changes (an observer
+  // attached or asking for more calls, the first mapping made or the last one gone), so that an
+  // event reads one entry, not the dozen members its checks read before (issue 14).
+  struct UsualPath {
+    enum How : uint8_t { kWhole = 0, kAlloc = 1, kFree = 2 } how = kWhole;
+    // An allocation of a device below -1 is a call a list of segments follows otherwise: whole
+    // while an observer needs those (segment_calls.h).
+    bool check_device = false;
+    format::MemoryType memory = format::MemoryType::Device;  // the api's
+  };
+  mutable std::array<UsualPath, 256> usual_paths_{};
+  void update_usual_paths() const;
   // The lowest wake_seq() and wake_time_ns() of moments_: two compares per event.
   uint64_t wake_seq_ = UINT64_MAX, wake_time_ns_ = UINT64_MAX;
   size_t epoch_ = 0;  // the module epoch of the events so far (module_epochs.h)

@@ -177,8 +177,7 @@ TEST(Replay, PoolObserversSeeOnlyStreamOrderedAllocations) {
   struct Seen : analysis::ReplayObserver {
     Seen() : ReplayObserver(kPoolAllocations) {}
     std::vector<std::tuple<char, uint64_t, uint16_t>> calls;  // '+'/'-', size, pool
-    void allocated(const Replay&, const format::Event&,
-                   const analysis::LiveAllocation& a) override {
+    void allocated(const Replay&, uint64_t, const analysis::LiveAllocation& a) override {
       calls.emplace_back('+', a.size, a.pool);
     }
     void freed(const Replay&, const analysis::LiveAllocation& a) override {

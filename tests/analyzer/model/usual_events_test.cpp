@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "analyzer/log/thread_file_reader.h"
+#include "analyzer/model/pool_tracker.h"
 #include "analyzer/model/replay.h"
+#include "analyzer/model/segment_calls.h"
 #include "report_scenario.h"
 
 namespace gmemhook::test_logs {
@@ -19,13 +21,24 @@ namespace {
 using analysis::Replay;
 using format::ApiId;
 
-// The replay as it is, counting the usual events the reader hands it.
+// The replay as it is, counting the usual events the reader hands it, and by api those it applied
+// on its own path (not handed on whole to on_event).
 struct CountingReplay : Replay {
   using Replay::Replay;
   uint64_t usual = 0;
+  std::map<ApiId, uint64_t> own_path;
+  bool in_usual = false, handed_on = false;
   void on_usual_event(const analysis::ThreadFileReader& t) override {
     ++usual;
+    in_usual = true;
+    handed_on = false;
     Replay::on_usual_event(t);
+    in_usual = false;
+    if (!handed_on) ++own_path[static_cast<ApiId>(t.usual().api())];
+  }
+  void on_event(const format::Event& ev, const analysis::ThreadFileReader& t) override {
+    if (in_usual) handed_on = true;
+    Replay::on_event(ev, t);
   }
 };
 
@@ -130,6 +143,28 @@ ProcessLogs mixed_log() {
   return s.build(true);
 }
 
+// An observer like BlockLayer before its first block: it declines allocations, frees and maps but
+// needs those a list of segments would follow otherwise (segment_calls.h). It notes every call
+// it gets.
+struct SegmentWatcher : analysis::ReplayObserver {
+  SegmentWatcher() : ReplayObserver(kCalls) {}
+  std::string seen;
+  bool calls_of(format::EventKind kind) const override { return !analysis::is_segment_call(kind); }
+  bool needs_odd_segment_calls() const override { return true; }
+  void call(const Replay&, const format::Event& ev, const format::ApiInfo&) override {
+    seen += std::to_string(ev.seq) + " ";
+  }
+};
+
+std::string pools_of(const analysis::PoolTracker& t) {
+  std::string out;
+  for (const analysis::Pool& p : t.pools())
+    for (const uint64_t v : {p.handle, static_cast<uint64_t>(p.device), p.live_bytes, p.live_count,
+                             p.high_water_bytes, p.high_water_seq, p.allocations})
+      out += std::to_string(v) + " ";
+  return out;
+}
+
 TEST(UsualEvents, ReplayAsTheirWholeEventsDo) {
   const ProcessLogs logs = mixed_log();
   auto reader = read_in_memory(logs);
@@ -147,6 +182,80 @@ TEST(UsualEvents, ReplayAsTheirWholeEventsDo) {
     EXPECT_GT(usual.events(), 5000u);
     EXPECT_EQ(state_of(usual), state_of(whole)) << only.size();
   }
+}
+
+// With an observer of odd segment calls and a pool tracker attached, through a stretch with
+// memory mapped and one with a stream under capture: the usual path gives both what the whole
+// events give, and takes pinned host and stream-ordered allocations and frees itself (it used to
+// hand every one on: pinned ones while such an observer was attached, stream-ordered ones always).
+TEST(UsualEvents, ObserversSeeWhatTheWholeEventsGive) {
+  Scenario s(10);
+  std::mt19937_64 rng(15);
+  uint64_t next = 0x10000000;
+  std::vector<std::pair<uint64_t, ApiId>> live;
+  const std::pair<ApiId, ApiId> kinds[] = {{ApiId::cudaMalloc, ApiId::cudaFree},
+                                           {ApiId::cudaMallocHost, ApiId::cudaFreeHost},
+                                           {ApiId::cudaMallocAsync, ApiId::cudaFreeAsync}};
+  const auto stream_of = [](uint64_t tid) { return 0x1000 + tid; };
+  for (int i = 0; i < 4000; ++i) {
+    const uint64_t tid = 11 + rng() % 2;
+    // A capture of thread 11's stream: its stream-ordered calls are graph nodes meanwhile.
+    if (i == 2000) s.event(11, ApiId::cudaStreamBeginCapture).f.set_stream(stream_of(11));
+    if (i == 2200) {
+      format::Event& end = s.event(11, ApiId::cudaStreamEndCapture);
+      end.f.set_stream(stream_of(11));
+      end.f.set_handle(0x900);
+    }
+    if (i == 1000) {  // a stretch with memory mapped: every call may be an odd segment call
+      s.create(tid, 0x77, 2 << 20);
+      s.map(tid, 0x7f000000, 2 << 20, 0x77);
+    }
+    if (i == 1500) s.unmap(tid, 0x7f000000, 2 << 20);
+    if (live.empty() || rng() % 100 < 50) {
+      const auto& [api, free_api] = kinds[rng() % 3];
+      uint64_t address = next;
+      // Handed out again (pinned over a live device allocation is an odd call); on the mapping.
+      if (!live.empty() && rng() % 20 == 0) address = live[rng() % live.size()].first;
+      if (i > 1000 && i < 1500 && rng() % 50 == 0) address = 0x7f000000;
+      format::Event& ev = s.event(tid, api);
+      ev.f.set_address(address);
+      ev.f.set_size(256 + rng() % 4096);
+      ev.f.set_device(rng() % 40 ? 0 : -5);  // below -1: an odd call
+      if (api == ApiId::cudaMallocAsync) ev.f.set_stream(stream_of(tid));
+      if (address == next) live.push_back({next, free_api});
+      next += 8192;
+    } else {
+      const size_t k = rng() % live.size();
+      format::Event& ev = s.event(tid, live[k].second);
+      ev.f.set_address(live[k].first);
+      if (live[k].second == ApiId::cudaFreeAsync) ev.f.set_stream(stream_of(tid));
+      live[k] = live.back();
+      live.pop_back();
+    }
+  }
+  const ProcessLogs logs = s.build(true);
+  auto reader = read_in_memory(logs);
+  analysis::StackInterner stacks_one, stacks_two;
+  CountingReplay usual(stacks_one);
+  WholeEventReplay whole(stacks_two);
+  SegmentWatcher usual_odd, whole_odd;
+  analysis::PoolTracker usual_pools, whole_pools;
+  usual.observe(usual_odd);
+  usual.observe(usual_pools);
+  whole.observe(whole_odd);
+  whole.observe(whole_pools);
+  reader.read_events(usual);
+  usual.finish();
+  reader.read_events(whole);
+  whole.finish();
+  EXPECT_EQ(state_of(usual), state_of(whole));
+  EXPECT_EQ(usual_odd.seen, whole_odd.seen);
+  EXPECT_NE(whole_odd.seen.find(' '), std::string::npos) << "no odd call was made";
+  EXPECT_EQ(pools_of(usual_pools), pools_of(whole_pools));
+  EXPECT_GT(usual.own_path[ApiId::cudaMallocHost], 300u);
+  EXPECT_GT(usual.own_path[ApiId::cudaMalloc], 300u);
+  EXPECT_GT(usual.own_path[ApiId::cudaMallocAsync], 300u);
+  EXPECT_GT(usual.own_path[ApiId::cudaFreeAsync], 300u);
 }
 
 }  // namespace
