@@ -273,9 +273,14 @@ constexpr auto kMemoryOfApi = [] {
   return m;
 }();
 
-bool is_device_memory(fmt::ApiId api, const fmt::EventFields& f) {
-  return (f.has(fmt::kHasMemory) ? f.memory : kMemoryOfApi[static_cast<uint8_t>(api)]) ==
-         fmt::MemoryType::Device;
+// The device an event names for the sampler (see kNvmlDeviceKinds in nvml_sampler.h), or -1.
+// Host and managed memory name none: the device a wrapper filled in for them is only the calling
+// context's. Kinds with no memory type of their own (launches, reserves) name their context's.
+int nvml_device_of(fmt::ApiId api, EventKind kind, uint32_t result, const fmt::EventFields& f) {
+  if (result != 0 || !f.has(fmt::kHasDevice) || !nvml_may_name_device(kind)) return -1;
+  const fmt::MemoryType memory =
+      f.has(fmt::kHasMemory) ? f.memory : kMemoryOfApi[static_cast<uint8_t>(api)];
+  return memory == fmt::MemoryType::Device || memory == fmt::MemoryType::None ? f.device : -1;
 }
 
 // The device the calling thread works on, for a first call that names none (cudaFree(0)).
@@ -309,12 +314,14 @@ void sample_now_or_later(fmt::NvmlReason reason) {
 
 void nvml_event_slow(fmt::ApiId api, EventKind kind, uint32_t result, const fmt::EventFields& f,
                      uint64_t now_ns) {
-  const bool allocated =
-      result == 0 && nvml_is_allocation(kind) && f.has(fmt::kHasDevice) && is_device_memory(api, f);
-  if (allocated) use_device(f.device);
+  const int device = nvml_device_of(api, kind, result, f);
+  use_device(device);
+  const bool allocated = device >= 0 && nvml_allocates(kind, f);
   if (!g_nvml_first_call_done.load(std::memory_order_acquire) &&
       !g_nvml_first_call_done.exchange(true)) {
-    if (!f.has(fmt::kHasDevice)) use_device(current_device());
+    // A first call that names no device (cudaFree(0), a host allocation, a failed call): the
+    // device the calling thread works on.
+    if (device < 0) use_device(current_device());
     sample_now_or_later(fmt::NvmlReason::FirstCall);
     if (allocated) g_first_allocation_done.store(true);  // that sample saw it already
     return;

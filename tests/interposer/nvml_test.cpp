@@ -156,6 +156,71 @@ TEST(Nvml, DeviceFirstUsedBetweenPeakChecksIsSampledAtExit) {
   EXPECT_EQ(at_exit[1], kContext + 2 * kMiB);
 }
 
+// A graph-only program (hookcut3's report: hook_bench's launch mode got no sample at all): the
+// first hooked call is an allocation node's, which names device 0 but allocates nothing, and the
+// memory comes with the launch. The first call's sample covers device 0, the launch is the first
+// allocation, and the exit sees the node's memory still live.
+LoggedProcess run_graph_only(const fs::path& out) {
+  RunResult r = run({scenario_path(), "nvml-graph", "10"}, nvml_env(out, 60000));
+  EXPECT_TRUE(r.exited(0)) << r.err;
+  auto dirs = process_dirs(out);
+  EXPECT_EQ(dirs.size(), 1u);
+  return read_process(dirs.at(0));
+}
+
+uint64_t seq_of_kind(const LoggedProcess& p, format::EventKind kind) {
+  for (const auto& e : p.events)
+    if (e.kind == kind) return e.ev.seq;
+  ADD_FAILURE() << "no event of kind " << format::to_string(kind);
+  return 0;
+}
+
+TEST(Nvml, GraphOnlyProgramIsSampledFromItsFirstCall) {
+  if (on_real_gpu()) GTEST_SKIP();
+  LoggedProcess p = run_graph_only(temp_dir("nvml-graph"));
+  ASSERT_EQ(p.nvml.size(), 3u) << "first call, first allocation (the launch), exit; notes: "
+                               << ::testing::PrintToString(p.notes);
+  const uint64_t node = seq_of_kind(p, format::EventKind::GraphAllocNode);
+  const uint64_t launch = seq_of_kind(p, format::EventKind::GraphLaunch);
+  struct Want {
+    NvmlReason reason;
+    uint64_t seq, process_used;
+  };
+  const Want want[] = {{NvmlReason::FirstCall, node, kContext},
+                       {NvmlReason::FirstAllocation, launch, kContext + 8 * kMiB},
+                       {NvmlReason::Exit, launch, kContext + 8 * kMiB}};
+  for (size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    const auto& s = p.nvml[i];
+    EXPECT_EQ(s.reason, want[i].reason);
+    EXPECT_EQ(s.seq, want[i].seq);
+    EXPECT_EQ(s.device, 0);
+    EXPECT_TRUE(s.listed);
+    EXPECT_EQ(s.process_used, want[i].process_used);
+  }
+  EXPECT_EQ(count_notes(p, "nvidia-smi"), 0u) << ::testing::PrintToString(p.notes);
+}
+
+// The same run end to end: `gmemhook summary --json` has the device's nvidia-smi figures, the
+// node's memory allocated through CUDA and the context not.
+TEST(Nvml, GraphOnlyProgramHasNvidiaSmiFiguresInTheSummary) {
+  if (on_real_gpu()) GTEST_SKIP();
+  const fs::path out = temp_dir("nvml-graph-summary");
+  LoggedProcess p = run_graph_only(out);
+  const RunResult summary = run({GMEMHOOK_TEST_CLI, "summary", "--json", p.dir.string()}, {});
+  ASSERT_TRUE(summary.exited(0)) << summary.err;
+  const std::string& json = summary.out;
+  const size_t smi = json.find("\"nvidia_smi\": [");
+  ASSERT_NE(smi, std::string::npos) << json;
+  const std::string figures = json.substr(smi, json.find(']', smi) - smi);
+  for (const std::string& field :
+       {std::string("\"device\": 0,"), std::string("\"listed\": true,"),
+        "\"process_bytes\": " + std::to_string(kContext + 8 * kMiB) + ",",
+        "\"allocated_bytes\": " + std::to_string(8 * kMiB) + ",",
+        "\"untracked_bytes\": " + std::to_string(kContext) + ","})
+    EXPECT_NE(figures.find(field), std::string::npos) << field << " in " << figures;
+}
+
 // Same program, no libnvidia-ml.so.1: one note, no sample, and the same events.
 TEST(Nvml, WithoutTheLibraryOneNoteAndTheSameEvents) {
   if (on_real_gpu()) GTEST_SKIP();

@@ -644,6 +644,27 @@ int nvml_second_device() {
   return 0;
 }
 
+// A program whose only memory is a graph's (hook_bench's launch mode, hookcut3's report): its
+// first hooked call is the allocation node's, which names device 0; the node's 8 MiB come with
+// the launch and stay live to the exit. NVML must cover device 0 from the first call on.
+int nvml_graph(int pause_ms) {
+  cudaStream_t s;
+  CHECK_RT(cudaStreamCreate(&s));
+  cudaGraph_t g;
+  CHECK_RT(cudaGraphCreate(&g, 0));
+  cudaMemAllocNodeParams params{};
+  params.poolProps.allocType = cudaMemAllocationTypePinned;
+  params.poolProps.location = {cudaMemLocationTypeDevice, 0};
+  params.bytesize = 8u << 20;
+  cudaGraphNode_t node;
+  CHECK_RT(cudaGraphAddMemAllocNode(&node, g, nullptr, 0, &params));
+  cudaGraphExec_t exec;
+  CHECK_RT(cudaGraphInstantiate(&exec, g, 0));
+  CHECK_RT(cudaGraphLaunch(exec, s));
+  usleep(static_cast<useconds_t>(pause_ms) * 1000);
+  return 0;
+}
+
 // `pairs` cudaMalloc+cudaFree pairs after a tenth as many to warm up, then the page faults the
 // loop's thread took (perf's count: faults the thread ran into, not those a system call such as
 // madvise made for it, which getrusage counts too), or "faults unknown" where perf events are
@@ -696,6 +717,7 @@ int main(int argc, char** argv) {
   if (mode == "sites") return sites(arg(2, 3), arg(3, 100));
   if (mode == "nvml") return nvml_steps(arg(2, 100));
   if (mode == "nvml-second-device") return nvml_second_device();
+  if (mode == "nvml-graph") return nvml_graph(arg(2, 10));
   if (mode == "reload") return reload_library(arg(2, 40), false);
   if (mode == "reload-leak") return reload_library(arg(2, 40), true);
   if (mode == "dlclose-results") return dlclose_results();
