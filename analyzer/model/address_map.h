@@ -120,7 +120,9 @@ class AddressMap {
   // At most half full: a free's backward shift walks on to the next empty slot, on average ~4
   // slots at the ~0.6 load a three-quarters limit left (20 000 live in 32 768 slots) and ~1.5 at
   // ~0.3; the live set's probes and shifts were a tenth of `gmemhook summary`.
-  bool full() const { return (size_ + 1) * 2 > slots_.size(); }
+  // From the mask, not slots_.size(): the vector's size is its byte length divided by 24, a
+  // multiply and shift on every insert.
+  bool full() const { return (size_ + 1) * 2 > mask_ + 1; }
 
   void remove_at(size_t i) {
     size_t hole = i;
