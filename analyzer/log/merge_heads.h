@@ -1,7 +1,8 @@
 // The next unread event of each thread file of a process, smallest sequence number on top: the
 // k-way merge of ProcessReader. A binary heap that replaces its top in place, because after each
 // event the file that supplied it comes back with its next one: one sift instead of a pop and a
-// push (std::priority_queue's two sifts and its pair compares were a twentieth of `summary`).
+// push (std::priority_queue's two sifts and its pair compares were a twentieth of `summary`), and
+// none at all while that file's events come before every other head.
 #pragma once
 
 #include <cstddef>
@@ -31,8 +32,9 @@ class MergeHeads {
     }
     heap_[i] = h;
   }
-  // The top's file has a next event, `seq`.
-  void replace_top(uint64_t seq) {
+  // The top's file has a next event, `seq`. Returns whether that file stays on top: then its
+  // next events are read with no heap work until one is not below another head.
+  bool replace_top(uint64_t seq) {
     // A file that supplies several events in a row (in most programs one thread makes most
     // allocations) stays on top after a compare with the root's two children, which hold the
     // smallest of the other heads, on seq alone. An equal seq (a duplicate: damage) sifts, so
@@ -40,9 +42,10 @@ class MergeHeads {
     const size_t n = heap_.size();
     if ((n < 2 || seq < heap_[1].seq) && (n < 3 || seq < heap_[2].seq)) {
       heap_.front().seq = seq;
-      return;
+      return true;
     }
     sift_down({seq, heap_.front().file});
+    return false;
   }
   // The top's file has ended.
   void pop_top() {

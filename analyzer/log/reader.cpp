@@ -101,30 +101,37 @@ void ProcessReader::merge_events(EventVisitor& v) {
   const ThreadFileReader* previous = nullptr;
   while (!heads.empty()) {
     ThreadFileReader& t = *threads_[heads.top().file];
-    const uint64_t seq = t.current_seq();
-    // Sequence numbers are handed out process-wide, so two files can never share one. (A file's
-    // seqs start above 0, read_event makes sure, so before the first event this never holds.)
-    if (seq == last_seq_)
-      throw ReadError(t.name(), t.current_offset(),
-                      "event record: expected a sequence number no other thread file uses, seq " +
-                          std::to_string(seq) + " also appears in " + previous->name());
-    if (seq != last_seq_ + 1 && !first_gap_after_) first_gap_after_ = last_seq_;
-    t.deliver_pending(v);
-    if (t.current_is_usual())
-      v.on_usual_event(t);
-    else
-      v.on_event(t.current(), t);
-    ++events_read_;
-    last_seq_ = seq;
-    previous = &t;
-    if (t.template advance<kPext>()) {
+    // While the top's file stays on top (all the time when it is the only file, as in most
+    // processes), its events are read in the loop below: the heap is not asked for the file
+    // again, nor the file's reader looked up.
+    for (;;) {
+      const uint64_t seq = t.current_seq();
+      // Sequence numbers are handed out process-wide, so two files can never share one. (A
+      // file's seqs start above 0, read_event makes sure, so before the first event this never
+      // holds.)
+      if (seq == last_seq_)
+        throw ReadError(t.name(), t.current_offset(),
+                        "event record: expected a sequence number no other thread file uses, "
+                        "seq " +
+                            std::to_string(seq) + " also appears in " + previous->name());
+      if (seq != last_seq_ + 1 && !first_gap_after_) first_gap_after_ = last_seq_;
+      t.deliver_pending(v);
+      if (t.current_is_usual())
+        v.on_usual_event(t);
+      else
+        v.on_event(t.current(), t);
+      ++events_read_;
+      last_seq_ = seq;
+      previous = &t;
+      if (!t.template advance<kPext>()) {
+        finish(t);
+        heads.pop_top();
+        break;
+      }
       // With several threads, this event is delivered a few others later: time enough for the
       // visitor's loads to arrive.
       v.upcoming(t);
-      heads.replace_top(t.current_seq());
-    } else {
-      finish(t);
-      heads.pop_top();
+      if (!heads.replace_top(t.current_seq())) break;
     }
   }
 }

@@ -22,11 +22,16 @@ std::vector<std::pair<uint64_t, uint32_t>> merge(const std::vector<std::vector<u
   std::vector<std::pair<uint64_t, uint32_t>> out;
   while (!heads.empty()) {
     const uint32_t f = heads.top().file;
-    out.emplace_back(heads.top().seq, f);
-    if (next[f] < files[f].size())
-      heads.replace_top(files[f][next[f]++]);
-    else
-      heads.pop_top();
+    uint64_t seq = heads.top().seq;
+    for (;;) {
+      out.emplace_back(seq, f);
+      if (next[f] == files[f].size()) {
+        heads.pop_top();
+        break;
+      }
+      seq = files[f][next[f]++];
+      if (!heads.replace_top(seq)) break;
+    }
   }
   return out;
 }
@@ -45,8 +50,8 @@ TEST(MergeHeads, GivesSeqThenFileOrder) {
     const size_t n = 1 + rng() % 9;
     std::vector<std::vector<uint64_t>> files(n);
     uint64_t seq = rng() % 3;
-    // Runs of one file (the top stays on top), random files, and now and then a seq that another
-    // file holds too (damage: the file index must still break the tie).
+    // Runs of one file (the file stays on top), random files, and now and then a seq that
+    // another file holds too (damage: the file index must still break the tie).
     for (int i = 0; i < 60; ++i) {
       const size_t f = rng() % 4 == 0 ? files.size() - 1 : rng() % n;
       if (rng() % 7 != 0) ++seq;
