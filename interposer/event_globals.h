@@ -18,7 +18,7 @@ namespace gmemhook {
 struct alignas(64) EventGlobals {
   std::atomic<uint8_t> recording{0};              // recorder.h: kRecordingOn, kRecordingPaused
   std::atomic<bool> python_walk{false};           // python_frames.h
-  uint8_t time_source = 0;                        // event_time.h: TimeSource
+  bool coarse_time = false;                       // event_time.h
   bool tsc_usable = false;                        // event_time.h
   std::atomic<bool> nvml_first_call_done{false};  // nvml_sampler.h
   std::atomic<bool> nvml_first_allocation_done{false};  // nvml_sampler.cpp

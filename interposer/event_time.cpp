@@ -98,18 +98,18 @@ __attribute__((noinline)) uint64_t reanchor() {
 
 void init_event_time(bool tsc_allowed, bool coarse) {
   g_tsc_usable = tsc_allowed && clocksource_is_tsc();
-  g_time_source = coarse ? kCoarse : g_tsc_usable ? kTsc : kClock;
+  g_coarse_time = coarse;
   if (ClockRead vdso = find_vdso_clock_gettime()) g_coarse_clock = vdso;
 }
 
-uint64_t event_clock_start_ns() { return g_time_source == kCoarse ? coarse_ns() : clock_ns(); }
+uint64_t event_clock_start_ns() { return g_coarse_time ? coarse_ns() : clock_ns(); }
 
 namespace event_time_detail {
 uint64_t precise_time_slow() { return g_tsc_usable ? reanchor() : clock_ns(); }
 }  // namespace event_time_detail
 
 bool event_time_from_tsc() {
-  return g_time_source == kTsc && g_mult.load(std::memory_order_relaxed) != 0;
+  return !g_coarse_time && g_tsc_usable && g_mult.load(std::memory_order_relaxed) != 0;
 }
 
 }  // namespace gmemhook

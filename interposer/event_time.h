@@ -12,14 +12,14 @@
 
 namespace gmemhook {
 
-// Where event times come from (event_globals.h holds which one). kClock: clock_gettime of
-// CLOCK_MONOTONIC on every event. kTsc: the time-stamp counter, kept on CLOCK_MONOTONIC (below).
-// kCoarse (the default; GMEMHOOK_TIME=precise for the others): CLOCK_MONOTONIC_COARSE, the
-// kernel's clock as of its last tick (1–4 ms ago: its resolution, clock_getres), read from the
-// vDSO's data page with no counter read. On the GPU machine's Xeon host the counter read alone
-// was ~20 ns, the coarse read ~7 ns, and an event cost ~27 ns less with coarse times: 44.6
-// against 71.2 ns at 32 frames (issue 14); heaptrack's own times are 10 ms steps.
-enum TimeSource : uint8_t { kClock = 0, kTsc = 1, kCoarse = 2 };
+// Where event times come from (event_globals.h holds it): the coarse clock or the precise one
+// (precise_time_ns below: the time-stamp counter where usable, else clock_gettime of
+// CLOCK_MONOTONIC). The coarse clock (the default; GMEMHOOK_TIME=precise for the other) is
+// CLOCK_MONOTONIC_COARSE, the kernel's clock as of its last tick (1–4 ms ago: its resolution,
+// clock_getres), read from the vDSO's data page with no counter read. On the GPU machine's Xeon
+// host the counter read alone was ~20 ns, the coarse read ~7 ns, and an event cost ~27 ns less
+// with coarse times: 44.6 against 71.2 ns at 32 frames (issue 14); heaptrack's own times are 10
+// ms steps.
 
 // Decides at start-up where event times come from: the coarse clock when `coarse`, else the
 // precise clock. That one (precise_time_ns, also what GMEMHOOK_STACK_STATS times events with)
@@ -61,7 +61,7 @@ struct Anchor {
 };
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc.
 inline thread_local Anchor t_anchor __attribute__((tls_model("initial-exec")));
-inline uint8_t& g_time_source = g_event_globals.time_source;  // event_globals.h
+inline bool& g_coarse_time = g_event_globals.coarse_time;  // event_globals.h
 inline bool& g_tsc_usable = g_event_globals.tsc_usable;  // whether precise_time_ns reads the TSC
 inline auto& g_coarse_clock = g_event_globals.coarse_clock;
 
@@ -83,7 +83,7 @@ inline uint64_t coarse_ns() {
 // (see above).
 inline uint64_t event_time_ns() {
   using namespace event_time_detail;
-  if (g_time_source == kCoarse) [[likely]]
+  if (g_coarse_time) [[likely]]
     return coarse_ns();
   return precise_time_ns();
 }
