@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -29,6 +30,8 @@ constexpr uint64_t kMaxAnchorTicks = uint64_t{1} << 10;
 
 // ns per tick, times 2^32; 0 until measured. Each thread copies it into its anchor.
 std::atomic<uint64_t> g_mult{0};
+// What event_time_step_ns() reports: set once at start-up, read when a file is created.
+uint64_t g_time_step_ns = 0;
 // Where the current measurement of the rate started; a sequence lock, odd while a thread moves it.
 std::atomic<uint64_t> g_window_version{0};
 std::atomic<uint64_t> g_window_tsc{0}, g_window_ns{0};
@@ -100,7 +103,13 @@ void init_event_time(bool tsc_allowed, bool coarse) {
   g_tsc_usable = tsc_allowed && clocksource_is_tsc();
   g_coarse_time = coarse;
   if (ClockRead vdso = find_vdso_clock_gettime()) g_coarse_clock = vdso;
+  g_time_step_ns = 1;
+  timespec res{};
+  if (coarse && clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0)
+    g_time_step_ns = std::max<uint64_t>(1, res.tv_sec * 1000000000ull + res.tv_nsec);
 }
+
+uint64_t event_time_step_ns() { return g_time_step_ns; }
 
 uint64_t event_clock_start_ns() { return g_coarse_time ? coarse_ns() : clock_ns(); }
 

@@ -32,6 +32,11 @@ void init_event_time(bool tsc_allowed, bool coarse);
 // event of the process is timed before its start.
 uint64_t event_clock_start_ns();
 
+// The step of event times in ns, for the files' headers (format.h, FileHeader::time_step_ns):
+// the coarse clock's resolution with coarse times, 1 with precise ones, 0 before
+// init_event_time.
+uint64_t event_time_step_ns();
+
 // An event's time: the coarse clock's (the kernel's last tick) or the precise clock's.
 inline uint64_t event_time_ns();
 

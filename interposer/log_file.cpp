@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "config.h"
+#include "event_time.h"
 #include "gmemhook/crc32c.h"
 #include "text.h"
 
@@ -93,6 +94,7 @@ bool LogFile::create(int dir_fd, const char* dir, const char* name, format::File
   h.max_chunk_size = chunks.max;
   h.tid = tid;
   h.start_monotonic_ns = start_monotonic_ns;
+  h.time_step_ns = event_time_step_ns();
   timespec rt{};
   clock_gettime(CLOCK_REALTIME, &rt);
   h.start_realtime_ns = static_cast<uint64_t>(rt.tv_sec) * 1000000000ull + rt.tv_nsec;

@@ -41,6 +41,9 @@ class ProcessReader {
   const std::optional<EndRecord>& end() const { return process_.end; }
   // CLOCK_MONOTONIC when the process file was created: the zero of a report's time axis.
   uint64_t start_ns() const { return process_.header.start_monotonic_ns; }
+  // The step of the events' times (format.h: the kernel's tick with coarse times), 1 where each
+  // event has its own time or the log does not say.
+  uint64_t time_step_ns() const { return std::max<uint64_t>(1, process_.header.time_step_ns); }
   const std::string& process_file_name() const { return process_name_; }
 
   size_t thread_count() const { return threads_.size(); }

@@ -35,6 +35,13 @@ std::string human_duration(uint64_t ns) {
   return fmt::format("{} h {:02} min {:02} s", s / 3600, s / 60 % 60, s % 60);
 }
 
+std::string human_duration(uint64_t ns, uint64_t step_ns) {
+  if (step_ns < 1000000) return human_duration(ns);
+  const uint64_t ms = (ns + 500000) / 1000000;
+  if (ms < 1000) return fmt::format("{} ms", ms);
+  return human_duration(ms * 1000000);
+}
+
 std::string series_label(const SeriesKey& key) {
   const std::string device = key.device == kNoDevice ? "?" : std::to_string(key.device);
   switch (key.memory) {

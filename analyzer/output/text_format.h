@@ -17,6 +17,10 @@ std::string human_size(uint64_t bytes);
 std::string size_and_bytes(uint64_t bytes);
 // A duration: "850 ns", "12.3 µs", "1.25 ms", "2.500 s", "1 h 02 min 05 s".
 std::string human_duration(uint64_t ns);
+// The same for a time measured in steps of `step_ns` (the kernel's tick: 4 ms on most kernels):
+// with steps of 1 ms or more, whole ms ("0 ms", "592 ms", "12.348 s"), as finer digits would be
+// noise of the step; with finer steps as above.
+std::string human_duration(uint64_t ns, uint64_t step_ns);
 // "device 0", "device ?" (unknown), "pinned host memory", "managed memory on device 1".
 std::string series_label(const SeriesKey& key);
 // A fixed-width sparkline of live bytes between `start_ns` and `end_ns` (absolute times).

@@ -96,7 +96,7 @@ class FragmentationModel final : public ReportModel {
   std::string moment_text(const DeviceFrames& d, const Snapshot& s) const {
     const ProcessEnd& end = h_.end;
     const std::string when =
-        fmt::format("{} (seq {})", human_duration(since_start(h_, s.time_ns)), s.seq);
+        fmt::format("{} (seq {})", event_time_text(h_, s.time_ns), s.seq);
     if (s.at == Moment::Peak) return "at the peak, " + when;
     if (s.at == Moment::FirstFailure)
       return fmt::format("at the first failed allocation ({} of {}), {}",
@@ -176,7 +176,7 @@ class FragmentationModel final : public ReportModel {
             device_name(d.device),
             std::string_view(v.at) == "peak" ? "at the reserved peak"
                                              : "when most reserved memory held no block",
-            human_duration(since_start(h_, v.time_ns)), v.seq, human_size(v.reserved_bytes),
+            event_time_text(h_, v.time_ns), v.seq, human_size(v.reserved_bytes),
             human_size(v.allocated_bytes),
             human_size(v.reserved_bytes - std::min(v.reserved_bytes, v.allocated_bytes)));
         append_segment_view(text, v.segments);

@@ -94,9 +94,9 @@ class LeaksModel final : public ReportModel {
     const bool at_end = m.at == Moment::End;
     std::string heading, verb;
     if (!at_end) {
-      heading = fmt::format("live at {} (after seq {})", human_duration(since_start(h_, m.time_ns)),
+      heading = fmt::format("live at {} (after seq {})", event_time_text(h_, m.time_ns),
                             m.seq);
-      verb = fmt::format("Live at {}:", human_duration(since_start(h_, m.time_ns)));
+      verb = fmt::format("Live at {}:", event_time_text(h_, m.time_ns));
     } else if (exited_with_full_log(end)) {
       heading = "never freed (leaked at exit)";
       verb = "Leaked";

@@ -133,7 +133,7 @@ class PeakModel final : public ReportModel {
         const BlockDevice& b = *p.blocks;
         text += fmt::format("\n{} allocated (PyTorch tensors): peak {} at {} (seq {}) in {}\n",
                             series_label(p.key), size_and_bytes(b.peak_bytes),
-                            human_duration(since_start(h_, b.peak_time_ns)), b.peak_seq,
+                            event_time_text(h_, b.peak_time_ns), b.peak_seq,
                             plural(p.allocated.count, "block", "blocks"));
         text += "PEAK TENSOR CONSUMERS\n";
         append_sites(text, p.allocated, b.peak_bytes);
@@ -142,7 +142,7 @@ class PeakModel final : public ReportModel {
         text += fmt::format("\n{}{}: peak {} at {} (seq {}) in {}\n", series_label(p.key),
                             p.blocks ? " reserved (segments from CUDA)" : "",
                             size_and_bytes(p.peak_bytes),
-                            human_duration(since_start(h_, p.peak_time_ns)), p.peak_seq,
+                            event_time_text(h_, p.peak_time_ns), p.peak_seq,
                             plural(p.at_peak.count, "allocation", "allocations"));
         if (p.pool_note) text += "note: " + *p.pool_note + "\n";
         if (p.blocks)
@@ -159,7 +159,7 @@ class PeakModel final : public ReportModel {
         const Failure& f = *p.first_failure;
         text +=
             fmt::format("\n{} ran out at {} (seq {}): {} of {} returned {}\n", series_label(p.key),
-                        human_duration(since_start(h_, f.time_ns)), f.seq, api_name(f.api),
+                        event_time_text(h_, f.time_ns), f.seq, api_name(f.api),
                         size_and_bytes(f.bytes), cuda_error_text(f.api, f.result));
         text += fmt::format("WHAT HELD THE MEMORY WHEN IT RAN OUT: {} in {}\n",
                             size_and_bytes(p.at_failure.bytes),

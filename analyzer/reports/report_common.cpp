@@ -125,6 +125,7 @@ ProcessHeader describe_process(const ProcessReader& reader, const Replay& replay
   h.info = reader.info();
   h.title = process_title(reader.info());
   h.start_ns = reader.start_ns();
+  h.time_step_ns = reader.time_step_ns();
   h.threads = reader.thread_count();
   h.facts = read_facts(reader, replay);
   h.end = process_end(reader, h.facts, replay);
@@ -148,6 +149,7 @@ void write_process_fields(JsonWriter& json, const ProcessHeader& process) {
   json.field("exit_code", end.exit_code);
   json.field("still_running", end.still_running);
   json.field("duration_ns", end.duration_ns);
+  json.field("time_step_ns", process.time_step_ns);
 }
 
 void write_warnings(JsonWriter& json, const ReadFacts& facts, const StackResolver& stacks) {

@@ -13,6 +13,7 @@
 #include "analyzer/output/command_name.h"
 #include "analyzer/output/json_writer.h"
 #include "analyzer/output/stack_text.h"
+#include "analyzer/output/text_format.h"
 #include "analyzer/reports/report.h"
 #include "analyzer/symbols/frame.h"
 #include "analyzer/symbols/stack_resolver.h"
@@ -67,6 +68,7 @@ struct ProcessHeader {
   ProcessInfo info;
   std::string title;  // process_title()
   uint64_t start_ns = 0;
+  uint64_t time_step_ns = 1;  // ProcessReader::time_step_ns()
   size_t threads = 0;
   ReadFacts facts;
   ProcessEnd end;
@@ -129,6 +131,11 @@ inline uint64_t since_start(const ProcessReader& reader, uint64_t time_ns) {
 }
 inline uint64_t since_start(const ProcessHeader& process, uint64_t time_ns) {
   return time_ns > process.start_ns ? time_ns - process.start_ns : 0;
+}
+// An event's time since the start as text, no finer than the log's time step: "592 ms" with the
+// kernel's 4 ms ticks (not "592.00 ms", nor "10 ns" for an event in the start's own tick).
+inline std::string event_time_text(const ProcessHeader& process, uint64_t time_ns) {
+  return human_duration(since_start(process, time_ns), process.time_step_ns);
 }
 
 // The absolute time --at SECONDS stands for in this process.

@@ -109,7 +109,7 @@ struct SummaryModel final : public ReportModel {
                           human_size(s.freed_bytes));
       if (s.peak_seq)
         text += fmt::format("    peak          {} at {} (seq {})\n", size_and_bytes(s.peak_bytes),
-                            human_duration(since_start(h_, s.peak_time_ns)), s.peak_seq);
+                            event_time_text(h_, s.peak_time_ns), s.peak_seq);
       else
         text += "    peak          0 bytes (nothing was ever live)\n";
       if (s.live_count)
@@ -135,7 +135,7 @@ struct SummaryModel final : public ReportModel {
         for (size_t i = 0; i < s.failures.size() && i < kFailuresShown; ++i) {
           const Failure& f = s.failures[i];
           text += fmt::format("      {} of {} at {} (seq {}) returned {}, from:\n", api_name(f.api),
-                              size_and_bytes(f.bytes), human_duration(since_start(h_, f.time_ns)),
+                              size_and_bytes(f.bytes), event_time_text(h_, f.time_ns),
                               f.seq, cuda_error_text(f.api, f.result));
           append_frames(text, frames_(f.stack), style, "        ");
         }
@@ -148,7 +148,7 @@ struct SummaryModel final : public ReportModel {
       if (!points.empty())
         text += fmt::format("    timeline      |{}| {} .. {}, top {}\n",
                             sparkline(points, axis_start, axis_end, kSparkWidth),
-                            human_duration(since_start(h_, axis_start)),
+                            event_time_text(h_, axis_start),
                             human_duration(end.duration_ns), human_size(s.peak_bytes));
     }
     if (!any)

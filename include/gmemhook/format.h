@@ -98,7 +98,13 @@ struct FileHeader {
   uint64_t start_realtime_ns;   // CLOCK_REALTIME at the same instant (for wall-clock display)
   uint32_t pid;
   uint32_t max_chunk_size;  // version >= 6: chunks double up to this size; 0 = all chunk_size
-  uint64_t reserved1[2];
+  // The step of the events' times in ns: the coarse clock's resolution (4 ms on most kernels)
+  // when events are timed by the kernel's tick (GMEMHOOK_TIME=coarse, the default), 1 when
+  // each event reads the clock itself (=precise). 0 in files written before 2026-12-02 (then
+  // still version 8, the field reserved and zero): read as precise. Reports show event times
+  // no finer than this step.
+  uint64_t time_step_ns;
+  uint64_t reserved1;
 };
 static_assert(sizeof(FileHeader) == 64);
 

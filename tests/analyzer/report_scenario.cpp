@@ -112,6 +112,7 @@ ProcessLogs Scenario::build(bool with_end, int64_t status) const {
   logs.pid = pid_;
   logs.exe_name = exe_name_;
   ProcessLogBuilder p(pid_, kStartNs);
+  p.file.header().time_step_ns = time_step_ns_;
   analysis::ProcessInfo info;
   info.pid = pid_;
   info.ppid = 1;

@@ -37,6 +37,8 @@ class Scenario {
   // the process start plus `seq` milliseconds unless `time_ms` is given.
   format::Event& event(uint64_t tid, format::ApiId api, uint32_t stack = 0);
   void set_time_ms(uint64_t ms) { time_ms_ = ms; }
+  // The time step the process file's header gives (format.h; 0: not said, as in older logs).
+  void set_time_step_ns(uint64_t ns) { time_step_ns_ = ns; }
   // Where the module was loaded (kModuleBias unless set): frames are bias + offset.
   void set_module_bias(uint64_t bias) { module_bias_ = bias; }
   // A library loaded besides the executable (its path is all that is recorded).
@@ -81,6 +83,7 @@ class Scenario {
   std::deque<std::pair<uint64_t, format::Event>> events_;  // (tid, event), in seq order
   uint64_t seq_ = 0;
   uint64_t time_ms_ = 0;
+  uint64_t time_step_ns_ = 0;
   uint64_t module_bias_ = kModuleBias;
   std::vector<std::string> libraries_;
   std::vector<format::NvmlSamplePayload> nvml_;

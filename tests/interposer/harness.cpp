@@ -188,6 +188,7 @@ LoggedProcess read_process(const fs::path& dir) {
   out.info = reader.info();
   out.end = reader.end();
   out.start_ns = reader.start_ns();
+  out.time_step_ns = reader.time_step_ns();
   if (!reader.module_snapshots().empty()) out.modules = reader.module_snapshots().back().modules;
   out.thread_files = reader.thread_count();
   for (const auto& n : reader.notes()) out.notes.push_back(n.text);

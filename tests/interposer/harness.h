@@ -71,6 +71,7 @@ struct LoggedProcess {
   analysis::ProcessInfo info;
   std::optional<analysis::EndRecord> end;
   uint64_t start_ns = 0;                  // the header's CLOCK_MONOTONIC start
+  uint64_t time_step_ns = 0;              // ProcessReader::time_step_ns()
   std::vector<analysis::Module> modules;  // the latest snapshot
   std::vector<LoggedEvent> events;        // in sequence order
   std::vector<std::string> notes;          // process.gmh's, in file order

@@ -183,23 +183,30 @@ TEST(TimeSetting, CoarseByDefault) {
   }
   // The log keeps times in 32 ns units: a tick's value may round into one of two.
   EXPECT_LE(times.size(), 2 * ((end_ns - p.start_ns) / tick + 2)) << "tick " << tick << " ns";
+  // The header says so, and reports show times no finer than it.
+  EXPECT_EQ(p.time_step_ns, tick);
 }
 
 // The distinct times of one thread's 600 events: each event's own with GMEMHOOK_TIME=precise.
-size_t distinct_times(const char* setting, std::string* err) {
+// `step_ns`: the time step the process file's header gives.
+size_t distinct_times(const char* setting, std::string* err, uint64_t* step_ns = nullptr) {
   auto env = traced_env(temp_dir("time-setting"));
   env["GMEMHOOK_TIME"] = setting;
   RunResult r = run({scenario_path(), "threads", "1", "300"}, env);
   EXPECT_TRUE(r.exited(0)) << r.err;
   *err = r.err;
   std::set<uint64_t> times;
-  for (const auto& e : only_process(env["GMEMHOOK_OUT"]).events) times.insert(e.ev.time_ns);
+  const LoggedProcess p = only_process(env["GMEMHOOK_OUT"]);
+  for (const auto& e : p.events) times.insert(e.ev.time_ns);
+  if (step_ns) *step_ns = p.time_step_ns;
   return times.size();
 }
 
 TEST(TimeSetting, PreciseTimesAreEachEventsOwn) {
   std::string err;
-  EXPECT_GT(distinct_times("precise", &err), 100u);
+  uint64_t step_ns = 0;
+  EXPECT_GT(distinct_times("precise", &err, &step_ns), 100u);
+  EXPECT_EQ(step_ns, 1u);  // each event its own time
   EXPECT_EQ(err.find("GMEMHOOK_TIME"), std::string::npos) << err;
 }
 

@@ -423,6 +423,29 @@ TEST_F(ReportCli, AProcessDirectoryAloneIsARun) {
   EXPECT_EQ(j["processes"][0]["pid"], 200);
 }
 
+// Event times from the kernel's tick (GMEMHOOK_TIME=coarse, 4 ms steps) read in whole ms: the
+// digits below a step are its noise. A log that gives no step (older ones) keeps every digit.
+TEST(ReportCliTimes, TimesShowNoFinerThanTheLogsTimeStep) {
+  for (const uint64_t step : {uint64_t{4000000}, uint64_t{0}}) {
+    auto run = make_temp_dir("reports-time-step");
+    Scenario s(310, "ticks");
+    s.set_time_step_ns(step);
+    s.alloc(311, ApiId::cudaMalloc, 0x7f0000000000, 8 * kMiB);  // seq 1 at 1 ms
+    s.set_time_ms(592);
+    s.alloc(311, ApiId::cudaMalloc, 0x7f0001000000, 8 * kMiB);  // seq 2: the peak
+    s.set_time_ms(12348);
+    s.free(311, ApiId::cudaFree, 0x7f0000000000);
+    s.write(run, true);
+    const CliResult text = run_cli("summary " + quote(run));
+    ASSERT_EQ(text.status, 0) << text.err;
+    const char* peak = step ? "(16777216 bytes) at 592 ms (seq 2)" : "(16777216 bytes) at 592.00 ms (seq 2)";
+    EXPECT_NE(text.out.find(peak), std::string::npos) << text.out;
+    const json j = parse(run_cli("summary --json " + quote(run)));
+    EXPECT_EQ(j["processes"][0]["time_step_ns"], step ? step : 1) << "1: each event its own time";
+    EXPECT_EQ(j["processes"][0]["devices"][0]["peak_time_ns"], 592000000) << "JSON keeps the ns";
+  }
+}
+
 TEST(ReportCliFragmentation, FiguresAtThePeakAndAtTheEnd) {
   auto run = make_temp_dir("reports-frag");
   Scenario s(300, "frag");
