@@ -244,7 +244,9 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
       stack_id = capture_and_intern<kPlain>(log);
   }
 
-  if (seq == 0) {
+  // A release took its clock before the call (clock_before_call; record_event_with_stack is
+  // handed it too): a sequence number is never 0, so only the other kinds test (issue 14).
+  if (!kRelease && seq == 0) {
     seq = next_seq();
     time_ns = event_time_ns();
   }

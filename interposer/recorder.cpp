@@ -114,7 +114,7 @@ void retire_thread_log(ThreadLog* log) {
 // later key destructor, simply starts a new log.
 void thread_finished(void* p) {
   auto* log = static_cast<ThreadLog*>(p);
-  if (t_log == log) t_log = nullptr;
+  if (t_state.log == log) t_state.log = nullptr;
   if (!log || log->fork_generation != fork_generation()) return;
   log->file.finish();
   {
@@ -191,13 +191,13 @@ __attribute__((noinline)) ThreadLog* new_or_forked_thread_log(ThreadLog* log) {
     drop_tables(log);
     log->~ThreadLog();
     munmap(log, sizeof(ThreadLog));
-    t_log = nullptr;
+    t_state.log = nullptr;
     // Else the key's destructor would meet the unmapped copy. Clearing a value never allocates.
     if (g_key_ok) pthread_setspecific(g_thread_key, nullptr);
   }
   if (t_creating) return nullptr;
   t_creating = true;
-  t_log = log = create_thread_log();
+  t_state.log = log = create_thread_log();
   t_creating = false;
   return log;
 }
@@ -355,7 +355,7 @@ Totals totals() {
 }
 
 void seal_own_thread_log() {
-  ThreadLog* log = t_log;
+  ThreadLog* log = t_state.log;
   // Inside a hook (exit from a signal handler that interrupted an append) the chunk is mid-write.
   if (!log || t_state.call_depth != 0 || thread_busy() || log->fork_generation != fork_generation())
     return;

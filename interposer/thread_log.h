@@ -13,6 +13,7 @@
 #include "process_log.h"
 #include "python_frames.h"
 #include "stack_table.h"
+#include "thread_state.h"
 
 namespace gmemhook {
 
@@ -64,10 +65,9 @@ struct ThreadLog {
 // A ThreadLog is mmapped (page-aligned): its first line is the one above.
 static_assert(offsetof(ThreadLog, file) + LogFile::kEventFieldsBytes <= 64);
 
-// initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc
-// on first access.
-inline thread_local ThreadLog* t_log __attribute__((tls_model("initial-exec"))) = nullptr;
 // Why the calling thread has no log, for the loss warning: its file could not be created.
+// initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc on
+// first access.
 inline thread_local int t_create_error __attribute__((tls_model("initial-exec"))) = 0;
 
 // Set by a thread's first event: when its log is made (every later event of the thread finds
@@ -79,7 +79,7 @@ ThreadLog* new_or_forked_thread_log(ThreadLog* log);
 
 // Inline: every event asks.
 __attribute__((always_inline)) inline ThreadLog* thread_log() {
-  ThreadLog* log = t_log;
+  ThreadLog* log = t_state.log;
   if (log && log->fork_generation == fork_generation()) [[likely]]
     return log;
   return new_or_forked_thread_log(log);

@@ -5,6 +5,8 @@
 
 namespace gmemhook {
 
+struct ThreadLog;  // thread_log.h
+
 struct ThreadState {
   // How deep the thread is inside the recorder's non-reentrant parts (busy.h).
   int busy = 0;
@@ -14,6 +16,9 @@ struct ThreadState {
   int skipped_depth = 0;
   // Where this thread's errno lives, once asked of libc (recorder.h, errno_at).
   int* errno_at = nullptr;
+  // The thread's log (thread_log.h, thread_log()): here rather than a thread_local of its own, so
+  // that a recorded event finds it through the TLS offset it already loaded for the above.
+  ThreadLog* log = nullptr;
 };
 
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc
