@@ -3,6 +3,8 @@
 // a recorded pair of calls touched these ~20 times (issue 14).
 #pragma once
 
+#include <cstdint>
+
 namespace gmemhook {
 
 struct ThreadLog;  // thread_log.h
@@ -19,6 +21,8 @@ struct ThreadState {
   // The thread's log (thread_log.h, thread_log()): here rather than a thread_local of its own, so
   // that a recorded event finds it through the TLS offset it already loaded for the above.
   ThreadLog* log = nullptr;
+  // Stacks the thread captured, counted up to unwinder.h's kStepCaptures (capture_stack).
+  uint32_t captures = 0;
 };
 
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc
