@@ -300,7 +300,7 @@ struct EncodedEvent {
 // last given its continuation bit. Returns its length. A word stores zeros after the varint's
 // own bytes; nothing else is written past them.
 inline size_t put_word_varint(uint8_t* p, uint64_t v) {
-  if (v < 0x80) {  // times, stack ids, nearby addresses and round sizes mostly
+  if (v < 0x80) [[likely]] {  // times, stack ids, nearby addresses and round sizes mostly
     *p = static_cast<uint8_t>(v);
     return 1;
   }
