@@ -379,7 +379,9 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
     const unsigned scale = scale_by_zeros(f.size);  // as scale_unsigned
     p += put_word_varint(p, (f.size >> (scale >> 2)) << 2 | (scale & 3));
   }
-  if (mask & kHasStream) {
+  // f.mask, not `mask`: the same bits, read again (one load). Kept from the test above, its stream
+  // bit took a register GCC did not have to spare here: stored, and loaded back (issue 14).
+  if (f.mask & kHasStream) {
     p += put_word_varint(p, stream);
     d.last_stream = f.stream;
   }
