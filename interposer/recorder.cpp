@@ -183,21 +183,23 @@ ThreadLog* create_thread_log() {
 }
 }  // namespace
 
-__attribute__((noinline)) ThreadLog* new_or_forked_thread_log(ThreadLog* log) {
-  if (log) {
+__attribute__((noinline)) ThreadLog* new_or_forked_thread_log() {
+  if (ThreadLog* inherited = t_state.parents_log) {
     // Inherited across fork: the chunk mapping is shared with the parent's file. Drop it; the
     // copy of the ThreadLog is this process's own memory (the registry was reset at fork).
-    log->file.close();
-    drop_tables(log);
-    log->~ThreadLog();
-    munmap(log, sizeof(ThreadLog));
-    t_state.log = nullptr;
+    // Dropped here rather than in the fork child's handler: a fork from a signal handler may have
+    // interrupted an event of this thread, which goes on with the copy once the handler returns.
+    t_state.parents_log = nullptr;
+    inherited->file.close();
+    drop_tables(inherited);
+    inherited->~ThreadLog();
+    munmap(inherited, sizeof(ThreadLog));
     // Else the key's destructor would meet the unmapped copy. Clearing a value never allocates.
     if (g_key_ok) pthread_setspecific(g_thread_key, nullptr);
   }
   if (t_creating) return nullptr;
   t_creating = true;
-  t_state.log = log = create_thread_log();
+  ThreadLog* log = t_state.log = create_thread_log();
   t_creating = false;
   return log;
 }
@@ -365,6 +367,11 @@ void seal_own_thread_log() {
 void init_recorder() { g_key_ok = pthread_key_create(&g_thread_key, thread_finished) == 0; }
 
 void recorder_fork_child() {
+  // The forking thread is the child's only one; its log is the parent's (thread_log).
+  if (t_state.log) {
+    t_state.parents_log = t_state.log;
+    t_state.log = nullptr;
+  }
   loss_fork_child();
   g_registry_lock.clear();
   g_registry = nullptr;

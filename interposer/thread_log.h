@@ -75,14 +75,15 @@ inline thread_local int t_create_error __attribute__((tls_model("initial-exec"))
 void note_cuda_used();
 
 // thread_log() when the thread has no log of this process yet (recorder.cpp).
-ThreadLog* new_or_forked_thread_log(ThreadLog* log);
+ThreadLog* new_or_forked_thread_log();
 
-// Inline: every event asks.
+// Inline: every event asks. A log inherited across fork is never here: the fork child's handler
+// moves it aside (recorder_fork_child), so the event path asks whether there is a log, not whose.
 __attribute__((always_inline)) inline ThreadLog* thread_log() {
   ThreadLog* log = t_state.log;
-  if (log && log->fork_generation == fork_generation()) [[likely]]
+  if (log) [[likely]]
     return log;
-  return new_or_forked_thread_log(log);
+  return new_or_forked_thread_log();
 }
 
 // A thread's counters are written by that thread only (totals() reads them from any): a plain

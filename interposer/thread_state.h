@@ -21,6 +21,9 @@ struct ThreadState {
   // The thread's log (thread_log.h, thread_log()): here rather than a thread_local of its own, so
   // that a recorded event finds it through the TLS offset it already loaded for the above.
   ThreadLog* log = nullptr;
+  // In a fork child, the log the forking thread had in its parent (recorder.cpp,
+  // recorder_fork_child), dropped at the thread's next event.
+  ThreadLog* parents_log = nullptr;
   // Stacks the thread captured, counted up to unwinder.h's kStepCaptures (capture_stack).
   uint32_t captures = 0;
 };
