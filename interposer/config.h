@@ -88,8 +88,10 @@ static_assert(offsetof(Config, plain_frees) < 64);
 
 inline constexpr int kMaxDepth = 256;
 
-// Filled by load_config() before any hook records; read-only afterwards.
-extern Config g_config;
+// Filled by load_config() before any hook records; read-only afterwards. Hidden in the
+// declaration too: -fvisibility=hidden covers only definitions, and a plain extern was reached
+// through its GOT entry, an address load before each of the event path's reads (issue 14).
+extern Config g_config __attribute__((visibility("hidden")));
 void load_config();
 // Prints what load_config() found wrong with the environment, once; malloc-free.
 void print_config_warnings();

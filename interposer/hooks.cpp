@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "array_size.h"
+#include "event_body.h"
 #include "real_symbols.h"
 #include "recorder.h"
 #include "resolvers.h"

@@ -1,4 +1,5 @@
-// Per-thread logs and the hot path of every recorded event (see recorder.h).
+// Per-thread logs: made, registered and retired; and the recorder's entry points for every kind
+// of event and setting (see recorder.h). The usual event's path itself is event_body.h.
 #include "recorder.h"
 
 #include <cuda.h>
@@ -14,6 +15,7 @@
 #include "busy.h"
 #include "capture_stats.h"
 #include "config.h"
+#include "event_body.h"
 #include "event_time.h"
 #include "log_file.h"
 #include "nvml_sampler.h"
@@ -35,68 +37,6 @@ namespace {
 // A thread's file starts with one small chunk and grows by doubling (format.h, ChunkGeometry):
 // a thread that records one event costs one page.
 constexpr LogFile::Chunks kThreadChunks{4u << 10, 1u << 20};
-
-// What a stack id noted on a recent walk (fast_unwinder.h, WalkNote) depends on besides the
-// walk's native frames: the Python frames, and the stack table that gave the id (reset when the
-// log passes to another thread). A stack the thread recorded before is then known without
-// hashing and looking up its frames (in a training loop, consecutive events come from different
-// places, so StackTable's "same as the last one" rarely holds). Python frames are told apart by
-// a 64-bit hash, as StackTable's own ids already are.
-uint64_t stack_note_key(uint32_t table_epoch, const uint64_t* py, size_t npy) {
-  uint64_t h = (table_epoch + uint64_t{1}) * 0x9e3779b97f4a7c15ull ^ npy;
-  for (size_t i = 0; i < npy; ++i) h = (h ^ py[i]) * 0x100000001b3ull;
-  return h | 1;
-}
-
-// A walk has one note, but several Python stacks may share one native walk (the same C++ path
-// under `Linear.forward` for each layer of a model: its innermost Python frames, which tell walks
-// apart, are alike): their ids are kept here too, by the walk's frame hash and the note's key.
-// Direct-mapped; a wrong match needs two stacks to collide in 64 bits, as StackTable's own ids
-// already do. The key holds the stack table's epoch: a reset table leaves no usable slot.
-struct StackMemo {
-  static constexpr size_t kSlots = 512;
-  struct Slot {
-    uint64_t key;  // 0: empty
-    uint32_t id;
-  };
-  Slot slots[kSlots];
-  static uint64_t key(uint64_t walk_hash, uint64_t note_key) {
-    return (walk_hash * 0x9e3779b97f4a7c15ull ^ note_key) | 1;
-  }
-  Slot& at(uint64_t key) { return slots[(key * 0xff51afd7ed558ccdull) >> 55]; }
-};
-
-// What every event reads and writes comes first: the fork check, the walks' unload generation,
-// the two usual counters and the file's own event fields (log_file.h) share the first cache line
-// of the log's page, and the encoder's deltas start on a line of their own after the file, not
-// 28 KiB further on behind the tables (in a program whose own work evicts them between two
-// events, each line is a miss, issue 14).
-struct ThreadLog {
-  uint64_t fork_generation = 0;
-  uint64_t unload_generation = 0;  // the one its walks were learnt at (unload_watch.h)
-  std::atomic<uint64_t> allocations{0}, frees{0};
-  LogFile file;
-  std::atomic<uint64_t> failed{0}, blocks{0};
-  alignas(64) fmt::EventDeltas deltas;
-  StackTable stacks;
-  // The fast unwinder's rules: valid for any thread of the process. Aligned: moved by the lines
-  // above, its event fields had come to straddle one line more (a miss more, issue 14).
-  alignas(64) FrameRuleCache frame_rules;
-  StackMemo stack_memo;  // ids of `stacks` by walk and Python frames
-  PyCodeTable py_codes;
-  // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
-  uint64_t py_frames[kMaxPyDepth];
-  // The registry of live threads' logs, for the exit totals (guarded by RegistryLock).
-  ThreadLog* prev = nullptr;
-  ThreadLog* next = nullptr;
-};
-
-// A ThreadLog is mmapped (page-aligned): its first line is the one above.
-static_assert(offsetof(ThreadLog, file) + LogFile::kEventFieldsBytes <= 64);
-
-// initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc
-// on first access.
-__attribute__((tls_model("initial-exec"))) thread_local ThreadLog* t_log = nullptr;
 __attribute__((tls_model("initial-exec"))) thread_local bool t_creating = false;
 
 ThreadLog* g_registry = nullptr;
@@ -174,7 +114,7 @@ void retire_thread_log(ThreadLog* log) {
 // later key destructor, simply starts a new log.
 void thread_finished(void* p) {
   auto* log = static_cast<ThreadLog*>(p);
-  if (t_log == log) t_log = nullptr;
+  if (t_state.log == log) t_state.log = nullptr;
   if (!log || log->fork_generation != fork_generation()) return;
   log->file.finish();
   {
@@ -188,17 +128,14 @@ void thread_finished(void* p) {
   }
   retire_thread_log(log);
 }
+}  // namespace
 
-// Why the calling thread has no log, for the loss warning: its file could not be created.
-__attribute__((tls_model("initial-exec"))) thread_local int t_create_error = 0;
-
-// Set by a thread's first event: when its log is made (every later event of the thread finds
-// the log made), or when there is none to record it in. Not tested on every event.
 void note_cuda_used() {
   if (!g_cuda_used.load(std::memory_order_relaxed))
     g_cuda_used.store(true, std::memory_order_relaxed);
 }
 
+namespace {
 ThreadLog* create_thread_log() {
   note_cuda_used();
   // After a failed write the disk is full or the directory unusable: trying again on every CUDA
@@ -244,98 +181,27 @@ ThreadLog* create_thread_log() {
   if (g_key_ok) pthread_setspecific(g_thread_key, log);
   return log;
 }
+}  // namespace
 
-// thread_log() when the thread has no log of this process yet.
-__attribute__((noinline)) ThreadLog* new_or_forked_thread_log(ThreadLog* log) {
-  if (log) {
+__attribute__((noinline)) ThreadLog* new_or_forked_thread_log() {
+  if (ThreadLog* inherited = t_state.parents_log) {
     // Inherited across fork: the chunk mapping is shared with the parent's file. Drop it; the
     // copy of the ThreadLog is this process's own memory (the registry was reset at fork).
-    log->file.close();
-    drop_tables(log);
-    log->~ThreadLog();
-    munmap(log, sizeof(ThreadLog));
-    t_log = nullptr;
+    // Dropped here rather than in the fork child's handler: a fork from a signal handler may have
+    // interrupted an event of this thread, which goes on with the copy once the handler returns.
+    t_state.parents_log = nullptr;
+    inherited->file.close();
+    drop_tables(inherited);
+    inherited->~ThreadLog();
+    munmap(inherited, sizeof(ThreadLog));
     // Else the key's destructor would meet the unmapped copy. Clearing a value never allocates.
     if (g_key_ok) pthread_setspecific(g_thread_key, nullptr);
   }
   if (t_creating) return nullptr;
   t_creating = true;
-  t_log = log = create_thread_log();
+  ThreadLog* log = t_state.log = create_thread_log();
   t_creating = false;
   return log;
-}
-
-// Inline: every event asks.
-__attribute__((always_inline)) inline ThreadLog* thread_log() {
-  ThreadLog* log = t_log;
-  if (log && log->fork_generation == fork_generation()) [[likely]]
-    return log;
-  return new_or_forked_thread_log(log);
-}
-
-// Driver queries used to learn the device of an allocation. Resolved lazily: libcuda is loaded
-// by the time the first allocation returns.
-using CtxGetDeviceFn = CUresult (*)(CUdevice*);
-using PointerGetAttributeFn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
-std::atomic<PointerGetAttributeFn> g_pointer_get_attribute{nullptr};
-
-// Inline: cuCtxGetDevice's is asked on every allocation.
-template <typename Fn>
-__attribute__((always_inline)) inline Fn driver_fn(std::atomic<Fn>& slot, const char* name) {
-  Fn f = slot.load(std::memory_order_acquire);
-  if (!f) [[unlikely]] {
-    f = reinterpret_cast<Fn>(find_real_symbol(name, fmt::Layer::Driver));
-    if (f) slot.store(f, std::memory_order_release);
-  }
-  return f;
-}
-
-// cuCtxGetDevice: its pointer lies with the rest of an event's globals (event_globals.h),
-// untyped there (its type needs cuda.h).
-__attribute__((always_inline)) inline CtxGetDeviceFn ctx_get_device() {
-  return reinterpret_cast<CtxGetDeviceFn>(
-      driver_fn(g_event_globals.ctx_get_device, "cuCtxGetDevice"));
-}
-
-using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
-std::atomic<GetAddressRangeFn> g_get_address_range{nullptr};
-
-// The device of an allocation: the calling thread's current context, else (no context, e.g. a
-// driver call on a fresh thread) the pointer's own attributes. Never fails the hook.
-__attribute__((always_inline)) inline void fill_device(fmt::EventFields& f) {
-  if (f.has(fmt::kHasDevice)) return;
-  if (auto get = ctx_get_device()) {
-    CUdevice dev = -1;
-    if (get(&dev) == CUDA_SUCCESS) {
-      f.set_device(dev);
-      return;
-    }
-  }
-  if (f.has(fmt::kHasAddress) && f.address) {
-    if (auto attr = driver_fn(g_pointer_get_attribute, "cuPointerGetAttribute")) {
-      int ordinal = -1;
-      if (attr(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, f.address) == CUDA_SUCCESS)
-        f.set_device(ordinal);
-    }
-  }
-}
-
-// Graph bookkeeping and exports mark moments; they own no memory and need no device. (A launch
-// keeps its stack: graph memory comes into being there, issue 12.)
-constexpr uint32_t kGraphKinds =
-    kinds({EventKind::CaptureBegin, EventKind::CaptureEnd, EventKind::GraphLaunch,
-           EventKind::GraphUpload, EventKind::GraphFreeNode, EventKind::GraphInstantiate,
-           EventKind::GraphExecDestroy, EventKind::GraphDestroy, EventKind::GraphChild,
-           EventKind::GraphClone, EventKind::GraphMemTrim, EventKind::Export});
-// What the exit summary counts as allocations and frees.
-constexpr uint32_t kCountedAllocations =
-    kinds({EventKind::Alloc, EventKind::Create, EventKind::GraphAllocNode});
-constexpr uint32_t kCountedFrees = kinds({EventKind::Free, EventKind::Release});
-
-// A thread's counters are written by that thread only (totals() reads them from any): a plain
-// increment, not a locked read-modify-write on every event.
-void bump(std::atomic<uint64_t>& counter) {
-  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 // Objects were unloaded since `log`'s walks were learnt: what it learnt from their code goes, and
@@ -349,90 +215,9 @@ __attribute__((noinline, cold)) void forget_unloaded_code(ThreadLog* log, uint64
   std::memset(log->stack_memo.slots, 0, sizeof(log->stack_memo.slots));
 }
 
-// The stack of an event, interned: its id. `kStats`: GMEMHOOK_STACK_STATS=1, every capture timed
-// and counted (capture_and_intern below picks; the usual case tests nothing of it). `kPlain`:
-// the fast unwinder is known to be on (Config::plain_allocations).
-template <bool kStats, bool kPlain = false>
-__attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog* log) {
-  uint64_t scratch[kCaptureScratch];
-  const uint64_t* frames = scratch;
-  if (const uint64_t generation = unload_generation(); generation != log->unload_generation)
-      [[unlikely]]
-    forget_unloaded_code(log, generation);
-  const uint64_t start = kStats ? monotonic_ns() : 0;
-  // Python first: whether the event has Python frames decides where the native walk ends. PyCode
-  // records of code objects new to this file are written here, before the Stack record.
-  size_t npy = capture_python_frames(log->py_codes, log->file, log->py_frames, kMaxPyDepth);
-  StopRange stop;
-  if (npy > 0 && !g_config.full_native_stacks) interpreter_loop_range(&stop.lo, &stop.hi);
-  const uint64_t python_done = kStats ? monotonic_ns() : 0;
-  // The innermost Python frames (code and instruction) tell call paths apart that enter the
-  // recorder at the same depth: the native walk finds its recent twin by them.
-  const uint64_t salt = npy == 0 ? 0 : log->py_frames[0] ^ (npy > 1 ? log->py_frames[1] << 17 : 0);
-  const uint64_t note_key = stack_note_key(log->stacks.epoch(), log->py_frames, npy);
-  WalkNote* note = nullptr;
-  const size_t depth = static_cast<size_t>(g_config.depth);
-  size_t n = 0;
-  if constexpr (kStats) {
-    // Every capture returns its frames (they are counted).
-    n = capture_stack_apart(&log->frame_rules, scratch, &frames, depth, stop, salt, 0, &note,
-                            false);
-    note_capture(monotonic_ns() - python_done, n, python_done - start, npy);
-  } else {
-    n = capture_stack(&log->frame_rules, scratch, &frames, depth, stop, salt, note_key, &note,
-                      kPlain || g_config.fast_unwind);
-  }
-  if (note && note->key == note_key) {
-    if constexpr (kStats) note_stack_id(StackIdFrom::kNote);
-    return note->id;
-  }
-  StackMemo::Slot* memo = nullptr;
-  uint64_t memo_key = 0;
-  if (note) {
-    memo_key = StackMemo::key(log->frame_rules.last_walk_hash(), note_key);
-    memo = &log->stack_memo.at(memo_key);
-    if (memo->key == memo_key) {
-      if constexpr (kStats) note_stack_id(StackIdFrom::kMemo);
-      *note = WalkNote{note_key, memo->id};
-      return memo->id;
-    }
-  }
-  if (n == 0 && npy == 0) return 0;
-  bool is_new = false;
-  uint32_t id = log->stacks.intern(frames, n, log->py_frames, npy, &is_new);
-  if constexpr (kStats) note_stack_id(is_new ? StackIdFrom::kNew : StackIdFrom::kTable);
-  if (id && (is_new || log->unload_generation != 0)) {
-    // A stack never seen before may run through a newly loaded object: make sure the module
-    // map in the log covers it before anyone needs to symbolize it. After an unload, a stack seen
-    // before may too (its addresses now in the object loaded in the unloaded one's place): the
-    // memo was dropped, so each comes here once more (and later only on memo misses).
-    refresh_modules_if_changed();
-  }
-  if (id && is_new) {
-    retry_python_detection();
-    if (!log->file.append(fmt::StackPayload{id, {frames, n}, {log->py_frames, npy}})) return 0;
-  }
-  // Nothing above walked again: the note is still the walk's.
-  if (note && id) {
-    *note = WalkNote{note_key, id};
-    *memo = StackMemo::Slot{memo_key, id};
-  }
-  return id;
-}
-
 __attribute__((noinline, cold)) uint32_t capture_and_intern_counted(ThreadLog* log) {
   return capture_and_intern_with<true>(log);
 }
-
-// Inline in record_event, its one caller. `kPlain`: the settings are known to ask for no counts
-// (Config::plain_allocations).
-template <bool kPlain>
-__attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log) {
-  if (!kPlain && g_config.stack_stats) [[unlikely]]
-    return capture_and_intern_counted(log);
-  return capture_and_intern_with<false, kPlain>(log);
-}
-}  // namespace
 
 bool graph_pool_bytes(int& device, uint64_t* used, uint64_t* reserved) {
   using GetGraphMemAttributeFn = CUresult (*)(CUdevice, CUgraphMem_attribute, void*);
@@ -475,9 +260,8 @@ void CallScope::inside_recorder() {
   }
 }
 
-namespace {
-// An event the usual encoder declined (record_event_body below), its core as numbers: passed as
-// an EventCore by value (in memory), the copy was stored on every event before the usual
+// An event the usual encoder declined (record_event_body, event_body.h), its core as numbers:
+// passed as an EventCore by value (in memory), the copy was stored on every event before the usual
 // encoder's test, ~5 instructions (issue 14). Encoded the general way straight away;
 // fmt::encode_event would try the usual encoder a second time.
 __attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, uint8_t api,
@@ -494,96 +278,7 @@ __attribute__((noinline)) fmt::EncodedEvent encode_unusual_event(uint8_t* out, u
   return fmt::encode_general_event(out, ev, f, d);
 }
 
-// Which events a body records. kRelease: memory given back (a free, an unmap, a release), which
-// has no device and no stack unless GMEMHOOK_FREE_STACKS asks for one: then
-// record_event_with_stack makes it. A release has a body of its own without the capture inlined
-// in it: in the one function a free paid for what an allocation's capture keeps in registers
-// (saved registers, spilled arguments) on every call. kAlloc and kFree: an EventKind::Alloc
-// (cudaMalloc, cuMemAlloc_v2, cudaMallocAsync, ...) or EventKind::Free (cudaFree, cuMemFree_v2,
-// ...), the usual events: their kind is a constant, so its tests fold away and it is neither
-// passed nor spilled, and an allocation's clock, taken here, is not passed either (issue 14).
-// kAny: every other kind.
-// kPlain: the settings ask for nothing more than the event (Config::plain_allocations and
-// plain_frees, tested once by record_event_entry), so the body tests none of them.
-enum class Body { kAny, kRelease, kAlloc, kFree };
-
-template <Body kBody, bool kPlain>
-__attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, EventKind kind,
-                                                             uint32_t result, fmt::EventFields& f,
-                                                             uint64_t seq, uint64_t time_ns) {
-  constexpr bool kRelease = kBody == Body::kRelease || kBody == Body::kFree;
-  if constexpr (kBody == Body::kAlloc) {
-    kind = EventKind::Alloc;
-    seq = 0;  // allocations take their clock after the call: here, below
-  }
-  if constexpr (kBody == Body::kFree) kind = EventKind::Free;
-  if constexpr (kRelease && !kPlain) {
-    if (g_config.free_stacks && g_config.depth > 0) [[unlikely]]
-      return record_event_with_stack(api, kind, result, f, seq, time_ns);
-  }
-  BusyScope busy;
-  if (!kPlain && g_config.test_delay_record_us > 0)
-    usleep(static_cast<useconds_t>(g_config.test_delay_record_us));
-  ThreadLog* log = thread_log();
-  if (!log || !log->file.alive()) {
-    note_cuda_used();
-    // Still take a sequence number: the gap it leaves is what tells a reader events are missing.
-    if (seq == 0) seq = next_seq();
-    // The log is still being opened by another thread that did not finish in time: counted, not
-    // latched (process_log.h, ensure_process_log).
-    if (!log && t_create_error == 0 && !recording_broken()) return note_skipped(seq);
-    // Without a process log there is nowhere to say it: opening it already warned.
-    if (process_log_ready())
-      note_not_recorded(seq, log ? log->file.path() : process_dir(),
-                        log ? log->file.error() : t_create_error);
-    return;
-  }
-
-  const bool releases = kRelease || is_release_kind(kind);
-  const bool graph = !kRelease && is_one_of(kind, kGraphKinds);
-  uint32_t stack_id = 0;
-  if constexpr (!kRelease) {
-    if (!releases && !graph) fill_device(f);
-    if ((kPlain || g_config.depth > 0) && (!releases || g_config.free_stacks))
-      stack_id = capture_and_intern<kPlain>(log);
-  }
-
-  if (seq == 0) {
-    seq = next_seq();
-    time_ns = event_time_ns();
-  }
-  fmt::EventCore ev;
-  ev.api = static_cast<uint8_t>(api);
-  ev.seq = seq;
-  ev.time_ns = time_ns < log->deltas.last_time_ns ? log->deltas.last_time_ns : time_ns;
-  ev.result = result;
-  ev.stack_id = stack_id;
-  // Inline (GCC made the lambda a function of its own, with its own prologue, ~28 instructions).
-  // Any other event than the usual one is encoded apart, from its parts: `ev` itself never has
-  // its address taken, so GCC keeps its parts in registers instead of storing and reloading them.
-  const auto encode = [&](uint8_t * out) __attribute__((always_inline)) {
-    fmt::EncodedEvent usual;
-    if (fmt::encode_usual_event(out, ev, f, log->deltas, &usual)) [[likely]]
-      return usual;
-    return encode_unusual_event(out, ev.api, ev.seq, ev.time_ns, ev.result, ev.stack_id, f,
-                                log->deltas);
-  };
-  if (!log->file.append_event(encode)) {
-    note_not_recorded(ev.seq, log->file.path(), log->file.error());
-    return;
-  }
-
-  if (result != 0 && !releases && !graph)
-    bump(log->failed);
-  else if (is_one_of(kind, kCountedAllocations))
-    bump(log->allocations);
-  else if (is_one_of(kind, kCountedFrees))
-    bump(log->frees);
-  else if (kind == EventKind::BlockAlloc)
-    bump(log->blocks);
-  nvml_after_event(api, kind, result, f, ev.time_ns);
-}
-
+namespace {
 // record_event_body timed for GMEMHOOK_STACK_STATS (capture_stats.h, note_event). Apart, so
 // that the usual path only tests the setting. A release that takes a stack goes on to
 // record_event_with_stack, which times it: not timed twice.
@@ -662,7 +357,7 @@ Totals totals() {
 }
 
 void seal_own_thread_log() {
-  ThreadLog* log = t_log;
+  ThreadLog* log = t_state.log;
   // Inside a hook (exit from a signal handler that interrupted an append) the chunk is mid-write.
   if (!log || t_state.call_depth != 0 || thread_busy() || log->fork_generation != fork_generation())
     return;
@@ -672,6 +367,11 @@ void seal_own_thread_log() {
 void init_recorder() { g_key_ok = pthread_key_create(&g_thread_key, thread_finished) == 0; }
 
 void recorder_fork_child() {
+  // The forking thread is the child's only one; its log is the parent's (thread_log).
+  if (t_state.log) {
+    t_state.parents_log = t_state.log;
+    t_state.log = nullptr;
+  }
   loss_fork_child();
   g_registry_lock.clear();
   g_registry = nullptr;

@@ -1,5 +1,6 @@
 // Turns one completed CUDA call into a log record: sequence number, time, device, stack.
-// Called by the generated wrappers in hooks.cpp; per-thread state, no locks on this path.
+// Called by the generated wrappers in hooks.cpp (through event_body.h); per-thread state, no locks
+// on this path.
 #pragma once
 
 #include <atomic>
@@ -131,23 +132,11 @@ void record_event_with_stack(format::ApiId api, format::EventKind kind, uint32_t
 void record_release(format::ApiId api, format::EventKind kind, uint32_t result,
                     format::EventFields& fields, uint64_t seq, uint64_t time_ns);
 // The usual events, whose kind is a constant in the recorder: an EventKind::Alloc (its clock is
-// taken inside, after the call) and an EventKind::Free.
+// taken inside, after the call) and an EventKind::Free. The wrappers record these inline
+// (event_body.h, record_event) and call these two only when a setting asks more of the event.
 void record_allocation(format::ApiId api, uint32_t result, format::EventFields& fields);
 void record_free(format::ApiId api, uint32_t result, format::EventFields& fields, uint64_t seq,
                  uint64_t time_ns);
-// Inline: a wrapper's kind is a constant, and it calls the one it needs.
-inline void record_event(format::ApiId api, format::EventKind kind, uint32_t result,
-                         format::EventFields& fields, EventClock clock) {
-  if (kind == format::EventKind::Alloc)
-    record_allocation(api, result, fields);
-  else if (kind == format::EventKind::Free)
-    record_free(api, result, fields, clock.seq, clock.time_ns);
-  else if (is_release_kind(kind))
-    record_release(api, kind, result, fields, clock.seq, clock.time_ns);
-  else
-    record_event_with_stack(api, kind, result, fields, clock.seq, clock.time_ns);
-}
-
 // The driver's figures for the graph memory pool of `device` (-1: the current context's, and
 // `device` is set to it):
 // bytes the allocation nodes hold (CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) and physical memory the

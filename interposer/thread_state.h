@@ -3,7 +3,11 @@
 // a recorded pair of calls touched these ~20 times (issue 14).
 #pragma once
 
+#include <cstdint>
+
 namespace gmemhook {
+
+struct ThreadLog;  // thread_log.h
 
 struct ThreadState {
   // How deep the thread is inside the recorder's non-reentrant parts (busy.h).
@@ -14,6 +18,14 @@ struct ThreadState {
   int skipped_depth = 0;
   // Where this thread's errno lives, once asked of libc (recorder.h, errno_at).
   int* errno_at = nullptr;
+  // The thread's log (thread_log.h, thread_log()): here rather than a thread_local of its own, so
+  // that a recorded event finds it through the TLS offset it already loaded for the above.
+  ThreadLog* log = nullptr;
+  // In a fork child, the log the forking thread had in its parent (recorder.cpp,
+  // recorder_fork_child), dropped at the thread's next event.
+  ThreadLog* parents_log = nullptr;
+  // Stacks the thread captured, counted up to unwinder.h's kStepCaptures (capture_stack).
+  uint32_t captures = 0;
 };
 
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc

@@ -133,10 +133,10 @@ size_t capture_stack_apart(FrameRuleCache* rules, uint64_t* scratch, const uint6
   WalkView view{raw, nullptr};  // where the walk's frames are, and their recent walk's note
   const int want = capture_want(max);
   int n = -1;
-  if (t_captures < kStepCaptures) {
+  if (t_state.captures < kStepCaptures) {
     // The fast walk reads /proc/self/maps once per thread for its stack's bounds: one more
     // reason to leave a thread's first captures to libunwind's stepping.
-    ++t_captures;
+    ++t_state.captures;
     n = step_backtrace(reinterpret_cast<void**>(raw), want, stop);
     if (g_config.stack_stats) note_walk(Walk::kStepped);
   } else if (g_config.stack_stats) {

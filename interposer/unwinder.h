@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "fast_unwinder.h"
+#include "thread_state.h"
 
 namespace gmemhook {
 
@@ -31,8 +32,9 @@ inline bool is_own_address(uint64_t address) { return address - g_self_lo < g_se
 // makes one allocation that was most of its cost (issue 15: 2000 short-lived threads took 40×
 // the plain run). A thread's first captures step through the frames instead, which needs no
 // per-thread memory; only a thread that keeps allocating pays for the cache, once.
+// The count is ThreadState::captures (thread_state.h): the recorder loads that struct's TLS offset
+// anyway, a thread_local of its own cost a load of one more.
 inline constexpr uint32_t kStepCaptures = 32;
-inline thread_local uint32_t t_captures __attribute__((tls_model("initial-exec"))) = 0;
 
 // Frames a capture of `max` asks the walk for: the recorder's own come first.
 inline int capture_want(size_t max) {
@@ -74,7 +76,7 @@ __attribute__((always_inline)) inline size_t capture_stack(FrameRuleCache* rules
                                                            bool fast_unwind) {
   // The thread's first captures went through capture_stack_apart, which also told the cache
   // whether to use recent walks.
-  const bool usual = t_captures >= kStepCaptures && rules && fast_unwind;
+  const bool usual = t_state.captures >= kStepCaptures && rules && fast_unwind;
   if (usual) [[likely]] {
     WalkView view{scratch, nullptr};
     const int n = fast_backtrace(*rules, scratch, capture_want(max), stop, salt, &view);

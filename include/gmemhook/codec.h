@@ -300,7 +300,7 @@ struct EncodedEvent {
 // last given its continuation bit. Returns its length. A word stores zeros after the varint's
 // own bytes; nothing else is written past them.
 inline size_t put_word_varint(uint8_t* p, uint64_t v) {
-  if (v < 0x80) {  // times, stack ids, nearby addresses and round sizes mostly
+  if (v < 0x80) [[likely]] {  // times, stack ids, nearby addresses and round sizes mostly
     *p = static_cast<uint8_t>(v);
     return 1;
   }
@@ -379,7 +379,9 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
     const unsigned scale = scale_by_zeros(f.size);  // as scale_unsigned
     p += put_word_varint(p, (f.size >> (scale >> 2)) << 2 | (scale & 3));
   }
-  if (mask & kHasStream) {
+  // f.mask, not `mask`: the same bits, read again (one load). Kept from the test above, its stream
+  // bit took a register GCC did not have to spare here: stored, and loaded back (issue 14).
+  if (f.mask & kHasStream) {
     p += put_word_varint(p, stream);
     d.last_stream = f.stream;
   }

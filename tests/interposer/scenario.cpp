@@ -348,6 +348,9 @@ int fork_while_allocating(int child_allocs) {
   usleep(20000);
   int statuses = 0;
   for (int round = 0; round < 5; ++round) {
+    // The forking thread records too: its child must not go on in the parent's log.
+    void* q;
+    if (cudaMalloc(&q, 256) == cudaSuccess) cudaFree(q);
     pid_t pid = fork();
     if (pid == 0) {
       for (int i = 0; i < child_allocs; ++i) {
