@@ -765,6 +765,33 @@ TEST(Timeline, StaysBoundedAndKeepsThePeak) {
   for (size_t i = 1; i < points.size(); ++i) EXPECT_LT(points[i - 1].seq, points[i].seq);
 }
 
+// Once the buffer halved, each point stands for a window of two changes and is the higher of
+// them, even when both are below every earlier point (a window must not keep the last one's).
+TEST(Timeline, EachPointIsTheHighestOfItsWindow) {
+  analysis::Timeline t;
+  uint64_t seq = 0;
+  const auto add = [&](uint64_t bytes) {
+    ++seq;
+    t.add(seq, seq * 10, bytes);
+  };
+  for (size_t i = 0; i < 2 * analysis::Timeline::kPoints; ++i) add(1000);
+  const uint64_t first_small = seq + 1;
+  for (const uint64_t bytes : {5u, 3u, 2u, 7u, 0u, 0u, 4u, 4u, 1u}) add(bytes);
+  const auto points = t.points();
+  ASSERT_EQ(points.size(), analysis::Timeline::kPoints + 5);
+  // The windows (5, 3), (2, 7), (0, 0), (4, 4): the higher, the later of equals; then the
+  // pending 1, which is also the latest value.
+  const std::pair<uint64_t, uint64_t> want[] = {{first_small, 5},     {first_small + 3, 7},
+                                                {first_small + 5, 0}, {first_small + 7, 4},
+                                                {first_small + 8, 1}};
+  for (size_t i = 0; i < 5; ++i) {
+    const auto& p = points[analysis::Timeline::kPoints + i];
+    EXPECT_EQ(p.seq, want[i].first) << i;
+    EXPECT_EQ(p.bytes, want[i].second) << i;
+    EXPECT_EQ(p.time_ns, p.seq * 10) << i;
+  }
+}
+
 TEST(AddressMap, BehavesLikeAnUnorderedMap) {
   analysis::AddressMap<uint64_t> map;
   std::unordered_map<uint64_t, uint64_t> ref;
