@@ -149,6 +149,9 @@ void Replay::upcoming(const ThreadFileReader& thread) {
   const uint64_t address = thread.current_address();
   if (address == 0) return;  // none, or a null free: nothing to look up
   live_.prefetch(address);
+  // A free on the usual path never reads its stack's sites (nor its stack).
+  if (thread.current_is_usual() && usual_paths_[thread.usual().api()].how == UsualPath::kFree)
+    return;
   // A stack met for the first time is not interned yet: id 0, whose line is as good as any.
   const uint32_t stack = stacks_->id(thread.index(), thread.current_stack_id());
   if (stack < sites_by_stack_.size()) prefetch(&sites_by_stack_[stack]);
@@ -173,8 +176,8 @@ void Replay::on_usual_event(const ThreadFileReader& thread) {
   if (path.how == UsualPath::kWhole || seq > wake_seq_ || time_ns > wake_time_ns_)
     return on_event(thread.current(), thread);
   const uint64_t address = ev.address();
-  const uint32_t stack_id = ev.stack_id();
   if (path.how == UsualPath::kAlloc) {
+    const uint32_t stack_id = ev.stack_id();
     const int32_t device = ev.device();
     const uint64_t size = ev.size();
     const bool stream_ordered = ev.has(format::kHasStream);
@@ -188,8 +191,9 @@ void Replay::on_usual_event(const ThreadFileReader& thread) {
       if (!added) return on_event(thread.current(), thread);
     }
     note_event(seq, time_ns);
+    // Only its site needs the stack: event_stack() is for observers' call(), which makes an
+    // event whole.
     const uint32_t stack = stacks_->id(thread.index(), stack_id);
-    event_stack_ = stack;
     const uint16_t index = series_index(device, path.memory);
     count_success(index, api, size);
     if (!slot) return;
@@ -203,8 +207,9 @@ void Replay::on_usual_event(const ThreadFileReader& thread) {
   LiveAllocation a;
   // A null free, or one of an address not live (imported, graph memory, unknown): on_event's.
   if (address == 0 || !live_.take(address, &a)) return on_event(thread.current(), thread);
+  // A free's own stack goes nowhere: what it frees keeps its site (the stack's id was ~11
+  // instructions of every free, issue 14).
   note_event(seq, time_ns);
-  event_stack_ = stacks_->id(thread.index(), stack_id);
   count_free(a, api, seq, time_ns);
 }
 
