@@ -257,7 +257,8 @@ class Replay : public EventVisitor {
   const std::map<uint64_t, Mapping>& imports() const { return imports_; }
   const Anomalies& anomalies() const { return anomalies_; }
   const StackInterner& stacks() const { return *stacks_; }
-  // The interned stack of the event being applied: what an observer's call() needs of it.
+  // The interned stack of the event being applied, for an observer's call() (only there: the
+  // usual path, which calls no call(), leaves it as it was).
   uint32_t event_stack() const { return event_stack_; }
 
   uint64_t events() const { return events_; }
