@@ -792,6 +792,24 @@ TEST(Timeline, EachPointIsTheHighestOfItsWindow) {
   }
 }
 
+// id() tells the thread files it knows by a count kept beside its table: a file met first with a
+// high index makes the ones below it known too (with no stacks), and none above it.
+TEST(StackInterner, IdsOfEachThreadFileAndNoneBeyond) {
+  analysis::StackInterner stacks;
+  const uint64_t first[] = {0x10, 0x20}, second[] = {0x30};
+  stacks.add(2, 1, first);
+  stacks.add(0, 5, first);  // the same frames in another file: the same stack
+  stacks.add(2, 3, second);
+  EXPECT_EQ(stacks.id(2, 1), 1u);
+  EXPECT_EQ(stacks.id(0, 5), 1u);
+  EXPECT_EQ(stacks.id(2, 3), 2u);
+  EXPECT_EQ(stacks.id(1, 1), 0u);  // a file without stacks
+  EXPECT_EQ(stacks.id(3, 1), 0u);  // beyond every file met
+  EXPECT_EQ(stacks.id(2, 0), 0u);  // no stack
+  EXPECT_EQ(stacks.id(2, 2), 0u);
+  EXPECT_EQ(stacks.id(2, 4), 0u);
+}
+
 TEST(AddressMap, BehavesLikeAnUnorderedMap) {
   analysis::AddressMap<uint64_t> map;
   std::unordered_map<uint64_t, uint64_t> ref;
