@@ -781,8 +781,10 @@ TEST(Timeline, EachPointIsTheHighestOfItsWindow) {
   ASSERT_EQ(points.size(), analysis::Timeline::kPoints + 5);
   // The windows (5, 3), (2, 7), (0, 0), (4, 4): the higher, the later of equals; then the
   // pending 1, which is also the latest value.
-  const std::pair<uint64_t, uint64_t> want[] = {{first_small, 5},     {first_small + 3, 7},
-                                                {first_small + 5, 0}, {first_small + 7, 4},
+  const std::pair<uint64_t, uint64_t> want[] = {{first_small, 5},
+                                                {first_small + 3, 7},
+                                                {first_small + 5, 0},
+                                                {first_small + 7, 4},
                                                 {first_small + 8, 1}};
   for (size_t i = 0; i < 5; ++i) {
     const auto& p = points[analysis::Timeline::kPoints + i];
