@@ -208,12 +208,14 @@ void Replay::on_usual_event(const ThreadFileReader& thread) {
   // Only its site needs the stack: event_stack() is for observers' call(), which makes an event
   // whole.
   const uint32_t stack = stacks_->id(thread.index(), stack_id);
-  const uint16_t index = series_index(device, path.memory);
+  const uint16_t index = api_series_index(device, path.memory);
   count_success(index, api, size);
   if (!slot) return;
   // A stream-ordered allocation is in its device's default pool (a usual event names no pool).
   const uint16_t pool = stream_ordered ? pool_index(0, series_[index].key.device) : 0;
-  make_live(slot, index, size, pool, api, stack, seq, time_ns);
+  // No launch applies its nodes here (that is on_event's): no launch stack to keep.
+  make_live(slot, site_index(stack, index, api, LiveKind::Allocation), index, size, pool, seq,
+            time_ns);
   if (pool)
     for (ReplayObserver* o : pool_allocations_) o->allocated(*this, seq, *slot);
 }
@@ -496,7 +498,13 @@ void Replay::free(const format::Event& ev, uint32_t stack) { apply_free(ev, stac
   // Stream-ordered calls carry a stream; those without an explicit pool use the device's.
   if (ev.f.has(format::kHasPool) || ev.f.has(format::kHasStream))
     pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, series_[index].key.device);
-  make_live(a, index, ev.f.size, pool, ev.api, stack, ev.seq, ev.time_ns);
+  const uint32_t site = site_index(stack, index, ev.api, LiveKind::Allocation);
+  // Graph memory a launch or an upload makes live: its site keeps the first such call's stack.
+  if (launch_stack_ && !sites_[site].launch_stack) {
+    sites_[site].launch_stack = launch_stack_;
+    sites_[site].launch_api = launch_api_;
+  }
+  make_live(a, site, index, ev.f.size, pool, ev.seq, ev.time_ns);
   if (pool)
     for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev.seq, *a);
 }
@@ -515,15 +523,9 @@ void Replay::free(const format::Event& ev, uint32_t stack) { apply_free(ev, stac
   return a;
 }
 
-[[gnu::always_inline]] inline void Replay::make_live(LiveAllocation* a, uint16_t index,
-                                                     uint64_t size, uint16_t pool, uint8_t api,
-                                                     uint32_t stack, uint64_t seq,
-                                                     uint64_t time_ns) {
-  const uint32_t site = site_index(stack, index, api, LiveKind::Allocation);
-  if (launch_stack_ && !sites_[site].launch_stack) {
-    sites_[site].launch_stack = launch_stack_;
-    sites_[site].launch_api = launch_api_;
-  }
+[[gnu::always_inline]] inline void Replay::make_live(LiveAllocation* a, uint32_t site,
+                                                     uint16_t index, uint64_t size, uint16_t pool,
+                                                     uint64_t seq, uint64_t time_ns) {
   *a = {size, site, pool, index};
   became_live(site, index, size, seq, time_ns);
 }

@@ -275,6 +275,16 @@ class Replay : public EventVisitor {
         return i - 1;
     return find_series(device, memory);
   }
+  // The same for an api's own memory type (the api table's, never out of range), as the usual
+  // path has it: no test of the type (issue 14). Pinned memory's series is found the long way,
+  // as by series_index.
+  uint16_t api_series_index(int32_t device, format::MemoryType memory) {
+    if (device >= kNoDevice && device < kDirectDevices)
+      if (const uint16_t i =
+              series_by_key_[static_cast<size_t>(device + 1) * 4 + static_cast<size_t>(memory)])
+        return i - 1;
+    return find_series(device, memory);
+  }
   uint16_t find_series(int32_t device, format::MemoryType memory);
   uint16_t pool_index(uint64_t handle, int32_t device);
   uint32_t site_index(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind) {
@@ -320,8 +330,8 @@ class Replay : public EventVisitor {
   // What every event replayed (on_event's and on_usual_event's) leaves: the count and its moment.
   void note_event(uint64_t seq, uint64_t time_ns);
   LiveAllocation* claim_address(uint64_t address, uint64_t seq, uint64_t time_ns);
-  void make_live(LiveAllocation* slot, uint16_t series, uint64_t bytes, uint16_t pool, uint8_t api,
-                 uint32_t stack, uint64_t seq, uint64_t time_ns);
+  void make_live(LiveAllocation* slot, uint32_t site, uint16_t series, uint64_t bytes,
+                 uint16_t pool, uint64_t seq, uint64_t time_ns);
   // A successful free of a live allocation `a`, taken out of the live set already.
   void count_free(const LiveAllocation& a, uint8_t api, uint64_t seq, uint64_t time_ns);
   void create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
