@@ -149,6 +149,9 @@ void Replay::upcoming(const ThreadFileReader& thread) {
   const uint64_t address = thread.current_address();
   if (address == 0) return;  // none, or a null free: nothing to look up
   live_.prefetch(address);
+  // A free on the usual path never reads its stack's sites (nor its stack).
+  if (thread.current_is_usual() && usual_paths_[thread.usual().api()].how == UsualPath::kFree)
+    return;
   // A stack met for the first time is not interned yet: id 0, whose line is as good as any.
   const uint32_t stack = stacks_->id(thread.index(), thread.current_stack_id());
   if (stack < sites_by_stack_.size()) prefetch(&sites_by_stack_[stack]);
@@ -162,49 +165,72 @@ void Replay::upcoming(const ThreadFileReader& thread) {
 
 void Replay::on_usual_event(const ThreadFileReader& thread) {
   const UsualEventRef ev = thread.usual();
+  const uint64_t seq = ev.seq(), time_ns = ev.time_ns();
+  const UsualPath::How how = usual_paths_[ev.api()].how;
+  // The whole Event's way for what usual_paths_ sends there and a moment an observer waits for:
+  // what is left is on_event's allocation or free with nothing else to do. Each in a function
+  // of its own, reached by a jump: this one saves no registers, and a free does not save and
+  // restore the six an allocation needs (~11 instructions an event, issue 14).
+  if (how == UsualPath::kWhole || seq > wake_seq_ || time_ns > wake_time_ns_)
+    return apply_whole(thread);
+  if (how == UsualPath::kAlloc) return usual_alloc(thread, seq, time_ns);
+  return usual_free(thread, seq, time_ns);
+}
+
+// Never inlined into on_usual_event, which would then save registers for them.
+[[gnu::noinline]] void Replay::apply_whole(const ThreadFileReader& thread) {
+  on_event(thread.current(), thread);
+}
+
+[[gnu::noinline]] void Replay::usual_alloc(const ThreadFileReader& thread, uint64_t seq,
+                                           uint64_t time_ns) {
   // Its numbers read once, before anything is stored: the compiler cannot tell the replay's
   // stores from the reader's fields, and read each again after every store (~27 instructions an
   // event of the hook loop's `summary`).
+  const UsualEventRef ev = thread.usual();
   const uint8_t api = ev.api();
-  const uint64_t seq = ev.seq(), time_ns = ev.time_ns();
   const UsualPath path = usual_paths_[api];
-  // The whole Event's way for what usual_paths_ sends there and a moment an observer waits for:
-  // what is left is on_event's allocation or free with nothing else to do.
-  if (path.how == UsualPath::kWhole || seq > wake_seq_ || time_ns > wake_time_ns_)
-    return on_event(thread.current(), thread);
   const uint64_t address = ev.address();
   const uint32_t stack_id = ev.stack_id();
-  if (path.how == UsualPath::kAlloc) {
-    const int32_t device = ev.device();
-    const uint64_t size = ev.size();
-    const bool stream_ordered = ev.has(format::kHasStream);
-    if (path.check_device && device < kNoDevice) return on_event(thread.current(), thread);
-    LiveAllocation* slot = nullptr;
-    if (address != 0) {  // else a zero-byte request: nothing becomes live
-      bool added;
-      std::tie(slot, added) = live_.find_or_add(address);
-      // An address handed out again (its free was missed; for an observer of segments, maybe a
-      // call they follow otherwise): on_event's, which finds it live as the slot is untouched.
-      if (!added) return on_event(thread.current(), thread);
-    }
-    note_event(seq, time_ns);
-    const uint32_t stack = stacks_->id(thread.index(), stack_id);
-    event_stack_ = stack;
-    const uint16_t index = series_index(device, path.memory);
-    count_success(index, api, size);
-    if (!slot) return;
-    // A stream-ordered allocation is in its device's default pool (a usual event names no pool).
-    const uint16_t pool = stream_ordered ? pool_index(0, series_[index].key.device) : 0;
-    make_live(slot, index, size, pool, api, stack, seq, time_ns);
-    if (pool)
-      for (ReplayObserver* o : pool_allocations_) o->allocated(*this, seq, *slot);
-    return;
+  const int32_t device = ev.device();
+  const uint64_t size = ev.size();
+  const bool stream_ordered = ev.has(format::kHasStream);
+  if (path.check_device && device < kNoDevice) return apply_whole(thread);
+  LiveAllocation* slot = nullptr;
+  if (address != 0) {  // else a zero-byte request: nothing becomes live
+    bool added;
+    std::tie(slot, added) = live_.find_or_add(address);
+    // An address handed out again (its free was missed; for an observer of segments, maybe a
+    // call they follow otherwise): on_event's, which finds it live as the slot is untouched.
+    if (!added) return apply_whole(thread);
   }
+  note_event(seq, time_ns);
+  // Only its site needs the stack: event_stack() is for observers' call(), which makes an event
+  // whole.
+  const uint32_t stack = stacks_->id(thread.index(), stack_id);
+  const uint16_t index = api_series_index(device, path.memory);
+  count_success(index, api, size);
+  if (!slot) return;
+  // A stream-ordered allocation is in its device's default pool (a usual event names no pool).
+  const uint16_t pool = stream_ordered ? pool_index(0, series_[index].key.device) : 0;
+  // No launch applies its nodes here (that is on_event's): no launch stack to keep.
+  make_live(slot, site_index(stack, index, api, LiveKind::Allocation), index, size, pool, seq,
+            time_ns);
+  if (pool)
+    for (ReplayObserver* o : pool_allocations_) o->allocated(*this, seq, *slot);
+}
+
+[[gnu::noinline]] void Replay::usual_free(const ThreadFileReader& thread, uint64_t seq,
+                                          uint64_t time_ns) {
+  const UsualEventRef ev = thread.usual();
+  const uint8_t api = ev.api();
+  const uint64_t address = ev.address();
   LiveAllocation a;
   // A null free, or one of an address not live (imported, graph memory, unknown): on_event's.
-  if (address == 0 || !live_.take(address, &a)) return on_event(thread.current(), thread);
+  if (address == 0 || !live_.take(address, &a)) return apply_whole(thread);
+  // A free's own stack goes nowhere: what it frees keeps its site (the stack's id was ~11
+  // instructions of every free, issue 14).
   note_event(seq, time_ns);
-  event_stack_ = stacks_->id(thread.index(), stack_id);
   count_free(a, api, seq, time_ns);
 }
 
@@ -472,7 +498,13 @@ void Replay::free(const format::Event& ev, uint32_t stack) { apply_free(ev, stac
   // Stream-ordered calls carry a stream; those without an explicit pool use the device's.
   if (ev.f.has(format::kHasPool) || ev.f.has(format::kHasStream))
     pool = pool_index(ev.f.has(format::kHasPool) ? ev.f.pool : 0, series_[index].key.device);
-  make_live(a, index, ev.f.size, pool, ev.api, stack, ev.seq, ev.time_ns);
+  const uint32_t site = site_index(stack, index, ev.api, LiveKind::Allocation);
+  // Graph memory a launch or an upload makes live: its site keeps the first such call's stack.
+  if (launch_stack_ && !sites_[site].launch_stack) {
+    sites_[site].launch_stack = launch_stack_;
+    sites_[site].launch_api = launch_api_;
+  }
+  make_live(a, site, index, ev.f.size, pool, ev.seq, ev.time_ns);
   if (pool)
     for (ReplayObserver* o : pool_allocations_) o->allocated(*this, ev.seq, *a);
 }
@@ -491,15 +523,9 @@ void Replay::free(const format::Event& ev, uint32_t stack) { apply_free(ev, stac
   return a;
 }
 
-[[gnu::always_inline]] inline void Replay::make_live(LiveAllocation* a, uint16_t index,
-                                                     uint64_t size, uint16_t pool, uint8_t api,
-                                                     uint32_t stack, uint64_t seq,
-                                                     uint64_t time_ns) {
-  const uint32_t site = site_index(stack, index, api, LiveKind::Allocation);
-  if (launch_stack_ && !sites_[site].launch_stack) {
-    sites_[site].launch_stack = launch_stack_;
-    sites_[site].launch_api = launch_api_;
-  }
+[[gnu::always_inline]] inline void Replay::make_live(LiveAllocation* a, uint32_t site,
+                                                     uint16_t index, uint64_t size, uint16_t pool,
+                                                     uint64_t seq, uint64_t time_ns) {
   *a = {size, site, pool, index};
   became_live(site, index, size, seq, time_ns);
 }

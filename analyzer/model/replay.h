@@ -23,9 +23,10 @@
 //   maps, unmaps and releases are never "unknown".
 //
 // Each live allocation and handle names its call site (stack, api, series); what each site holds
-// is counted from the live set when read, not per event (sites()). What a pass needs beyond this live-set core (who held the peak, pools, CUDA
-// graphs, checkpoints) is an observer attached to it (replay_observer.h); a Replay and its
-// observers live for one pass, so there is nothing to reset between passes.
+// is counted from the live set when read, not per event (sites()). What a pass needs beyond this
+// live-set core (who held the peak, pools, CUDA graphs, checkpoints) is an observer attached to it
+// (replay_observer.h); a Replay and its observers live for one pass, so there is nothing to reset
+// between passes.
 #pragma once
 
 #include <array>
@@ -181,11 +182,11 @@ struct Anomalies {
   uint64_t unknown_unmaps = 0;    // cuMemUnmap where nothing was mapped
   uint64_t unknown_releases = 0;  // cuMemRelease of a handle never created (or already gone)
   uint64_t unknown_address_frees = 0;
-  uint64_t unknown_handle_maps = 0;  // cuMemMap of a handle never created
-  uint64_t failed_frees = 0;         // free-like calls that returned an error
-  uint64_t null_frees = 0;           // free(0): allowed and a no-op
-  uint64_t reused_addresses = 0;     // allocation at a live address: its free was not recorded
-  uint64_t failed_other = 0;         // failed map/reserve calls
+  uint64_t unknown_handle_maps = 0;     // cuMemMap of a handle never created
+  uint64_t failed_frees = 0;            // free-like calls that returned an error
+  uint64_t null_frees = 0;              // free(0): allowed and a no-op
+  uint64_t reused_addresses = 0;        // allocation at a live address: its free was not recorded
+  uint64_t failed_other = 0;            // failed map/reserve calls
   uint64_t unlaunched_graph_frees = 0;  // free of graph memory no recorded launch made live
   uint64_t unknown_api_events = 0;
   ApiCounts unknown_api_ids{};
@@ -256,7 +257,8 @@ class Replay : public EventVisitor {
   const std::map<uint64_t, Mapping>& imports() const { return imports_; }
   const Anomalies& anomalies() const { return anomalies_; }
   const StackInterner& stacks() const { return *stacks_; }
-  // The interned stack of the event being applied: what an observer's call() needs of it.
+  // The interned stack of the event being applied, for an observer's call() (only there: the
+  // usual path, which calls no call(), leaves it as it was).
   uint32_t event_stack() const { return event_stack_; }
 
   uint64_t events() const { return events_; }
@@ -268,6 +270,16 @@ class Replay : public EventVisitor {
   // met before): as calls, their saved registers were about a third of their instructions.
   uint16_t series_index(int32_t device, format::MemoryType memory) {
     if (memory == format::MemoryType::Device && device >= kNoDevice && device < kDirectDevices)
+      if (const uint16_t i =
+              series_by_key_[static_cast<size_t>(device + 1) * 4 + static_cast<size_t>(memory)])
+        return i - 1;
+    return find_series(device, memory);
+  }
+  // The same for an api's own memory type (the api table's, never out of range), as the usual
+  // path has it: no test of the type (issue 14). Pinned memory's series is found the long way,
+  // as by series_index.
+  uint16_t api_series_index(int32_t device, format::MemoryType memory) {
+    if (device >= kNoDevice && device < kDirectDevices)
       if (const uint16_t i =
               series_by_key_[static_cast<size_t>(device + 1) * 4 + static_cast<size_t>(memory)])
         return i - 1;
@@ -297,6 +309,10 @@ class Replay : public EventVisitor {
   }
   void tell_site_watchers(uint32_t site, int64_t bytes, int64_t count);
   void failed(uint16_t series, const format::Event& ev, uint32_t stack);
+  // on_usual_event's three ways: its allocation, its free, and on_event with the whole Event.
+  void usual_alloc(const ThreadFileReader& thread, uint64_t seq, uint64_t time_ns);
+  void usual_free(const ThreadFileReader& thread, uint64_t seq, uint64_t time_ns);
+  void apply_whole(const ThreadFileReader& thread);
   void unmatched(const format::Event& ev, uint64_t address, uint32_t stack, uint64_t& counter);
   void wake(const format::Event& next);
   void update_wake();
@@ -314,8 +330,8 @@ class Replay : public EventVisitor {
   // What every event replayed (on_event's and on_usual_event's) leaves: the count and its moment.
   void note_event(uint64_t seq, uint64_t time_ns);
   LiveAllocation* claim_address(uint64_t address, uint64_t seq, uint64_t time_ns);
-  void make_live(LiveAllocation* slot, uint16_t series, uint64_t bytes, uint16_t pool, uint8_t api,
-                 uint32_t stack, uint64_t seq, uint64_t time_ns);
+  void make_live(LiveAllocation* slot, uint32_t site, uint16_t series, uint64_t bytes,
+                 uint16_t pool, uint64_t seq, uint64_t time_ns);
   // A successful free of a live allocation `a`, taken out of the live set already.
   void count_free(const LiveAllocation& a, uint8_t api, uint64_t seq, uint64_t time_ns);
   void create(const format::Event& ev, const format::ApiInfo& api, uint32_t stack);
@@ -398,7 +414,7 @@ class Replay : public EventVisitor {
   std::map<uint64_t, Mapping> imports_;
   GraphMemory graphs_;
   uint32_t launch_stack_ = 0;  // while a launch or an upload applies its nodes
-  uint8_t launch_api_ = 0;      // and its api
+  uint8_t launch_api_ = 0;     // and its api
   // By exec: the addresses of allocation nodes an upload made live and no launch has run since.
   // The next launch finds them allocated (auto-free must not free and remake them); destroying
   // the exec first frees them.

@@ -45,6 +45,7 @@ void StackInterner::add(size_t thread_index, uint32_t id, std::span<const uint64
                         std::span<const PyFrameRef> python) {
   if (id == 0) return;
   if (thread_index >= by_thread_.size()) by_thread_.resize(thread_index + 1);
+  threads_ = by_thread_.size();
   std::vector<uint32_t>& ids = by_thread_[thread_index];
   if (id < ids.size() && ids[id] != 0) return;  // seen in an earlier pass
   if (id >= ids.size()) ids.resize(id + 1, 0);
@@ -71,6 +72,7 @@ void StackInterner::enter_epoch(size_t e) {
   // ids are by address), and its Stack record can come before the snapshot's sequence number
   // is passed: every stack seen so far gets its id of this epoch now.
   by_thread_.resize(std::max(by_thread_.size(), seen_.size()));
+  threads_ = by_thread_.size();
   for (size_t t = 0; t < seen_.size(); ++t) {
     std::vector<uint32_t>& ids = by_thread_[t];
     ids.resize(std::max(ids.size(), seen_[t].size()), 0);

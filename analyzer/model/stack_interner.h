@@ -27,7 +27,7 @@ class StackInterner {
 
   // Process-wide id of stack `id` of thread file `thread_index`, or 0 for "no stack".
   uint32_t id(size_t thread_index, uint32_t id) const {
-    if (id == 0 || thread_index >= by_thread_.size()) return 0;
+    if (id == 0 || thread_index >= threads_) return 0;
     const std::vector<uint32_t>& ids = by_thread_[thread_index];
     return id < ids.size() ? ids[id] : 0;
   }
@@ -70,6 +70,9 @@ class StackInterner {
 
   // [thread][per-file id] -> process-wide id, in the current epoch.
   std::vector<std::vector<uint32_t>> by_thread_;
+  // by_thread_.size(), kept: id() is called for every allocation, and the size of a vector of
+  // 24-byte vectors is a division (issue 14). Set wherever by_thread_ changes size.
+  size_t threads_ = 0;
   // Identity keys: native frames, then one word per Python frame. Id i's key is
   // keys_[starts_[i-1] .. starts_[i]), its first native_[i-1] words the native frames.
   std::vector<uint64_t> keys_;

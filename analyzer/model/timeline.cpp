@@ -5,7 +5,8 @@ namespace gmemhook::analysis {
 
 void Timeline::flush() {
   points_.push_back(pending_);
-  pending_count_ = 0;
+  pending_.bytes = 0;  // the next window's first change is its highest so far
+  countdown_ = stride_;
   if (points_.size() < 2 * kPoints) return;
   // Halve: each pair becomes its higher point, and each new point stands for twice the changes.
   size_t out = 0;
@@ -13,11 +14,12 @@ void Timeline::flush() {
     points_[out++] = points_[i].bytes >= points_[i + 1].bytes ? points_[i] : points_[i + 1];
   points_.resize(out);
   stride_ *= 2;
+  countdown_ = stride_;
 }
 
 std::vector<TimelinePoint> Timeline::points() const {
   std::vector<TimelinePoint> all = points_;
-  if (pending_count_ > 0) all.push_back(pending_);
+  if (countdown_ != stride_) all.push_back(pending_);
   if (!all.empty() && all.back().seq != last_.seq) all.push_back(last_);
   return all;
 }

@@ -19,11 +19,14 @@ class Timeline {
  public:
   static constexpr size_t kPoints = 512;
 
-  // Called after every change of the series' live bytes.
+  // Called after every change of the series' live bytes, so per allocation and free: a window
+  // that starts after a flush finds pending_.bytes at 0 and takes its first change without a
+  // test of its own, and a countdown ends it without a load of stride_ (issue 14: ~4
+  // instructions of every event of `summary`).
   void add(uint64_t seq, uint64_t time_ns, uint64_t bytes) {
-    if (pending_count_ == 0 || bytes >= pending_.bytes) pending_ = {time_ns, seq, bytes};
+    if (bytes >= pending_.bytes) pending_ = {time_ns, seq, bytes};
     last_ = {time_ns, seq, bytes};
-    if (++pending_count_ == stride_) flush();
+    if (--countdown_ == 0) flush();
   }
   // The points so far, oldest first, ending with the latest value.
   std::vector<TimelinePoint> points() const;
@@ -34,7 +37,7 @@ class Timeline {
   std::vector<TimelinePoint> points_;
   TimelinePoint pending_;  // the highest point of the current window of `stride_` changes
   TimelinePoint last_;
-  uint64_t pending_count_ = 0;
+  uint64_t countdown_ = 1;  // changes left in the window; stride_ when none came yet
   uint64_t stride_ = 1;
 };
 

@@ -765,6 +765,53 @@ TEST(Timeline, StaysBoundedAndKeepsThePeak) {
   for (size_t i = 1; i < points.size(); ++i) EXPECT_LT(points[i - 1].seq, points[i].seq);
 }
 
+// Once the buffer halved, each point stands for a window of two changes and is the higher of
+// them, even when both are below every earlier point (a window must not keep the last one's).
+TEST(Timeline, EachPointIsTheHighestOfItsWindow) {
+  analysis::Timeline t;
+  uint64_t seq = 0;
+  const auto add = [&](uint64_t bytes) {
+    ++seq;
+    t.add(seq, seq * 10, bytes);
+  };
+  for (size_t i = 0; i < 2 * analysis::Timeline::kPoints; ++i) add(1000);
+  const uint64_t first_small = seq + 1;
+  for (const uint64_t bytes : {5u, 3u, 2u, 7u, 0u, 0u, 4u, 4u, 1u}) add(bytes);
+  const auto points = t.points();
+  ASSERT_EQ(points.size(), analysis::Timeline::kPoints + 5);
+  // The windows (5, 3), (2, 7), (0, 0), (4, 4): the higher, the later of equals; then the
+  // pending 1, which is also the latest value.
+  const std::pair<uint64_t, uint64_t> want[] = {{first_small, 5},
+                                                {first_small + 3, 7},
+                                                {first_small + 5, 0},
+                                                {first_small + 7, 4},
+                                                {first_small + 8, 1}};
+  for (size_t i = 0; i < 5; ++i) {
+    const auto& p = points[analysis::Timeline::kPoints + i];
+    EXPECT_EQ(p.seq, want[i].first) << i;
+    EXPECT_EQ(p.bytes, want[i].second) << i;
+    EXPECT_EQ(p.time_ns, p.seq * 10) << i;
+  }
+}
+
+// id() tells the thread files it knows by a count kept beside its table: a file met first with a
+// high index makes the ones below it known too (with no stacks), and none above it.
+TEST(StackInterner, IdsOfEachThreadFileAndNoneBeyond) {
+  analysis::StackInterner stacks;
+  const uint64_t first[] = {0x10, 0x20}, second[] = {0x30};
+  stacks.add(2, 1, first);
+  stacks.add(0, 5, first);  // the same frames in another file: the same stack
+  stacks.add(2, 3, second);
+  EXPECT_EQ(stacks.id(2, 1), 1u);
+  EXPECT_EQ(stacks.id(0, 5), 1u);
+  EXPECT_EQ(stacks.id(2, 3), 2u);
+  EXPECT_EQ(stacks.id(1, 1), 0u);  // a file without stacks
+  EXPECT_EQ(stacks.id(3, 1), 0u);  // beyond every file met
+  EXPECT_EQ(stacks.id(2, 0), 0u);  // no stack
+  EXPECT_EQ(stacks.id(2, 2), 0u);
+  EXPECT_EQ(stacks.id(2, 4), 0u);
+}
+
 TEST(AddressMap, BehavesLikeAnUnorderedMap) {
   analysis::AddressMap<uint64_t> map;
   std::unordered_map<uint64_t, uint64_t> ref;
