@@ -128,9 +128,11 @@ namespace {
 // one caller: GCC had kept decode_usual_event_v8 a call of its own (six saved registers and
 // their restores an event).
 template <bool kPext>
-[[gnu::flatten, gnu::always_inline]] inline bool decode_usual_event(uint8_t type, const uint8_t* p, size_t n,
-                                         format::UsualEvent* ev, format::EventDeltas& d,
-                                         size_t readable) {
+[[gnu::flatten, gnu::always_inline]] inline bool decode_usual_event(uint8_t type, const uint8_t* p,
+                                                                    size_t n,
+                                                                    format::UsualEvent* ev,
+                                                                    format::EventDeltas& d,
+                                                                    size_t readable) {
   // Its callers framed an event record of this file's version already (RecordCursor::next_event,
   // or advance_through_records' own test): is_event_type is not asked again.
   return d.version >= format::kFirstHeadVersion && readable >= n + 64 &&
@@ -153,8 +155,7 @@ template <bool kPext>
   // registers and keep a 248-byte frame for every event (~20 instructions an event).
   // Each takes what it needs as arguments: a lambda that captured locals by reference made
   // the hot path keep them in memory.
-  auto read_other_event = [this](const Record& r, size_t readable)
-                              __attribute__((noinline, cold)) {
+  auto read_other_event = [this](const Record& r, size_t readable) __attribute__((noinline, cold)) {
     check_event_size(r);
     // decode_event tries the usual decoder first too: refused above, it is refused there alike
     // (it changes nothing when it refuses), so the two calls accept exactly what one would.
@@ -179,16 +180,20 @@ template <bool kPext>
   }
   // decode_event rejects a zero delta; a delta that wraps around 2^64 is the remaining way for
   // seq to go backwards. (Both decoders leave the event's seq in deltas_.)
+  auto seq_went_back = [this](uint64_t offset, uint64_t previous)
+      __attribute__((noinline, cold, noreturn)) {
+    damage(offset, "event record: expected seq > " + std::to_string(previous) + ", got " +
+                       std::to_string(deltas_.last_seq));
+  };
   if (deltas_.last_seq <= previous_seq) [[unlikely]]
-    [this](uint64_t offset, uint64_t previous) __attribute__((noinline, cold, noreturn)) {
-      damage(offset, "event record: expected seq > " + std::to_string(previous) + ", got " +
-                         std::to_string(deltas_.last_seq));
-    }(r.offset, previous_seq);
+    seq_went_back(r.offset, previous_seq);
+  auto unknown_stack = [this](uint64_t offset, uint32_t id)
+      __attribute__((noinline, cold, noreturn)) {
+    damage(offset, "event record: expected a stack id recorded earlier in this file (1.." +
+                       std::to_string(stacks_.size()) + " or 0), got " + std::to_string(id));
+  };
   if (stack_id != 0 && !stacks_.contains(stack_id)) [[unlikely]]
-    [this](uint64_t offset, uint32_t id) __attribute__((noinline, cold, noreturn)) {
-      damage(offset, "event record: expected a stack id recorded earlier in this file (1.." +
-                         std::to_string(stacks_.size()) + " or 0), got " + std::to_string(id));
-    }(r.offset, stack_id);
+    unknown_stack(r.offset, stack_id);
   current_offset_ = r.offset;
   ++events_read_;
 }

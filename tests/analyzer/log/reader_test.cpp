@@ -75,8 +75,8 @@ TEST(Reader, AnnouncesEachEventBeforeDeliveringIt) {
 TEST(Reader, AnnouncesOnlyEventsThatOthersOvertake) {
   ProcessLogs logs = small_two_thread_process(true);
   logs.threads.clear();
-  for (const auto& [tid, seqs] : {std::pair<uint64_t, std::vector<uint64_t>>{100, {1, 2, 3, 6}},
-                                  {101, {4, 5}}}) {
+  for (const auto& [tid, seqs] :
+       {std::pair<uint64_t, std::vector<uint64_t>>{100, {1, 2, 3, 6}}, {101, {4, 5}}}) {
     ThreadLogBuilder t(logs.pid, tid, kStartNs);
     for (uint64_t seq : seqs) {
       auto ev = make_event(ApiId::cudaMalloc, seq, kStartNs + 10 * seq);
