@@ -22,7 +22,8 @@ bool ask_cpu() {
   std::memcpy(vendor, &ebx, 4);
   std::memcpy(vendor + 4, &edx, 4);
   std::memcpy(vendor + 8, &ecx, 4);
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(ebx & bit_BMI2)) return false;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(ebx & bit_BMI2) || !(ebx & bit_BMI))
+    return false;  // BMI1 too: the usual decoder's tzcnt (format.h, word_varint_pext_stop)
   if (std::strcmp(vendor, "AuthenticAMD") == 0 || std::strcmp(vendor, "HygonGenuine") == 0) {
     __get_cpuid(1, &eax, &ebx, &ecx, &edx);
     unsigned family = (eax >> 8) & 0xf;

@@ -4,7 +4,8 @@
 
 namespace gmemhook::analysis {
 
-// BMI2's `pext` is there and fast: Intel since Haswell, AMD since Zen 3. Zen 1 and 2 (and
+// BMI2's `pext` is there and fast (and BMI1's tzcnt, which such CPUs all have): Intel since
+// Haswell, AMD since Zen 3. Zen 1 and 2 (and
 // Hygon's Zen-1 parts) have it in microcode, one per tens of cycles: slower than the shifts it
 // would replace, so they are told no. GMEMHOOK_READER_PEXT=0 says no anywhere (to compare).
 bool pext_is_fast();

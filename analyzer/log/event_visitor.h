@@ -25,9 +25,9 @@ class EventVisitor {
   // filled and read back, were a fifth of `summary`'s instructions).
   virtual void on_usual_event(const ThreadFileReader& thread);
   // The current event of `thread` (its current_seq, current_address, current_stack_id) just
-  // decoded, whose on_event comes later (after other threads' events, and after stacks not
-  // delivered yet): a hint to start loading what on_event will touch, so the cache misses of
-  // several events overlap. It must change nothing a report can see.
+  // decoded, whose on_event comes after other threads' events (a file's first event, and one that
+  // another file's events overtake; never one delivered next): a hint to start loading what
+  // on_event will touch, so the cache misses of several events overlap. Changes nothing shown.
   virtual void upcoming(const ThreadFileReader& /*thread*/) {}
   // A stack record of `thread`, delivered after the events that precede it in its file and
   // before the first event that refers to it.

@@ -253,7 +253,7 @@ bool RecordCursor::next(Record* out) {
     if ((pos_ < chunk_start_ || pos_ >= chunk_end_) && !enter_chunk()) return false;
     const uint64_t chunk_end = area_end_;  // records end here; the next chunk at chunk_end_
     data_ = data;
-    quick_end_ = live_ ? 0 : std::min(size, chunk_end);
+    quick_end_ = live_ || version_ < format::kFirstHeadVersion ? 0 : std::min(size, chunk_end);
     // A record that ends one byte before a boundary leaves no room for even a ChunkEnd header;
     // the writer then simply continues in the next chunk.
     if (chunk_end < pos_ + format::kSmallHeaderSize) {

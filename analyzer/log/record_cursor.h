@@ -76,7 +76,9 @@ class RecordCursor {
     __builtin_memcpy(&h, data_ + pos_, sizeof h);
     const uint8_t type = static_cast<uint8_t>(h & 0xff);
     const uint8_t length = static_cast<uint8_t>(h >> 8);
-    if (!format::is_event_type(type, version_) || format::is_big(type) || length == 0) return false;
+    // Only version-8 files come here (quick_end_ stays 0 for older ones): an event's type is
+    // kEventTypeBase | head, which no big record's type is, with no test of the version.
+    if ((type & ~format::kEventHeadBits) != format::kEventTypeBase || length == 0) return false;
     *out = Record{type, pos_, {data_ + pos_ + format::kSmallHeaderSize, length}};
     pos_ += format::kSmallHeaderSize + length;
     return true;
@@ -130,8 +132,8 @@ class RecordCursor {
   const LogBytes* file_;
   const uint8_t* data_;  // file_'s bytes, for next_event (a LogBytes mapped again moves them)
   // next_event reads records that end by here: the end of the checked records of the chunk
-  // entered last, or of the file if sooner; 0 when next() must read every record (live, or
-  // after damage, or before a chunk is entered).
+  // entered last, or of the file if sooner; 0 when next() must read every record (live, a file
+  // before version 8, after damage, or before a chunk is entered).
   uint64_t quick_end_ = 0;
   format::ChunkGeometry chunks_;
   uint16_t version_;

@@ -128,9 +128,11 @@ namespace {
 // one caller: GCC had kept decode_usual_event_v8 a call of its own (six saved registers and
 // their restores an event).
 template <bool kPext>
-[[gnu::flatten]] bool decode_usual_event(uint8_t type, const uint8_t* p, size_t n,
-                                         format::UsualEvent* ev, format::EventDeltas& d,
-                                         size_t readable) {
+[[gnu::flatten, gnu::always_inline]] inline bool decode_usual_event(uint8_t type, const uint8_t* p,
+                                                                    size_t n,
+                                                                    format::UsualEvent* ev,
+                                                                    format::EventDeltas& d,
+                                                                    size_t readable) {
   // Its callers framed an event record of this file's version already (RecordCursor::next_event,
   // or advance_through_records' own test): is_event_type is not asked again.
   return d.version >= format::kFirstHeadVersion && readable >= n + 64 &&
@@ -139,38 +141,59 @@ template <bool kPext>
 
 }  // namespace
 
+// Flattened: decode_usual_event's own flatten no longer applies once it is inlined here, and
+// the usual decoder would be a call of its own again (see there).
 template <bool kPext>
-void ThreadFileReader::read_event(const Record& r) {
-  check_event_size(r);
+[[gnu::flatten]] void ThreadFileReader::read_event(const Record& r) {
   const size_t n = r.payload.size();
   const uint64_t previous_seq = deltas_.last_seq;
   // The decoder may load past the payload up to the end of the file's bytes (never uses them).
   const size_t readable =
       static_cast<size_t>(file_.bytes().data() + file_.size() - r.payload.data());
-  // decode_event tries the usual decoder first too: refused here, it is refused there alike
-  // (it changes nothing when it refuses), so the two calls accept exactly what one would.
-  // Decoded in place: damage throws, and the merge reads the event only after a true advance().
+  // Everything but the usual event's path is out of line (a lambda: the header stays as it is):
+  // inlined, the general decoder and the messages' strings made this function save six
+  // registers and keep a 248-byte frame for every event (~20 instructions an event).
+  // Each takes what it needs as arguments: a lambda that captured locals by reference made
+  // the hot path keep them in memory.
+  auto read_other_event = [this](const Record& r, size_t readable) __attribute__((noinline, cold)) {
+    check_event_size(r);
+    // decode_event tries the usual decoder first too: refused above, it is refused there alike
+    // (it changes nothing when it refuses), so the two calls accept exactly what one would.
+    // Decoded in place: damage throws, and the merge reads the event only after a true
+    // advance().
+    const size_t n = r.payload.size();
+    if (!format::decode_event<kPext>(r.type, r.payload.data(), n, &current_, deltas_, readable))
+      damage(r.offset, "event record: payload malformed (" + std::to_string(n) +
+                           " bytes do not decode as an event)");
+    usual_is_current_ = usual_unfilled_ = false;
+    return current_.stack_id;
+  };
   uint32_t stack_id;
-  if (decode_usual_event<kPext>(r.type, r.payload.data(), n, &usual_, deltas_, readable)) {
+  // The usual decoder takes only payloads of 2 to 57 bytes: check_event_size's limits hold for
+  // every event it takes, and one it refuses is checked by read_other_event first, as before.
+  if (decode_usual_event<kPext>(r.type, r.payload.data(), n, &usual_, deltas_, readable))
+      [[likely]] {
     usual_is_current_ = usual_unfilled_ = true;
     stack_id = usual_.stack_id;
-  } else if (format::decode_event<kPext>(r.type, r.payload.data(), n, &current_, deltas_,
-                                         readable)) {
-    usual_is_current_ = usual_unfilled_ = false;
-    stack_id = current_.stack_id;
   } else {
-    damage(r.offset, "event record: payload malformed (" + std::to_string(n) +
-                         " bytes do not decode as an event)");
+    stack_id = read_other_event(r, readable);
   }
   // decode_event rejects a zero delta; a delta that wraps around 2^64 is the remaining way for
   // seq to go backwards. (Both decoders leave the event's seq in deltas_.)
-  if (deltas_.last_seq <= previous_seq)
-    damage(r.offset, "event record: expected seq > " + std::to_string(previous_seq) + ", got " +
-                         std::to_string(deltas_.last_seq));
-  if (stack_id != 0 && !stacks_.contains(stack_id))
-    damage(r.offset, "event record: expected a stack id recorded earlier in this file (1.." +
-                         std::to_string(stacks_.size()) + " or 0), got " +
-                         std::to_string(stack_id));
+  auto seq_went_back = [this](uint64_t offset, uint64_t previous)
+      __attribute__((noinline, cold, noreturn)) {
+    damage(offset, "event record: expected seq > " + std::to_string(previous) + ", got " +
+                       std::to_string(deltas_.last_seq));
+  };
+  if (deltas_.last_seq <= previous_seq) [[unlikely]]
+    seq_went_back(r.offset, previous_seq);
+  auto unknown_stack = [this](uint64_t offset, uint32_t id)
+      __attribute__((noinline, cold, noreturn)) {
+    damage(offset, "event record: expected a stack id recorded earlier in this file (1.." +
+                       std::to_string(stacks_.size()) + " or 0), got " + std::to_string(id));
+  };
+  if (stack_id != 0 && !stacks_.contains(stack_id)) [[unlikely]]
+    unknown_stack(r.offset, stack_id);
   current_offset_ = r.offset;
   ++events_read_;
 }

@@ -520,11 +520,19 @@ __attribute__((always_inline)) inline bool decode_usual_shape(uint8_t api, uint1
                                                               UsualEvent* ev, EventDeltas& d) {
   size_t at = 1;
   bool whole = true;  // every part ended within 8 bytes
+  uint64_t stop_bits = 0;  // kPext: the parts' stop bits or'ed, 64 among them for a longer part
   auto part = [&] {
     uint64_t v;
-    const size_t len = kPext ? word_varint_pext(p + at, &v) : word_varint(p + at, &v);
-    whole &= len != 0;
-    at += len;
+    if constexpr (kPext) {
+      // One test at the end for all parts, not one a part (word_varint_pext's `stops ? n : 0`).
+      const uint64_t stop = word_varint_pext_stop(p + at, &v);
+      stop_bits |= stop;
+      at += (stop >> 3) + 1;  // 9 past a part with no stop: still within the 64 bytes loadable
+    } else {
+      const size_t len = word_varint(p + at, &v);
+      whole &= len != 0;
+      at += len;
+    }
     return v;
   };
   // Times (and seq gaps, but with many threads) nearly always take one byte: a branch that is
@@ -540,7 +548,7 @@ __attribute__((always_inline)) inline bool decode_usual_shape(uint8_t api, uint1
   if constexpr ((kShape & kShapeAddress) != 0) address = part();
   if constexpr ((kShape & kShapeSize) != 0) size = part();
   if constexpr ((kShape & kShapeStream) != 0) stream = part();
-  if (!whole || at != n) return false;
+  if (!whole || (stop_bits & 64) || at != n) return false;
   if ((kShape & kShapeSeqGap) != 0 && seq_delta == 0) return false;
   if ((kShape & kShapeStackId) != 0 && stack_id > UINT32_MAX) return false;
 
@@ -572,6 +580,18 @@ inline void expand_usual_event(const UsualEvent& u, const EventDeltas& d, Event*
   if (u.mask & kHasDevice) f.device = d.last_device;
 }
 
+// The shape bits of an event's head (kShapeSeqGap, kShapeStackId), or kUsualShapes for a head
+// that stores a part the usual event never has: one load for the dispatch's head half.
+inline constexpr auto kUsualShapeOfHead = [] {
+  std::array<uint8_t, 32> t{};
+  for (unsigned head = 0; head < 32; ++head)
+    t[head] =
+        head & ~unsigned{kSeqGap | kHasStackId}
+            ? kUsualShapes
+            : (head & kSeqGap ? kShapeSeqGap : 0u) | (head & kHasStackId ? kShapeStackId : 0u);
+  return t;
+}();
+
 // Version 8's usual event — no failure, no new fields or device, only address, size, stream and
 // device among its fields — decoded by the straight-line decoder of its shape (one jump on the
 // parts it stores, then no test per part). Returns false, changing nothing, for any other event
@@ -579,20 +599,21 @@ inline void expand_usual_event(const UsualEvent& u, const EventDeltas& d, Event*
 // last part does, a zero seq delta): decode_event_v8 then decodes or rejects it, so the two
 // accept and produce exactly the same. `readable` must leave 64 bytes past the payload (7 parts
 // of at most 8 bytes, each loaded as one word). With kPext, parts are read by
-// word_varint_pext: only where the CPU has BMI2 (the analyzer's cpu_features.h says).
+// word_varint_pext_stop: only where the CPU has BMI2 (the analyzer's cpu_features.h says).
 template <bool kPext = false>
 inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, UsualEvent* ev,
                                   EventDeltas& d) {
-  constexpr uint8_t kUsualHeads = kSeqGap | kHasStackId;
   constexpr uint16_t kUsualFields = kHasAddress | kHasSize | kHasStream | kHasDevice | kIsFree;
   const uint8_t api = p[0];
   const uint16_t mask = d.api_fields[api];
-  if ((head & ~kUsualHeads) || (mask & ~kUsualFields) || n < 2) return false;
-  static_assert(unsigned{kSeqGap} == kShapeSeqGap && unsigned{kHasStackId} == 2 * kShapeStackId &&
-                unsigned{kHasAddress} << 2 == kShapeAddress &&
+  if (mask & ~kUsualFields) return false;
+  static_assert(unsigned{kHasAddress} << 2 == kShapeAddress &&
                 unsigned{kHasSize} << 2 == kShapeSize && unsigned{kHasStream} << 2 == kShapeStream);
-  const unsigned shape = (head & kSeqGap) | (head & kHasStackId) >> 1 |
-                         (mask & (kHasAddress | kHasSize | kHasStream)) << 2;
+  // A head with other parts gives kUsualShapes or more: the switch's default. (A payload under
+  // 2 bytes needs no test of its own: every shape reads the api and the time, and refuses a
+  // payload that does not end where its last part does.)
+  const unsigned shape =
+      kUsualShapeOfHead[head & 31] | (mask & (kHasAddress | kHasSize | kHasStream)) << 2;
 #define GMEMHOOK_USUAL_SHAPE(s) \
   case s:                       \
     return decode_usual_shape<s, kPext>(api, mask, p, n, ev, d);
@@ -613,7 +634,7 @@ inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Usua
   }
 #undef GMEMHOOK_USUAL_SHAPE
   static_assert(kUsualShapes == 32);
-  return false;  // not reached: every shape has its case
+  return false;  // a head with parts no shape has
 }
 
 // The same, into a whole Event.

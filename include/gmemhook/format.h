@@ -261,6 +261,28 @@ inline size_t word_varint_pext(const uint8_t* p, uint64_t* out) {
 #endif
 }
 
+// word_varint_pext for a decoder that reads several parts and tests them once: returns the bit
+// number of the varint's stop bit (7, 15 ... 63; its length is stop / 8 + 1), or 64 when none of
+// the 8 bytes ends it (then *out is meaningless). BMI1's tzcnt gives 64 for no bit at all, so a
+// caller ors the stops together and tests bit 6 once. Only where word_varint_pext may run (a CPU
+// with BMI2 has BMI1).
+inline uint64_t word_varint_pext_stop(const uint8_t* p, uint64_t* out) {
+#if defined(__x86_64__)
+  uint64_t w;
+  __builtin_memcpy(&w, p, sizeof w);
+  const uint64_t stops = ~w & 0x8080808080808080ull;
+  const uint64_t keep = (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;
+  uint64_t x, stop;
+  __asm__("pextq %[keep], %[w], %[x]" : [x] "=r"(x) : [w] "r"(w), [keep] "r"(keep));
+  __asm__("tzcntq %[stops], %[stop]" : [stop] "=r"(stop) : [stops] "r"(stops) : "cc");
+  *out = x;
+  return stop;
+#else
+  const size_t n = word_varint(p, out);
+  return n ? 8 * n - 1 : 64;
+#endif
+}
+
 // get_varint for a reader that may load up to 8 bytes from p even past `end` (a payload inside a
 // mapped file: `readable` is where that memory ends). Anything word_varint does not take —
 // longer, cut by `end`, too near `readable` — goes to get_varint, so both accept and reject

@@ -173,6 +173,36 @@ TEST(CompactEvents, VersionSevenLogsStillRead) {
   EXPECT_EQ(seen[1].f.device, 1);
 }
 
+// A version-7 file has no version-8 event types: a record of type 0x21 after a sound event is an
+// unknown record, as it always was, not an event (RecordCursor::next_event takes version-8 files
+// only, and would otherwise frame it as one).
+TEST(CompactEvents, VersionSevenLogsHaveNoHeadTypes) {
+  ThreadLogBuilder t(4242, 4243, kStartNs);
+  t.file.header().version = 7;
+  const uint8_t v7_event[] = {static_cast<uint8_t>(ApiId::cudaMalloc),
+                              1,
+                              5,
+                              0,
+                              0,
+                              0x01,
+                              0x80,
+                              0x40};  // seq 1, 5 ns, address 0x1000
+  t.file.record(RecordType::Event, v7_event);
+  const uint8_t v8_like[] = {static_cast<uint8_t>(ApiId::cudaMalloc), 5};
+  t.file.raw_record(format::kEventTypeBase | format::kSeqGap, sizeof v8_like, v8_like);
+  t.note(std::string(400, 'x'));  // the file goes on: next_event's room for a record is there
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.threads = {{4243, t.file.bytes()}};
+  std::string error;
+  try {
+    analysis::ProcessReader r = read_in_memory(logs);
+    collect_events(r);
+  } catch (const analysis::ReadError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("unknown record type 0x21"), std::string::npos) << error;
+}
+
 // hook_bench's loop (bench/run_hook_bench.sh): cudaMalloc and cudaFree of the same address, a
 // microsecond apart, the allocation with its stack. What its records may cost, headers included.
 TEST(CompactEvents, TheHookLoopStaysWithinItsBudget) {

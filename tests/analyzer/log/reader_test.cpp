@@ -47,8 +47,9 @@ TEST(Reader, MergesThreeThreadFilesBySequence) {
   EXPECT_EQ(collect_events(r), seen);
 }
 
-// upcoming() is how the replay prefetches: each event is announced once, before it is delivered,
-// and with several threads well before (its file's head waits while the others are merged).
+// upcoming() is how the replay prefetches: with threads taking turns each event is announced
+// once, before it is delivered, and well before (its file's head waits while the others are
+// merged).
 TEST(Reader, AnnouncesEachEventBeforeDeliveringIt) {
   ProcessReader r = read_in_memory(three_interleaved_threads(4));
   struct Order : analysis::EventVisitor {
@@ -66,6 +67,37 @@ TEST(Reader, AnnouncesEachEventBeforeDeliveringIt) {
                                       "e3", "u6/102", "e4", "u7/100", "e5", "u8/101", "e6",
                                       "u9/102", "e7", "u10/100", "e8", "u11/101", "e9", "u12/102",
                                       "e10", "e11", "e12"}));
+}
+
+// An event delivered next, with no other file's between (its file stays on top), is not
+// announced: the hint would come too late to help, and cost a call on every event of a process
+// of one thread file. Thread 100 has seqs 1, 2, 3 and 6, thread 101 has 4 and 5.
+TEST(Reader, AnnouncesOnlyEventsThatOthersOvertake) {
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.threads.clear();
+  for (const auto& [tid, seqs] :
+       {std::pair<uint64_t, std::vector<uint64_t>>{100, {1, 2, 3, 6}}, {101, {4, 5}}}) {
+    ThreadLogBuilder t(logs.pid, tid, kStartNs);
+    for (uint64_t seq : seqs) {
+      auto ev = make_event(ApiId::cudaMalloc, seq, kStartNs + 10 * seq);
+      ev.f.set_address(0x1000 * seq);
+      t.event(ev);
+    }
+    logs.threads.push_back({tid, t.file.bytes()});
+  }
+  ProcessReader r = read_in_memory(logs);
+  struct Order : analysis::EventVisitor {
+    std::vector<std::string> log;
+    void on_event(const format::Event& ev, const analysis::ThreadFileReader&) override {
+      log.push_back("e" + std::to_string(ev.seq));
+    }
+    void upcoming(const analysis::ThreadFileReader& t) override {
+      log.push_back("u" + std::to_string(t.current_seq()) + "/" + std::to_string(t.tid()));
+    }
+  } order;
+  r.read_events(order);
+  EXPECT_EQ(order.log, (std::vector<std::string>{"u1/100", "u4/101", "e1", "e2", "e3", "u6/100",
+                                                 "e4", "e5", "e6"}));
 }
 
 TEST(Reader, LooksUpStacksPerFile) {

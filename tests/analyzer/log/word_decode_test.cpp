@@ -208,6 +208,66 @@ void events_as_the_byte_decoder_reads_them() {
   EXPECT_TRUE(shapes_damaged.all()) << shapes_damaged;
 }
 
+// A usual-shaped event whose size takes 9 bytes (the general encoder's, as the usual one refuses
+// it): the one-load decoder reads parts of at most 8 bytes and must hand it on, not take the
+// first 8 bytes as a part (the pext path tests all parts' stop bits once, at the end).
+template <bool kPext>
+void nine_byte_part_goes_to_the_general_decoder() {
+  format::EventDeltas writer, plain, word;
+  uint8_t room[kRoom] = {};
+  for (int i = 0; i < 2; ++i) {
+    format::Event ev;
+    ev.api = 1;  // any api: the usual path is chosen by its fields
+    ev.seq = 1 + i;
+    ev.time_ns = 1000 * (1 + i);
+    ev.f.set_address(0x7f0000000000 + 0x100000 * i);
+    ev.f.set_size(i == 0 ? 512 : (uint64_t{1} << 58) + 1);  // scaled: over 2^56, 9 bytes
+    const format::EncodedEvent e = format::encode_event(room, ev, writer);
+    const uint8_t type = static_cast<uint8_t>(e.type);
+    if (i == 1) {
+      ASSERT_EQ(room[e.size - 1] & 0x80, 0);
+      ASSERT_EQ(room[e.size - 9] & 0x80, 0x80) << "the size's 9 bytes end the payload";
+      format::EventDeltas probe = word;
+      format::UsualEvent ignored;
+      EXPECT_FALSE(format::decode_usual_event_v8<kPext>(type & format::kEventHeadBits, room, e.size,
+                                                        &ignored, probe));
+    }
+    format::Event want, got;
+    ASSERT_TRUE(format::decode_event(type, room, e.size, &want, plain));
+    ASSERT_TRUE(format::decode_event<kPext>(type, room, e.size, &got, word, kRoom));
+    expect_same(got, want, i);
+    EXPECT_EQ(got.f.size, ev.f.size);
+  }
+}
+
+TEST(WordDecode, NineBytePartGoesToTheGeneralDecoder) {
+  nine_byte_part_goes_to_the_general_decoder<false>();
+}
+
+TEST(WordDecode, PextNineBytePartGoesToTheGeneralDecoder) {
+  if (!analysis::pext_is_fast()) GTEST_SKIP() << "no fast pext on this CPU";
+  nine_byte_part_goes_to_the_general_decoder<true>();
+}
+
+// Payloads of 0 and 1 bytes (the api alone): the usual decoder has no test of the size of its
+// own, its shapes read the time past them and refuse a payload that ends before their last part.
+TEST(WordDecode, UsualDecoderRefusesPayloadsWithoutATime) {
+  for (const bool pext : {false, true}) {
+    if (pext && !analysis::pext_is_fast()) continue;
+    format::EventDeltas d;
+    d.api_fields[1] = format::kHasAddress;
+    for (size_t n : {size_t{0}, size_t{1}}) {
+      uint8_t room[kRoom] = {1, 0x05, 0x40};  // api 1, then a time and an address past the end
+      format::UsualEvent ev;
+      const format::EventDeltas before = d;
+      const bool taken = pext ? format::decode_usual_event_v8<true>(0, room, n, &ev, d)
+                              : format::decode_usual_event_v8<false>(0, room, n, &ev, d);
+      EXPECT_FALSE(taken) << n;
+      expect_same(d, before, static_cast<int>(n));
+    }
+  }
+}
+
 TEST(WordDecode, EventsAsTheByteDecoderReadsThem) {
   events_as_the_byte_decoder_reads_them<false>();
 }
