@@ -72,10 +72,11 @@ ProcessEnd process_end_of_log(const ProcessReader& reader, const ReadFacts& fact
     return e;
   }
   e.duration_ns = replay.events() ? since_start(reader, replay.last_time_ns()) : 0;
+  e.duration_step_ns = reader.time_step_ns();
   e.still_running = running_here(reader.info().pid, reader.info().exe);
   if (e.still_running) {
     e.text = fmt::format("still running (pid {} is alive); the log so far covers {}",
-                         reader.info().pid, human_duration(e.duration_ns));
+                         reader.info().pid, human_duration(e.duration_ns, e.duration_step_ns));
   } else {
     // The log alone cannot tell a SIGKILL from a crash; `gmemhook run` will record the signal.
     e.text = facts.abrupt_end.value_or("ended abruptly (killed or crashed)");

@@ -41,6 +41,9 @@ struct ProcessEnd {
   std::optional<int64_t> exit_code;
   bool still_running = false;  // no End record and the pid is alive with the same executable
   uint64_t duration_ns = 0;    // from the process file's start to the End record or last event
+  // duration_ns's step: the End record's time is the clock's own (1 ns), the last event's in the
+  // log's time step (ProcessReader::time_step_ns).
+  uint64_t duration_step_ns = 1;
   std::string text;            // "exited with status 0 after 1.06 ms", "ended abruptly ..."
   bool incomplete = false;     // events are missing from the log (the text says how many)
 };

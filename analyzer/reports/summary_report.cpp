@@ -149,7 +149,8 @@ struct SummaryModel final : public ReportModel {
         text += fmt::format("    timeline      |{}| {} .. {}, top {}\n",
                             sparkline(points, axis_start, axis_end, kSparkWidth),
                             event_time_text(h_, axis_start),
-                            human_duration(end.duration_ns), human_size(s.peak_bytes));
+                            human_duration(end.duration_ns, end.duration_step_ns),
+                            human_size(s.peak_bytes));
     }
     if (!any)
       text += options_.device ? fmt::format("  nothing recorded on device {}\n", *options_.device)

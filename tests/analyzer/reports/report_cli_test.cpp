@@ -433,13 +433,15 @@ TEST(ReportCliTimes, TimesShowNoFinerThanTheLogsTimeStep) {
     s.alloc(311, ApiId::cudaMalloc, 0x7f0000000000, 8 * kMiB);  // seq 1 at 1 ms
     s.set_time_ms(592);
     s.alloc(311, ApiId::cudaMalloc, 0x7f0001000000, 8 * kMiB);  // seq 2: the peak
-    s.set_time_ms(12348);
+    s.set_time_ms(600);
     s.free(311, ApiId::cudaFree, 0x7f0000000000);
-    s.write(run, true);
+    s.write(run, false);  // killed: the log ends at its last event, a time in the same steps
     const CliResult text = run_cli("summary " + quote(run));
     ASSERT_EQ(text.status, 0) << text.err;
     const char* peak = step ? "(16777216 bytes) at 592 ms (seq 2)" : "(16777216 bytes) at 592.00 ms (seq 2)";
     EXPECT_NE(text.out.find(peak), std::string::npos) << text.out;
+    const char* axis = step ? "| 1 ms .. 600 ms, top" : "| 1.00 ms .. 600.00 ms, top";
+    EXPECT_NE(text.out.find(axis), std::string::npos) << text.out;
     const json j = parse(run_cli("summary --json " + quote(run)));
     EXPECT_EQ(j["processes"][0]["time_step_ns"], step ? step : 1) << "1: each event its own time";
     EXPECT_EQ(j["processes"][0]["devices"][0]["peak_time_ns"], 592000000) << "JSON keeps the ns";
