@@ -10,6 +10,7 @@
 #      (traced against direct windows); BASE_DIST's hook is paired in processes of its own,
 #      interleaved with this build's (two hooks cannot share a process: both export the same names);
 #   2. bench/run_reader_bench.sh (gmemhook summary next to heaptrack_print on that loop's logs);
+#      BASE_DIST's CLI in the same rounds;
 #   3. analyzer_bench on the synthetic run (2 M events, 8 threads; point 3), then the whole
 #      `gmemhook summary` command on it, pinned to one core, interleaved with BASE_DIST's.
 # Everything printed is also saved under OUT.
@@ -22,6 +23,8 @@ BASE=${3:+$(cd "$3" && pwd)}
 for f in ${BASE:+"$BASE/lib/libgmemhook.so" "$BASE/bin/gmemhook"}; do
   [ -f "$f" ] || { echo "host-bench: BASE_DIST lacks $f" >&2; exit 2; }
 done
+# PARTS (default "hook reader synthetic") picks which of the three run, e.g. PARTS=synthetic
+# SUMMARY_REPS=31 for more rounds of the synthetic run's whole command alone.
 # The synthetic run and its whole commands run on one core: the last one, the core
 # torch_loop_bench.py pins its children to; CORE=N picks another.
 CORE=${CORE:-$(( $(nproc) - 1 ))}
@@ -34,12 +37,21 @@ mkdir -p "$OUT"
   echo "heaptrack: $(command -v heaptrack || echo none)"
 } | tee "$OUT/machine.txt"
 
-echo "== hook next to heaptrack (bench/run_hook_bench.sh, REPS=${HOOK_REPS:-15})" | tee "$OUT/hook.txt"
-REPS=${HOOK_REPS:-15} BASE_HOOK=${BASE:+$BASE/lib/libgmemhook.so} bench/run_hook_bench.sh "$DIST" |
-  tee -a "$OUT/hook.txt"
+PARTS=" ${PARTS:-hook reader synthetic} "
+wanted() { [[ "$PARTS" == *" $1 "* ]]; }
 
-echo "== reader next to heaptrack_print (bench/run_reader_bench.sh)" | tee "$OUT/reader.txt"
-REPS=${READER_REPS:-5} bench/run_reader_bench.sh "$DIST" | tee -a "$OUT/reader.txt"
+if wanted hook; then
+  echo "== hook next to heaptrack (bench/run_hook_bench.sh, REPS=${HOOK_REPS:-15})" | tee "$OUT/hook.txt"
+  REPS=${HOOK_REPS:-15} BASE_HOOK=${BASE:+$BASE/lib/libgmemhook.so} bench/run_hook_bench.sh "$DIST" |
+    tee -a "$OUT/hook.txt"
+fi
+
+if wanted reader; then
+  echo "== reader next to heaptrack_print (bench/run_reader_bench.sh)" | tee "$OUT/reader.txt"
+  REPS=${READER_REPS:-5} BASE=${BASE:+$BASE/bin/gmemhook} bench/run_reader_bench.sh "$DIST" |
+    tee -a "$OUT/reader.txt"
+fi
+wanted synthetic || exit 0
 
 SYN=$(mktemp -d)
 EVENTS=2000000  # the synthetic run; its events/s below are worked out from it
