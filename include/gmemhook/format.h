@@ -245,17 +245,29 @@ inline size_t word_varint(const uint8_t* p, uint64_t* out) {
 // shift steps above are ~12). Only for a CPU that has it and runs it fast (cpu_features.h in the
 // analyzer chooses): it is an illegal instruction elsewhere, tens of cycles on AMD before Zen 3.
 // Inline asm, not the intrinsic, so the function inlines into code compiled for any x86-64.
-inline size_t word_varint_pext(const uint8_t* p, uint64_t* out) {
 #if defined(__x86_64__)
+// What the two pext readers below share: the 8 bytes at p's stop bits (the top bit of each byte
+// that ends a varint) and the first varint's 7-bit groups closed up.
+struct PextWord {
+  uint64_t stops, value;
+};
+inline PextWord pext_word(const uint8_t* p) {
   uint64_t w;
   __builtin_memcpy(&w, p, sizeof w);
   const uint64_t stops = ~w & 0x8080808080808080ull;
   const uint64_t keep = (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;
   uint64_t x;
   __asm__("pextq %[keep], %[w], %[x]" : [x] "=r"(x) : [w] "r"(w), [keep] "r"(keep));
-  *out = x;
-  const size_t n = static_cast<size_t>(__builtin_ctzll(stops | (1ull << 63)) >> 3) + 1;
-  return stops ? n : 0;
+  return {stops, x};
+}
+#endif
+
+inline size_t word_varint_pext(const uint8_t* p, uint64_t* out) {
+#if defined(__x86_64__)
+  const PextWord v = pext_word(p);
+  *out = v.value;
+  const size_t n = static_cast<size_t>(__builtin_ctzll(v.stops | (1ull << 63)) >> 3) + 1;
+  return v.stops ? n : 0;
 #else
   return word_varint(p, out);
 #endif
@@ -268,14 +280,10 @@ inline size_t word_varint_pext(const uint8_t* p, uint64_t* out) {
 // with BMI2 has BMI1).
 inline uint64_t word_varint_pext_stop(const uint8_t* p, uint64_t* out) {
 #if defined(__x86_64__)
-  uint64_t w;
-  __builtin_memcpy(&w, p, sizeof w);
-  const uint64_t stops = ~w & 0x8080808080808080ull;
-  const uint64_t keep = (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;
-  uint64_t x, stop;
-  __asm__("pextq %[keep], %[w], %[x]" : [x] "=r"(x) : [w] "r"(w), [keep] "r"(keep));
-  __asm__("tzcntq %[stops], %[stop]" : [stop] "=r"(stop) : [stops] "r"(stops) : "cc");
-  *out = x;
+  const PextWord v = pext_word(p);
+  uint64_t stop;
+  __asm__("tzcntq %[stops], %[stop]" : [stop] "=r"(stop) : [stops] "r"(v.stops) : "cc");
+  *out = v.value;
   return stop;
 #else
   const size_t n = word_varint(p, out);

@@ -47,20 +47,23 @@ TEST(Reader, MergesThreeThreadFilesBySequence) {
   EXPECT_EQ(collect_events(r), seen);
 }
 
+// What a pass announces (upcoming: "u<seq>/<tid>") and delivers ("e<seq>"), in order.
+struct AnnounceOrder : analysis::EventVisitor {
+  std::vector<std::string> log;
+  void on_event(const format::Event& ev, const analysis::ThreadFileReader&) override {
+    log.push_back("e" + std::to_string(ev.seq));
+  }
+  void upcoming(const analysis::ThreadFileReader& t) override {
+    log.push_back("u" + std::to_string(t.current_seq()) + "/" + std::to_string(t.tid()));
+  }
+};
+
 // upcoming() is how the replay prefetches: with threads taking turns each event is announced
 // once, before it is delivered, and well before (its file's head waits while the others are
 // merged).
 TEST(Reader, AnnouncesEachEventBeforeDeliveringIt) {
   ProcessReader r = read_in_memory(three_interleaved_threads(4));
-  struct Order : analysis::EventVisitor {
-    std::vector<std::string> log;
-    void on_event(const format::Event& ev, const analysis::ThreadFileReader&) override {
-      log.push_back("e" + std::to_string(ev.seq));
-    }
-    void upcoming(const analysis::ThreadFileReader& t) override {
-      log.push_back("u" + std::to_string(t.current_seq()) + "/" + std::to_string(t.tid()));
-    }
-  } order;
+  AnnounceOrder order;
   r.read_events(order);
   EXPECT_EQ(order.log,
             (std::vector<std::string>{"u1/100", "u2/101", "u3/102", "e1", "u4/100", "e2", "u5/101",
@@ -86,15 +89,7 @@ TEST(Reader, AnnouncesOnlyEventsThatOthersOvertake) {
     logs.threads.push_back({tid, t.file.bytes()});
   }
   ProcessReader r = read_in_memory(logs);
-  struct Order : analysis::EventVisitor {
-    std::vector<std::string> log;
-    void on_event(const format::Event& ev, const analysis::ThreadFileReader&) override {
-      log.push_back("e" + std::to_string(ev.seq));
-    }
-    void upcoming(const analysis::ThreadFileReader& t) override {
-      log.push_back("u" + std::to_string(t.current_seq()) + "/" + std::to_string(t.tid()));
-    }
-  } order;
+  AnnounceOrder order;
   r.read_events(order);
   EXPECT_EQ(order.log, (std::vector<std::string>{"u1/100", "u4/101", "e1", "e2", "e3", "u6/100",
                                                  "e4", "e5", "e6"}));
