@@ -66,8 +66,11 @@ cpu() {
     >/dev/null 2>&1 || { echo "host-bench: $1 summary failed" >&2; return 1; }
   awk '{ print $1 + $2 }' "$SYN/time"
 }
-this="" base=""
+# The core's clock before each round (bench/clock_probe.c), when the dist has the probe.
+clock() { [ -x "$DIST/bin/clock_probe" ] && taskset -c "$CORE" "$DIST/bin/clock_probe" || echo 0; }
+this="" base="" clocks=""
 for _ in $(seq "${SUMMARY_REPS:-15}"); do
+  clocks+="$(clock) "
   t=$(cpu "$DIST/bin/gmemhook") || exit 1
   this+="$t "
   [ -z "$BASE" ] || { t=$(cpu "$BASE/bin/gmemhook") || exit 1; base+="$t "; }
@@ -81,6 +84,7 @@ stats() {  # median and fastest of CPU seconds, as M events per CPU second
   echo "gmemhook summary, whole command, $EVENTS events, one core: $(stats <<<"$this")"
   [ -z "$BASE" ] || echo "base build, same rounds:                            $(stats <<<"$base")"
 } | tee -a "$OUT/synthetic.txt"
+echo "core $CORE's clock before each round (GHz, bench/clock_probe): $clocks" | tee -a "$OUT/synthetic.txt"
 [ -n "$BASE" ] || exit 0
 # The host's cores run this command in two states, ~0.21 and ~0.30 s for one build (2026-12-02:
 # twelve interleaved rounds of three settings, the fast runs together at the start and the end,
@@ -88,7 +92,9 @@ stats() {  # median and fastest of CPU seconds, as M events per CPU second
 # round: the rounds where it ran within 15 % of its fastest are the uncontended ones, and this
 # build's figure in those rounds is its figure in that state. Printed beside the medians above,
 # never instead of them.
-paste -d' ' <(tr ' ' '\n' <<<"$this" | grep .) <(tr ' ' '\n' <<<"$base" | grep .) >"$OUT/synthetic-rounds.txt"
+# synthetic-rounds.txt: this build's CPU seconds, the base's, the clock, one round a line.
+paste -d' ' <(tr ' ' '\n' <<<"$this" | grep .) <(tr ' ' '\n' <<<"$base" | grep .) \
+  <(tr ' ' '\n' <<<"$clocks" | grep .) >"$OUT/synthetic-rounds.txt"
 low=$(cut -d' ' -f2 "$OUT/synthetic-rounds.txt" | sort -g | head -1)
 fast=$(awk -v low="$low" '$2 <= low * 1.15' "$OUT/synthetic-rounds.txt")
 {

@@ -25,6 +25,7 @@ mkdir -p "$DIST/lib/fakecuda" && cp -P "$BUILD"/lib/fakecuda/*.so* "$DIST/lib/fa
 mkdir -p "$DIST/lib/fakenvml" && cp -P "$BUILD"/lib/fakenvml/*.so* "$DIST/lib/fakenvml/"
 [ -f "$BUILD/bin/analyzer_bench" ] && cp "$BUILD/bin/analyzer_bench" "$DIST/bin/" &&
   strip --strip-debug "$DIST/bin/analyzer_bench"
+[ -f "$BUILD/bin/clock_probe" ] && cp "$BUILD/bin/clock_probe" "$DIST/bin/"
 scripts/pack-heaptrack.sh "$DIST/peers" || echo "make-dist: heaptrack not packed (not installed here?)" >&2
 strip --strip-debug "$DIST/bin/gmemhook"
 du -sh "$DIST"
