@@ -5,7 +5,10 @@
 // not exist, so each frame is looked up once and degrades to module+offset.
 //
 // Wall and CPU time are both printed: on a shared machine the CPU time is the steadier one.
+// --only WHAT times only the rows whose name starts with WHAT (one pass to profile, e.g. under
+// callgrind: `--only reader`).
 // Usage: analyzer_bench [--events N] [--threads T] [--stacks S] [--repeat R] [--dir DIR] [--keep]
+//                       [--only WHAT]
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyzer/log/reader.h"
@@ -235,7 +239,9 @@ double cpu_seconds() {
 
 struct Counter : gmemhook::analysis::EventVisitor {
   uint64_t n = 0;
+  bool announce = false;  // whether the merge calls upcoming() (which does nothing here)
   void on_event(const fmt::Event&, const gmemhook::analysis::ThreadFileReader&) override { ++n; }
+  bool wants_upcoming() const override { return announce; }
 };
 
 }  // namespace
@@ -245,6 +251,7 @@ int main(int argc, char** argv) {
   unsigned threads = 8, stacks = 1000, repeat = 3;
   fs::path run;
   bool keep = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -266,10 +273,12 @@ int main(int argc, char** argv) {
       run = next();
     else if (a == "--keep")
       keep = true;
+    else if (a == "--only")
+      only = next();
     else {
       std::fprintf(stderr,
                    "usage: analyzer_bench [--events N] [--threads T] [--stacks S] [--repeat R] "
-                   "[--dir DIR] [--keep]\n");
+                   "[--dir DIR] [--keep] [--only WHAT]\n");
       return 2;
     }
   }
@@ -296,6 +305,7 @@ int main(int argc, char** argv) {
               "best cpu s", "events/cpu s");
 
   auto report = [&](const char* name, unsigned passes, auto&& fn) {
+    if (std::string_view(name).substr(0, only.size()) != only) return;
     double best = 1e30, best_cpu = 1e30;
     for (unsigned r = 0; r < repeat; ++r) {
       auto start = std::chrono::steady_clock::now();
@@ -308,12 +318,17 @@ int main(int argc, char** argv) {
                 best_cpu, events / best_cpu);
     std::fflush(stdout);
   };
-  report("reader only", 1, [&] {
-    auto reader = gmemhook::analysis::ProcessReader::open(dir);
-    Counter c;
-    reader.read_events(c);
-    if (c.n != events) std::fprintf(stderr, "read %llu events\n", (unsigned long long)c.n);
-  });
+  // The reader alone, for a visitor that takes no upcoming() hints and for one that does (the
+  // replay's prefetch): what the announcing costs.
+  for (const bool announce : {false, true}) {
+    report(announce ? "reader+upcoming" : "reader only", 1, [&] {
+      auto reader = gmemhook::analysis::ProcessReader::open(dir);
+      Counter c;
+      c.announce = announce;
+      reader.read_events(c);
+      if (c.n != events) std::fprintf(stderr, "read %llu events\n", (unsigned long long)c.n);
+    });
+  }
   std::FILE* null = std::fopen("/dev/null", "w");
   std::FILE* warnings = std::fopen("/dev/null", "w");
   for (const gmemhook::analysis::ReportEntry& entry : gmemhook::analysis::reports()) {

@@ -49,13 +49,14 @@ std::span<const uint64_t> ProcessReader::stack(size_t thread_index, uint32_t sta
 void ProcessReader::read_events(EventVisitor& v) {
   // Chosen once for the whole pass: a test per varint, or a call through a pointer per event,
   // would cost part of what pext saves.
+  const bool announce = v.wants_upcoming();
   if (pext_is_fast())
-    merge_events<true>(v);
+    announce ? merge_events<true, true>(v) : merge_events<true, false>(v);
   else
-    merge_events<false>(v);
+    announce ? merge_events<false, true>(v) : merge_events<false, false>(v);
 }
 
-template <bool kPext>
+template <bool kPext, bool kAnnounce>
 void ProcessReader::merge_events(EventVisitor& v) {
   events_read_ = 0;
   last_seq_ = 0;
@@ -92,7 +93,7 @@ void ProcessReader::merge_events(EventVisitor& v) {
     t->rewind();
     if (t->template advance<kPext>()) {
       heads.push({t->current_seq(), static_cast<uint32_t>(t->index())});
-      v.upcoming(*t);
+      if constexpr (kAnnounce) v.upcoming(*t);
     } else {
       finish(*t);
     }
@@ -133,7 +134,7 @@ void ProcessReader::merge_events(EventVisitor& v) {
       // enough for the visitor's loads to arrive. A file that stays on top has its event
       // delivered next, where the hint came too late to help and cost a call an event (all of
       // them in a process of one thread file).
-      v.upcoming(t);
+      if constexpr (kAnnounce) v.upcoming(t);
       break;
     }
   }
@@ -146,6 +147,7 @@ void ProcessReader::for_each_event(
     explicit Adapter(const std::function<void(const format::Event&, const ThreadFileReader&)>& f)
         : fn(f) {}
     void on_event(const format::Event& ev, const ThreadFileReader& t) override { fn(ev, t); }
+    bool wants_upcoming() const override { return false; }
   } adapter(fn);
   read_events(adapter);
 }

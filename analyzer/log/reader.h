@@ -87,7 +87,7 @@ class ProcessReader {
  private:
   ProcessReader() = default;
   void add_thread(LogBytes file);
-  template <bool kPext>
+  template <bool kPext, bool kAnnounce>
   void merge_events(EventVisitor& v);
 
   std::string process_name_;

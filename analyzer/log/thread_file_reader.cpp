@@ -127,41 +127,54 @@ namespace {
 // The usual version-8 event's decoder with everything it calls inlined, itself inlined into its
 // one caller: GCC had kept decode_usual_event_v8 a call of its own (six saved registers and
 // their restores an event).
-template <bool kPext>
-[[gnu::flatten, gnu::always_inline]] inline bool decode_usual_event(uint8_t type, const uint8_t* p,
-                                                                    size_t n,
+template <bool kPext, bool kFramedInline>
+[[gnu::flatten, gnu::always_inline]] inline bool decode_usual_event(const Record& r,
                                                                     format::UsualEvent* ev,
                                                                     format::EventDeltas& d,
-                                                                    size_t readable) {
+                                                                    const LogBytes& file) {
+  const uint8_t* p = r.payload.data();
+  const size_t n = r.payload.size();
   // Its callers framed an event record of this file's version already (RecordCursor::next_event,
   // or advance_through_records' own test): is_event_type is not asked again.
-  return d.version >= format::kFirstHeadVersion && readable >= n + 64 &&
-         format::decode_usual_event_v8<kPext>(type & format::kEventHeadBits, p, n, ev, d);
+  const uint8_t head = r.type & format::kEventHeadBits;
+  if constexpr (kFramedInline) {
+    // next_event frames only version-8 records with kMaxSmallPayload bytes of the file after
+    // their header: the 64 the decoder may load past a payload are there for any it can take
+    // (it takes at most 57 bytes).
+    static_assert(format::kMaxSmallPayload - 64 >= 57);
+    return n <= format::kMaxSmallPayload - 64 &&
+           format::decode_usual_event_v8<kPext>(head, p, n, ev, d);
+  } else {
+    // The decoder may load past the payload up to the end of the file's bytes (never uses them).
+    const size_t readable = static_cast<size_t>(file.bytes().data() + file.size() - p);
+    return d.version >= format::kFirstHeadVersion && readable >= n + 64 &&
+           format::decode_usual_event_v8<kPext>(head, p, n, ev, d);
+  }
 }
 
 }  // namespace
 
 // Flattened: decode_usual_event's own flatten no longer applies once it is inlined here, and
 // the usual decoder would be a call of its own again (see there).
-template <bool kPext>
+template <bool kPext, bool kFramedInline>
 [[gnu::flatten]] void ThreadFileReader::read_event(const Record& r) {
-  const size_t n = r.payload.size();
   const uint64_t previous_seq = deltas_.last_seq;
-  // The decoder may load past the payload up to the end of the file's bytes (never uses them).
-  const size_t readable =
-      static_cast<size_t>(file_.bytes().data() + file_.size() - r.payload.data());
   // Everything but the usual event's path is out of line (a lambda: the header stays as it is):
   // inlined, the general decoder and the messages' strings made this function save six
   // registers and keep a 248-byte frame for every event (~20 instructions an event).
   // Each takes what it needs as arguments: a lambda that captured locals by reference made
   // the hot path keep them in memory.
-  auto read_other_event = [this](const Record& r, size_t readable) __attribute__((noinline, cold)) {
+  // The Record by value: a reference would keep the hot path's Record in memory (stored zeroed
+  // by the framing, then stored again) instead of registers.
+  auto read_other_event = [this](Record r) __attribute__((noinline, cold)) {
     check_event_size(r);
     // decode_event tries the usual decoder first too: refused above, it is refused there alike
     // (it changes nothing when it refuses), so the two calls accept exactly what one would.
     // Decoded in place: damage throws, and the merge reads the event only after a true
     // advance().
     const size_t n = r.payload.size();
+    const size_t readable =
+        static_cast<size_t>(file_.bytes().data() + file_.size() - r.payload.data());
     if (!format::decode_event<kPext>(r.type, r.payload.data(), n, &current_, deltas_, readable))
       damage(r.offset, "event record: payload malformed (" + std::to_string(n) +
                            " bytes do not decode as an event)");
@@ -171,12 +184,11 @@ template <bool kPext>
   uint32_t stack_id;
   // The usual decoder takes only payloads of 2 to 57 bytes: check_event_size's limits hold for
   // every event it takes, and one it refuses is checked by read_other_event first, as before.
-  if (decode_usual_event<kPext>(r.type, r.payload.data(), n, &usual_, deltas_, readable))
-      [[likely]] {
+  if (decode_usual_event<kPext, kFramedInline>(r, &usual_, deltas_, file_)) [[likely]] {
     usual_is_current_ = usual_unfilled_ = true;
     stack_id = usual_.stack_id;
   } else {
-    stack_id = read_other_event(r, readable);
+    stack_id = read_other_event(r);
   }
   // decode_event rejects a zero delta; a delta that wraps around 2^64 is the remaining way for
   // seq to go backwards. (Both decoders leave the event's seq in deltas_.)
@@ -198,7 +210,17 @@ template <bool kPext>
   ++events_read_;
 }
 template void ThreadFileReader::read_event<false>(const Record& r);
-template void ThreadFileReader::read_event<true>(const Record& r);
+
+template <bool kPext>
+[[gnu::flatten]] bool ThreadFileReader::read_next_event() {
+  Record r;
+  if (!cursor_.next_event(&r)) return false;
+  read_event<kPext, true>(r);
+  file_.release_before(r.offset);
+  return true;
+}
+template bool ThreadFileReader::read_next_event<false>();
+template bool ThreadFileReader::read_next_event<true>();
 
 void ThreadFileReader::read_stack(const Record& r) {
   uint32_t id = decode_stack(r, file_.name(), frame_scratch_, py_frame_scratch_);

@@ -94,13 +94,8 @@ class ThreadFileReader {
   // (cpu_features.h); the events are the same either way.
   template <bool kPext = false>
   bool advance() {
-    Record r;
-    // The usual record, an event in a chunk already checked, without a call for its framing.
-    if (damaged_.empty() && cursor_.next_event(&r)) {
-      read_event<kPext>(r);
-      file_.release_before(r.offset);
-      return true;
-    }
+    // The usual record, an event in a chunk already checked: framed and read in one call.
+    if (damaged_.empty() && read_next_event<kPext>()) return true;
     return advance_through_records();
   }
   // The event the last true advance() read. For a usual event (current_is_usual()) the whole
@@ -150,8 +145,15 @@ class ThreadFileReader {
   // The smallest event is the api and the time (version 8; before: four more varints and the
   // field mask).
   static constexpr size_t kMinEventPayload = 2;
-  template <bool kPext>
+  // kFramedInline: `r` is a record RecordCursor::next_event framed (see read_next_event).
+  template <bool kPext, bool kFramedInline = false>
   void read_event(const Record& r);
+  // advance()'s usual way: the record RecordCursor::next_event frames (an event in a chunk already
+  // checked), read as read_event reads it; false, with nothing moved, for any other. One call
+  // with the framing inside: the Record stays in registers instead of being stored by the framing
+  // and loaded back by read_event.
+  template <bool kPext>
+  bool read_next_event();
   // advance() for every other record, and the end of the stream.
   bool advance_through_records();
   void deliver_queued(EventVisitor& v);

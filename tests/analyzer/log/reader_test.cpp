@@ -50,6 +50,8 @@ TEST(Reader, MergesThreeThreadFilesBySequence) {
 // What a pass announces (upcoming: "u<seq>/<tid>") and delivers ("e<seq>"), in order.
 struct AnnounceOrder : analysis::EventVisitor {
   std::vector<std::string> log;
+  bool announce = true;
+  bool wants_upcoming() const override { return announce; }
   void on_event(const format::Event& ev, const analysis::ThreadFileReader&) override {
     log.push_back("e" + std::to_string(ev.seq));
   }
@@ -93,6 +95,23 @@ TEST(Reader, AnnouncesOnlyEventsThatOthersOvertake) {
   r.read_events(order);
   EXPECT_EQ(order.log, (std::vector<std::string>{"u1/100", "u4/101", "e1", "e2", "e3", "u6/100",
                                                  "e4", "e5", "e6"}));
+}
+
+// A visitor that takes no hints says so, and the pass announces nothing (the merge without the
+// calls), delivering the same events in the same order.
+TEST(Reader, AnnouncesNothingToAVisitorThatWantsNoHints) {
+  ProcessReader r = read_in_memory(three_interleaved_threads(4));
+  AnnounceOrder order;
+  order.announce = false;
+  r.read_events(order);
+  std::vector<std::string> delivered;
+  for (int seq = 1; seq <= 12; ++seq) delivered.push_back("e" + std::to_string(seq));
+  EXPECT_EQ(order.log, delivered);
+  // And the next pass with hints announces again.
+  order.log.clear();
+  order.announce = true;
+  r.read_events(order);
+  EXPECT_EQ(order.log.size(), 24u);  // each event announced once (AnnouncesEachEvent...)
 }
 
 TEST(Reader, LooksUpStacksPerFile) {
