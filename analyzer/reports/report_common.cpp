@@ -228,7 +228,12 @@ void write_made_live(JsonWriter& json, uint8_t api, const std::vector<Frame>& fr
 }
 
 void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth) {
-  const size_t shown = depth == 0 ? frames.size() : std::min(depth, frames.size());
+  const size_t user = user_frame(frames);
+  // `--depth` keeps its frames and never fewer than down to the user frame, so that user_frame
+  // always indexes a frame of the list: the HTML page, which embeds stacks 12 deep, showed "no
+  // stack recorded" for every GPT-2 leak whose user line lay deeper (index 22 of a list of 12).
+  size_t shown = depth == 0 ? frames.size() : std::min(depth, frames.size());
+  if (user != kNoUserFrame) shown = std::max(shown, user + 1);
   json.key("stack");
   json.begin_array();
   for (size_t i = 0; i < shown; ++i) {
@@ -250,7 +255,6 @@ void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t dep
     json.end_object();
   }
   json.end_array();
-  const size_t user = user_frame(frames);
   json.key("user_frame");
   if (user == kNoUserFrame)
     json.null();
