@@ -15,16 +15,15 @@ trap 'rm -rf "$SYN"' EXIT
 taskset -c "$CORE" "$DIST/bin/analyzer_bench" --events "$EVENTS" --repeat 3 --dir "$SYN/run" --keep
 names=() bins=()
 for nb in "$@"; do names+=("${nb%%=*}"); bins+=("${nb#*=}"); done
+source "$(dirname "$0")/summary-rounds.sh"
 for _ in $(seq "$ROUNDS"); do
-  line="$(taskset -c "$CORE" "$DIST/bin/clock_probe") $(taskset -c "$CORE" "$DIST/bin/clock_probe" --adds)"
+  line="$(core_clock) $(core_clock --adds)"
   for b in "${bins[@]}"; do
-    /usr/bin/time -o "$SYN/time" -f '%U %S' taskset -c "$CORE" "$b" summary "$SYN/run" >/dev/null 2>&1
-    line+=" $(awk '{ print $1 + $2 }' "$SYN/time")"
+    t=$(summary_cpu "$b") || exit 1
+    line+=" $t"
   done
   echo "$line" | tee -a "$SYN/rounds"
 done
 for i in "${!names[@]}"; do
-  awk -v c=$((i + 3)) '{ print $c }' "$SYN/rounds" | sort -g | awk -v e="$EVENTS" -v n="${names[$i]}" \
-    '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)];
-       printf "%-10s median %.3f s (%.2f M events/s), fastest %.3f s (%.2f M events/s)\n", n, m, e / 1e6 / m, v[1], e / 1e6 / v[1] }'
+  printf '%-10s %s\n' "${names[$i]}" "$(awk -v c=$((i + 3)) '{ print $c }' "$SYN/rounds" | rounds_stats)"
 done

@@ -59,30 +59,19 @@ trap 'rm -rf "$SYN"' EXIT
 echo "== synthetic run (analyzer_bench --events $EVENTS, pinned to core $CORE)" | tee "$OUT/synthetic.txt"
 taskset -c "$CORE" "$DIST/bin/analyzer_bench" --events "$EVENTS" --repeat 5 --dir "$SYN/run" --keep |
   tee -a "$OUT/synthetic.txt"
-# The whole command, as a user runs it: CPU seconds (user + system) of each run, interleaved.
-# A failed run stops the script (a command substitution does not inherit set -e).
-cpu() {
-  /usr/bin/time -o "$SYN/time" -f '%U %S' taskset -c "$CORE" "$1" summary "$SYN/run" \
-    >/dev/null 2>&1 || { echo "host-bench: $1 summary failed" >&2; return 1; }
-  awk '{ print $1 + $2 }' "$SYN/time"
-}
-# The core's clock before each round (bench/clock_probe.c), when the dist has the probe.
-clock() { [ -x "$DIST/bin/clock_probe" ] && taskset -c "$CORE" "$DIST/bin/clock_probe" || echo 0; }
+# The whole command's CPU seconds (summary_cpu), the core's clock before each round (core_clock),
+# and the rounds' medians (rounds_stats).
+source scripts/summary-rounds.sh
 this="" base="" clocks=""
 for _ in $(seq "${SUMMARY_REPS:-15}"); do
-  clocks+="$(clock) "
-  t=$(cpu "$DIST/bin/gmemhook") || exit 1
+  clocks+="$(core_clock) "
+  t=$(summary_cpu "$DIST/bin/gmemhook") || exit 1
   this+="$t "
-  [ -z "$BASE" ] || { t=$(cpu "$BASE/bin/gmemhook") || exit 1; base+="$t "; }
+  [ -z "$BASE" ] || { t=$(summary_cpu "$BASE/bin/gmemhook") || exit 1; base+="$t "; }
 done
-stats() {  # median and fastest of CPU seconds, as M events per CPU second
-  tr ' ' '\n' | grep . | sort -g |
-    awk -v e="$EVENTS" '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)]; me = e / 1e6;
-      printf "median %.3f s (%.2f M events/s), fastest %.3f s (%.2f M events/s), %d runs", m, me / m, v[1], me / v[1], NR }'
-}
 {
-  echo "gmemhook summary, whole command, $EVENTS events, one core: $(stats <<<"$this")"
-  [ -z "$BASE" ] || echo "base build, same rounds:                            $(stats <<<"$base")"
+  echo "gmemhook summary, whole command, $EVENTS events, one core: $(rounds_stats <<<"$this")"
+  [ -z "$BASE" ] || echo "base build, same rounds:                            $(rounds_stats <<<"$base")"
 } | tee -a "$OUT/synthetic.txt"
 echo "core $CORE's clock before each round (GHz, bench/clock_probe): $clocks" | tee -a "$OUT/synthetic.txt"
 [ -n "$BASE" ] || exit 0
@@ -100,6 +89,6 @@ fast=$(awk -v low="$low" '$2 <= low * 1.15' "$OUT/synthetic-rounds.txt")
 {
   printf 'rounds where the base ran within 15 %% of its fastest (uncontended host): %d of %d\n' \
     "$(grep -c . <<<"$fast")" "$(grep -c . "$OUT/synthetic-rounds.txt")"
-  echo "  this build in those rounds: $(cut -d' ' -f1 <<<"$fast" | stats)"
-  echo "  base build in those rounds: $(cut -d' ' -f2 <<<"$fast" | stats)"
+  echo "  this build in those rounds: $(cut -d' ' -f1 <<<"$fast" | rounds_stats)"
+  echo "  base build in those rounds: $(cut -d' ' -f2 <<<"$fast" | rounds_stats)"
 } | tee -a "$OUT/synthetic.txt"
