@@ -12,7 +12,8 @@
 # BASE=/path/to/another/gmemhook adds that binary's `summary` as one more interleaved mode on the
 # same logs, its figures and its ratio to heaptrack_print printed next to this build's: a change
 # is then judged against its base in the same rounds, not against another moment of the machine.
-# Usage: [PAIRS=N] [REPS=N] [RUNS=N] [PROCS=N] [BASE=GMEMHOOK] bench/run_reader_bench.sh [BUILD_DIR]
+# CORE=N pins the timed commands to core N (default 0).
+# Usage: [PAIRS=N] [REPS=N] [RUNS=N] [PROCS=N] [BASE=GMEMHOOK] [CORE=N] bench/run_reader_bench.sh [BUILD_DIR]
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 BASE=${BASE:-}
@@ -36,7 +37,7 @@ done
 # by RUNS, pinned to one core. getrusage counts in 10 ms steps, ±10 % of a 0.1 s command: RUNS in
 # a row bring that to ±2 %.
 cpu_sample() {
-  /usr/bin/time -o "$TMP/time" -f '%U %S' taskset -c 0 bash -c \
+  /usr/bin/time -o "$TMP/time" -f '%U %S' taskset -c "${CORE:-0}" bash -c \
     'for _ in $(seq "$0"); do "$@" >/dev/null 2>&1 || exit 1; done' "${RUNS:-5}" "$@" ||
     { echo "run_reader_bench: $* failed" >&2; exit 1; }
   awk -v k="${RUNS:-5}" '{ printf "%.4f\n", ($1 + $2) / k }' "$TMP/time"
