@@ -1,8 +1,9 @@
 // The next unread event of each thread file of a process, smallest sequence number on top: the
-// k-way merge of ProcessReader. A binary heap that replaces its top in place, because after each
-// event the file that supplied it comes back with its next one: one sift instead of a pop and a
-// push (std::priority_queue's two sifts and its pair compares were a twentieth of `summary`), and
-// none at all while that file's events come before every other head.
+// k-way merge of ProcessReader for more than 16 files (MergeScan merges fewer). A binary heap
+// that replaces its top in place, because after each event the file that supplied it comes back
+// with its next one: one sift instead of a pop and a push (std::priority_queue's two sifts and
+// its pair compares were a twentieth of `summary`), and none at all while that file's events
+// come before every other head.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +20,7 @@ class MergeHeads {
   };
 
   bool empty() const { return heap_.empty(); }
-  const Head& top() const { return heap_.front(); }
+  uint32_t top_file() const { return heap_.front().file; }
 
   void push(Head h) {
     size_t i = heap_.size();
@@ -33,8 +34,9 @@ class MergeHeads {
     heap_[i] = h;
   }
   // The top's file has a next event, `seq`. Returns whether that file stays on top: then its
-  // next events are read with no heap work until one is not below another head.
-  bool replace_top(uint64_t seq) {
+  // next events are read with no heap work until one is not below another head. (`delivered`,
+  // the top's last seq, is for MergeScan: the heap knows it.)
+  bool replace_top(uint64_t seq, uint64_t /*delivered*/) {
     // A file that supplies several events in a row (in most programs one thread makes most
     // allocations) stays on top after a compare with the root's two children, which hold the
     // smallest of the other heads, on seq alone. An equal seq (a duplicate: damage) sifts, so
@@ -48,7 +50,7 @@ class MergeHeads {
     return false;
   }
   // The top's file has ended.
-  void pop_top() {
+  void pop_top(uint64_t /*delivered*/) {
     const Head last = heap_.back();
     heap_.pop_back();
     if (!heap_.empty()) sift_down(last);

@@ -7,6 +7,7 @@
 
 #include "analyzer/log/cpu_features.h"
 #include "analyzer/log/merge_heads.h"
+#include "analyzer/log/merge_scan.h"
 
 namespace gmemhook::analysis {
 
@@ -47,16 +48,24 @@ std::span<const uint64_t> ProcessReader::stack(size_t thread_index, uint32_t sta
 }
 
 void ProcessReader::read_events(EventVisitor& v) {
+  if (threads_.size() <= MergeScan::kMaxFiles)
+    merge_with<MergeScan>(v);
+  else
+    merge_with<MergeHeads>(v);
+}
+
+template <class Heads>
+void ProcessReader::merge_with(EventVisitor& v) {
   // Chosen once for the whole pass: a test per varint, or a call through a pointer per event,
   // would cost part of what pext saves.
   const bool announce = v.wants_upcoming();
   if (pext_is_fast())
-    announce ? merge_events<true, true>(v) : merge_events<true, false>(v);
+    announce ? merge_events<true, true, Heads>(v) : merge_events<true, false, Heads>(v);
   else
-    announce ? merge_events<false, true>(v) : merge_events<false, false>(v);
+    announce ? merge_events<false, true, Heads>(v) : merge_events<false, false, Heads>(v);
 }
 
-template <bool kPext, bool kAnnounce>
+template <bool kPext, bool kAnnounce, class Heads>
 void ProcessReader::merge_events(EventVisitor& v) {
   events_read_ = 0;
   last_seq_ = 0;
@@ -67,7 +76,7 @@ void ProcessReader::merge_events(EventVisitor& v) {
   for (const ChunkDamage& d : process_.damaged) damaged_bytes_ += d.bytes;
   undecoded_events_ = 0;
 
-  MergeHeads heads;
+  Heads heads;
   auto finish = [&](ThreadFileReader& t) {
     t.deliver_pending(v);  // stacks and notes after the file's last event
     for (const ChunkDamage& d : t.damaged_chunks()) {
@@ -101,9 +110,9 @@ void ProcessReader::merge_events(EventVisitor& v) {
 
   const ThreadFileReader* previous = nullptr;
   while (!heads.empty()) {
-    ThreadFileReader& t = *threads_[heads.top().file];
+    ThreadFileReader& t = *threads_[heads.top_file()];
     // While the top's file stays on top (all the time when it is the only file, as in most
-    // processes), its events are read in the loop below: the heap is not asked for the file
+    // processes), its events are read in the loop below: the heads are not asked for the file
     // again, nor the file's reader looked up.
     for (;;) {
       const uint64_t seq = t.current_seq();
@@ -126,10 +135,10 @@ void ProcessReader::merge_events(EventVisitor& v) {
       previous = &t;
       if (!t.template advance<kPext>()) {
         finish(t);
-        heads.pop_top();
+        heads.pop_top(seq);
         break;
       }
-      if (heads.replace_top(t.current_seq())) continue;
+      if (heads.replace_top(t.current_seq(), seq)) continue;
       // Another file's event comes first, so this one is delivered a few others later: time
       // enough for the visitor's loads to arrive. A file that stays on top has its event
       // delivered next, where the hint came too late to help and cost a call an event (all of

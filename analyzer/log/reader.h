@@ -87,7 +87,10 @@ class ProcessReader {
  private:
   ProcessReader() = default;
   void add_thread(LogBytes file);
-  template <bool kPext, bool kAnnounce>
+  template <class Heads>
+  void merge_with(EventVisitor& v);
+  // Heads: MergeScan up to its 16 files, MergeHeads beyond.
+  template <bool kPext, bool kAnnounce, class Heads>
   void merge_events(EventVisitor& v);
 
   std::string process_name_;

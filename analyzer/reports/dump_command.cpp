@@ -194,6 +194,9 @@ class EventPrinter : public EventVisitor {
     fmt::print(out_, "note tid={}: {}\n", t.tid(), as_token(note.text));
   }
 
+  // A line is printed as its event arrives: nothing to start loading ahead of it.
+  bool wants_upcoming() const override { return false; }
+
  private:
   void emit() {
     line_.push_back('\n');

@@ -263,6 +263,28 @@ TEST(Damage, EventErrors) {
   }
 }
 
+// Two files whose heads both hold the seq after the one just delivered (3 after 2): the merge
+// takes the first file's, then the second's is the duplicate, as the heap found it. The same
+// with seventeen more files, beyond the scan's 16 (the heap then merges).
+TEST(Damage, TwoHeadsHoldingTheNextSeqIsADuplicate) {
+  for (uint64_t more : {0, 17}) {
+    ProcessLogs logs = small_two_thread_process(true);
+    logs.threads.clear();
+    ThreadLogBuilder a(4242, 4250, kStartNs), b(4242, 4251, kStartNs);
+    for (uint64_t seq : {1, 3}) a.event(make_event(ApiId::cudaFree, seq, kStartNs));
+    for (uint64_t seq : {2, 3}) b.event(make_event(ApiId::cudaFree, seq, kStartNs));
+    logs.threads.push_back({4250, a.file.bytes()});
+    logs.threads.push_back({4251, b.file.bytes()});
+    for (uint64_t k = 0; k < more; ++k) {
+      ThreadLogBuilder t(4242, 4260 + k, kStartNs);
+      t.event(make_event(ApiId::cudaFree, 100 + k, kStartNs));
+      logs.threads.push_back({4260 + k, t.file.bytes()});
+    }
+    EXPECT_CONTAINS(read_error(logs), "thread.4251.gmh: offset ");
+    EXPECT_CONTAINS(read_error(logs), "seq 3 also appears in thread.4250.gmh");
+  }
+}
+
 // The merge's duplicate test compares each event's seq with the last one delivered, 0 before the
 // first: it relies on no file's event having seq 0.
 TEST(Damage, NoEventHasSeqZero) {

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <random>
+#include <utility>
+#include <vector>
 
 #include "log_builder.h"
 #include "sample_logs.h"
@@ -32,6 +36,24 @@ ProcessLogs three_interleaved_threads(uint64_t per_thread) {
   return logs;
 }
 
+// Threads 100, 101, ... holding the events of `seqs` (each rising), an allocation each; a thread
+// with none has no file.
+ProcessLogs threads_with_seqs(const std::vector<std::vector<uint64_t>>& seqs) {
+  ProcessLogs logs = small_two_thread_process(true);
+  logs.threads.clear();
+  for (uint64_t k = 0; k < seqs.size(); ++k) {
+    if (seqs[k].empty()) continue;
+    ThreadLogBuilder t(logs.pid, 100 + k, kStartNs);
+    for (uint64_t seq : seqs[k]) {
+      auto ev = make_event(ApiId::cudaMalloc, seq, kStartNs + 10 * seq);
+      ev.f.set_address(0x1000 * seq);
+      t.event(ev);
+    }
+    logs.threads.push_back({100 + k, t.file.bytes()});
+  }
+  return logs;
+}
+
 TEST(Reader, MergesThreeThreadFilesBySequence) {
   ProcessReader r = read_in_memory(three_interleaved_threads(5));
   auto seen = collect_events(r);
@@ -45,6 +67,41 @@ TEST(Reader, MergesThreeThreadFilesBySequence) {
   EXPECT_EQ(r.last_seq(), 15u);
   // A second pass gives the same stream.
   EXPECT_EQ(collect_events(r), seen);
+}
+
+// The merge takes the file holding the next seq among up to 16 files (MergeScan) and keeps a
+// heap beyond: both give every event in seq order, files taking turns every event, ending at
+// different times, with holes (events lost) between. (seq, tid) of each event against a sort.
+TEST(Reader, MergesAnyNumberOfThreadFilesBySequence) {
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 300; ++round) {
+    const size_t files = 1 + rng() % 20;
+    std::vector<std::vector<uint64_t>> seqs(files);
+    std::vector<std::pair<uint64_t, uint64_t>> expected;  // (seq, tid)
+    uint64_t seq = rng() % 2, first_gap_after = 0;
+    bool gap = seq != 0;  // a first event above 1 is a hole after 0
+    for (int i = 0; i < 60; ++i) {
+      const size_t f = round % 2 ? i % files : rng() % files;  // turns, or at random
+      ++seq;
+      if (rng() % 13 == 0) {
+        if (!gap) first_gap_after = seq - 1;
+        gap = true;
+        seq += 1 + rng() % 3;
+      }
+      seqs[f].push_back(seq);
+      expected.emplace_back(seq, 100 + f);
+    }
+    std::sort(expected.begin(), expected.end());
+    const ProcessLogs logs = threads_with_seqs(seqs);  // the reader borrows its bytes
+    ProcessReader r = read_in_memory(logs);
+    std::vector<std::pair<uint64_t, uint64_t>> seen;
+    for (const SeenEvent& e : collect_events(r)) seen.emplace_back(e.seq, e.tid);
+    EXPECT_EQ(seen, expected) << "round " << round << ", " << files << " files";
+    EXPECT_EQ(r.first_gap_after().has_value(), gap) << "round " << round;
+    if (gap) {
+      EXPECT_EQ(*r.first_gap_after(), first_gap_after) << "round " << round;
+    }
+  }
 }
 
 // What a pass announces (upcoming: "u<seq>/<tid>") and delivers ("e<seq>"), in order.
@@ -78,23 +135,26 @@ TEST(Reader, AnnouncesEachEventBeforeDeliveringIt) {
 // announced: the hint would come too late to help, and cost a call on every event of a process
 // of one thread file. Thread 100 has seqs 1, 2, 3 and 6, thread 101 has 4 and 5.
 TEST(Reader, AnnouncesOnlyEventsThatOthersOvertake) {
-  ProcessLogs logs = small_two_thread_process(true);
-  logs.threads.clear();
-  for (const auto& [tid, seqs] :
-       {std::pair<uint64_t, std::vector<uint64_t>>{100, {1, 2, 3, 6}}, {101, {4, 5}}}) {
-    ThreadLogBuilder t(logs.pid, tid, kStartNs);
-    for (uint64_t seq : seqs) {
-      auto ev = make_event(ApiId::cudaMalloc, seq, kStartNs + 10 * seq);
-      ev.f.set_address(0x1000 * seq);
-      t.event(ev);
-    }
-    logs.threads.push_back({tid, t.file.bytes()});
-  }
+  const ProcessLogs logs = threads_with_seqs({{1, 2, 3, 6}, {4, 5}});  // the reader borrows it
   ProcessReader r = read_in_memory(logs);
   AnnounceOrder order;
   r.read_events(order);
   EXPECT_EQ(order.log, (std::vector<std::string>{"u1/100", "u4/101", "e1", "e2", "e3", "u6/100",
                                                  "e4", "e5", "e6"}));
+  // The same beyond the scan's 16 files (the heap), with seventeen more threads whose events
+  // come after these.
+  std::vector<std::vector<uint64_t>> seqs = {{1, 2, 3, 6}, {4, 5}};
+  for (uint64_t k = 0; k < 17; ++k) seqs.push_back({100 + k});
+  const ProcessLogs more_logs = threads_with_seqs(seqs);
+  ProcessReader many = read_in_memory(more_logs);
+  AnnounceOrder all;
+  many.read_events(all);
+  all.log.resize(9 + 17);  // the first events' part, after the other files' first announcements
+  std::vector<std::string> expected = {"u1/100", "u4/101"};
+  for (uint64_t k = 0; k < 17; ++k)
+    expected.push_back("u" + std::to_string(100 + k) + "/" + std::to_string(102 + k));
+  for (const char* s : {"e1", "e2", "e3", "u6/100", "e4", "e5", "e6"}) expected.push_back(s);
+  EXPECT_EQ(all.log, expected);
 }
 
 // A visitor that takes no hints says so, and the pass announces nothing (the merge without the
