@@ -24,8 +24,11 @@ inline constexpr uint64_t kStartNs = 1000000000000ull;
 // Files are not padded to whole chunks, so cutting them anywhere exercises torn tails.
 ProcessLogs small_two_thread_process(bool with_end);
 
-// Reads the logs straight from memory (no files). `logs` must outlive the reader.
+// Reads the logs straight from memory (no files). `logs` must outlive the reader: it keeps
+// pointers into their bytes, so a temporary is refused at compile time (three tests once passed
+// one and read freed memory, passing by luck).
 analysis::ProcessReader read_in_memory(const ProcessLogs& logs);
+analysis::ProcessReader read_in_memory(ProcessLogs&&) = delete;
 // Writes <run>/<exe>.<pid>/process.gmh and thread.<tid>.gmh; returns the process directory.
 std::filesystem::path write_process_dir(const std::filesystem::path& run, const ProcessLogs& logs);
 

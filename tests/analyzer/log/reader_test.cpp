@@ -55,7 +55,8 @@ ProcessLogs threads_with_seqs(const std::vector<std::vector<uint64_t>>& seqs) {
 }
 
 TEST(Reader, MergesThreeThreadFilesBySequence) {
-  ProcessReader r = read_in_memory(three_interleaved_threads(5));
+  const ProcessLogs logs = three_interleaved_threads(5);
+  ProcessReader r = read_in_memory(logs);
   auto seen = collect_events(r);
   ASSERT_EQ(seen.size(), 15u);
   for (size_t i = 0; i < seen.size(); ++i) {
@@ -121,7 +122,8 @@ struct AnnounceOrder : analysis::EventVisitor {
 // once, before it is delivered, and well before (its file's head waits while the others are
 // merged).
 TEST(Reader, AnnouncesEachEventBeforeDeliveringIt) {
-  ProcessReader r = read_in_memory(three_interleaved_threads(4));
+  const ProcessLogs logs = three_interleaved_threads(4);
+  ProcessReader r = read_in_memory(logs);
   AnnounceOrder order;
   r.read_events(order);
   EXPECT_EQ(order.log,
@@ -160,7 +162,8 @@ TEST(Reader, AnnouncesOnlyEventsThatOthersOvertake) {
 // A visitor that takes no hints says so, and the pass announces nothing (the merge without the
 // calls), delivering the same events in the same order.
 TEST(Reader, AnnouncesNothingToAVisitorThatWantsNoHints) {
-  ProcessReader r = read_in_memory(three_interleaved_threads(4));
+  const ProcessLogs logs = three_interleaved_threads(4);
+  ProcessReader r = read_in_memory(logs);
   AnnounceOrder order;
   order.announce = false;
   r.read_events(order);
