@@ -12,6 +12,10 @@ makes OUT_DIR/page.html from RUN_DIR, opens it in headless Chromium once per pro
     same run: each timeline's peak, reserved peak and live at end, the live set the page opens
     on (the peak), the leak rows and totals, and nvidia-smi's figures (NVML) where the log has
     samples — the page's own embedded reports equal the command line's too;
+  - the leaks table has the rows `gmemhook leaks` (text) lists, in its order, with its bytes and
+    its headings ("no frame of user code: every frame in ..." included);
+  - every timeline of a process spans the same time, the process's (so its panels line up),
+    and its axis is labelled in round steps ("0|0.5 s|1 s|1.5 s");
   - a screenshot (OUT_DIR/page-<pid>.png) was taken: look at it.
 Exit status 0 when every check passed, 1 when one failed, 77 when Chromium is not installed.
 The ctest `html_page` (tests/analyzer/reports/html_check.py) runs these checks on its runs.
@@ -39,16 +43,17 @@ class Dom(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
         self.elements = []  # (tag, attrs, enclosing track section's attrs or None)
-        self.open = []      # (tag, attrs)
+        self.open = []      # (tag, attrs, index in elements)
         self.texts = {}     # id -> text
+        self.text_at = {}   # index in elements -> the text under that element
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
-        section = next((o for t, o in reversed(self.open)
+        section = next((o for t, o, _ in reversed(self.open)
                         if "track" in o.get("class", "").split()), None)
         self.elements.append((tag, a, section))
         if tag not in VOID:
-            self.open.append((tag, a))
+            self.open.append((tag, a, len(self.elements) - 1))
 
     def handle_endtag(self, tag):
         for i in range(len(self.open) - 1, -1, -1):
@@ -57,9 +62,15 @@ class Dom(html.parser.HTMLParser):
                 return
 
     def handle_data(self, data):
-        for _, a in self.open:
+        for _, a, index in self.open:
             if "id" in a:
                 self.texts[a["id"]] = self.texts.get(a["id"], "") + data
+            self.text_at[index] = self.text_at.get(index, "") + data
+
+    def text_of(self, cls):
+        """The texts of the elements of class `cls`, in document order."""
+        return [self.text_at.get(i, "") for i, (_, a, _) in enumerate(self.elements)
+                if cls in a.get("class", "").split()]
 
     def having(self, tag=None, cls=None, section=None, **attrs):
         out = []
@@ -80,6 +91,20 @@ class Dom(html.parser.HTMLParser):
 
 def bytes_of(elements):
     return [int(a["data-bytes"]) for a in elements]
+
+
+# The rows of `gmemhook leaks` (text): (bytes, heading) per "Leaked 64.1 MiB (67240960 bytes) in
+# ... allocated from:" (or "Leaked 4 bytes in ...") line and the heading line under it ("Live
+# when it died: ..." alike).
+# "Still mapped/reserved" ranges are not rows of the table.
+TEXT_ROW = re.compile(r"^(?!Still )\S.*? (?:[\d.]+ \w+ \((\d+) bytes\)|(\d+) bytes) in .* from:\n    (\S.*)$",
+                      re.M)
+# A round tick: "0", "200 ms", "0.5 s", "1.5 s", "2 min" — never "485.89 ms".
+ROUND_TICK = re.compile("^(0|[0-9]+(\\.[0-9])? (ns|\u00b5s|ms|s|min))$")
+
+
+def text_leak_rows(text):
+    return [(int(b or small), head) for b, small, head in TEXT_ROW.findall(text)]
 
 
 def chromium():
@@ -189,9 +214,26 @@ class PageCheck:
                                     text, re.S).group(1))
         return page, data
 
-    def check_process(self, page, pid, summary, leaks, name="page", embedded=None):
+    def check_time_axes(self, dom, pid, summary, process):
+        """Every timeline of the process spans the process's time (to its end, or to a later
+        event or NVML sample) and is labelled in round steps."""
+        canvases = dom.having("canvas", cls="timeline")
+        extent = max([summary["duration_ns"], 1] +
+                     [t["end_time_ns"] for t in (process or {}).get("tracks", [])] +
+                     [x["time_ns"] for d in summary.get("nvidia_smi", []) for x in d["samples"]])
+        spans = [int(c.get("data-time-extent-ns", "0")) for c in canvases]
+        self.check(spans == [extent] * len(canvases),
+                   f"pid {pid}: every timeline spans the process's {extent} ns ({spans})")
+        for c in canvases:
+            ticks = c.get("data-time-ticks", "").split("|")
+            self.check(len(ticks) >= 3 and all(ROUND_TICK.match(t) for t in ticks),
+                       f"pid {pid}: the time axis is labelled in round steps ({ticks})")
+
+    def check_process(self, page, pid, summary, leaks, name="page", embedded=None,
+                      run_dir=None, embedded_process=None):
         """One process's view against the reports' JSON (`summary`, `leaks`: its objects;
-        `embedded`: the page's own summary object of the process)."""
+        `embedded`: the page's own summary object of the process; `embedded_process`: its
+        timelines' data) and the leaks text report of `run_dir`."""
         shot = os.path.join(self.out_dir, f"{name}-{pid}.png")
         dom = self.browser(page, shot, 1900, f"#pid={pid}")
         body = dom.having("body")[0]
@@ -254,11 +296,22 @@ class PageCheck:
             else:
                 self.check(not dom.having(cls="nvml-device-legend", section=section),
                            f"{where}: no NVML series without samples")
+        self.check_time_axes(dom, pid, summary, embedded_process)
         if leaks is not None:
             rows = bytes_of(dom.having(cls="leak-bytes"))
-            want = [l["bytes"] for l in leaks["leaks"]]
+            want = [r["bytes"] for r in leaks["rows"]]
             self.check(rows == want[:len(rows)] and (rows or not want),
-                       f"pid {pid}: leak rows {rows[:5]} = leaks report {want[:5]}")
+                       f"pid {pid}: leak rows {rows[:5]} = leaks report's rows {want[:5]}")
+            heads = dom.text_of("leak-where")
+            self.check(heads == [r["where"] for r in leaks["rows"]][:len(heads)],
+                       f"pid {pid}: leak rows headed as the report's rows ({heads[:3]})")
+            # What a user reading the text sees: the same rows, bytes and headings, in its order
+            # (the text shows 20 rows, the page as many as its --top).
+            text = text_leak_rows(self.cli("leaks", run_dir, "--pid", str(pid)))
+            page = list(zip(rows, heads))
+            shown = min(len(text), len(page))
+            self.check(page[:shown] == text[:shown] and (shown or not text),
+                       f"pid {pid}: leak rows {page[:3]} = `gmemhook leaks` text's {text[:3]}")
             if want:
                 self.check(bytes_of(dom.having(cls="leak-total")) == [leaks["total_bytes"]], f"pid {pid}: leak total")
         return shot, drawn_nvml, dom
@@ -281,7 +334,9 @@ class PageCheck:
         for p in summary["processes"][:max_processes]:
             lp = next((l for l in leaks["processes"] if l["pid"] == p["pid"]), None)
             mine = next((e for e in embedded["processes"] if e["pid"] == p["pid"]), None) if embedded else None
-            shot, drawn, doms[p["pid"]] = self.check_process(page, p["pid"], p, lp, name, mine)
+            tracks = next((e for e in data["processes"] if e["pid"] == p["pid"]), None)
+            shot, drawn, doms[p["pid"]] = self.check_process(page, p["pid"], p, lp, name, mine,
+                                                             run_dir, tracks)
             shots.append(shot)
             nvml += drawn
         # One process: the page opens on it, already seen. Several: the overview of ranks.

@@ -45,6 +45,11 @@ std::string where(const SiteGroup& g) {
   return fmt::format("({}, {})", site_api_name(g.api), series_label(g.series));
 }
 
+// JSON's `kind`: PyTorch's blocks are "block" whatever the replay calls them.
+const char* json_kind(const SiteGroup& g) {
+  return is_block_api(g.api) ? "block" : kind_name(g.kind);
+}
+
 // What the live set stands for at the chosen moment.
 struct LiveAtMoment {
   Moment at = Moment::End;  // or Time, Seq
@@ -55,6 +60,15 @@ struct LiveAtMoment {
 
 struct Total {
   uint64_t bytes = 0, count = 0;
+};
+
+// The memory groups (in the live set's order, largest first: JSON's `leaks`) and the rows the
+// text lists them in (--group-by, site_rows.h). JSON's `rows` are the same rows, so a reader of
+// the page, which draws them, and of the text sees the same answers.
+struct LeakRows {
+  std::vector<const SiteGroup*> memory;
+  std::vector<SiteStack> sites;  // one per memory group, same order
+  std::vector<SiteRow> rows;
 };
 
 // What `leaks` found in one process; rendered as text, JSON or weighted stacks.
@@ -94,8 +108,7 @@ class LeaksModel final : public ReportModel {
     const bool at_end = m.at == Moment::End;
     std::string heading, verb;
     if (!at_end) {
-      heading = fmt::format("live at {} (after seq {})", event_time_text(h_, m.time_ns),
-                            m.seq);
+      heading = fmt::format("live at {} (after seq {})", event_time_text(h_, m.time_ns), m.seq);
       verb = fmt::format("Live at {}:", event_time_text(h_, m.time_ns));
     } else if (exited_with_full_log(end)) {
       heading = "never freed (leaked at exit)";
@@ -114,27 +127,23 @@ class LeaksModel final : public ReportModel {
 
     const size_t top = top_limit(options_, kTextTop);
     const StackStyle style = stack_style(options_, kTextDepth);
-    std::vector<const SiteGroup*> memory;
     std::array<Total, 4> by_memory{};
     for (const SiteGroup& g : m.groups) {
       if (!is_memory(g)) continue;
-      memory.push_back(&g);
       by_memory[static_cast<size_t>(g.series.memory)].bytes += g.bytes;
       by_memory[static_cast<size_t>(g.series.memory)].count += g.count;
     }
-    std::vector<SiteStack> sites;
-    for (const SiteGroup* g : memory)
-      sites.push_back({&frames_(g->stack), g->bytes, g->count, where(*g)});
+    const LeakRows rows = leak_rows();
     size_t shown = 0;
     Total omitted;
-    for (const SiteRow& row : group_sites(sites, options_.group_by)) {
+    for (const SiteRow& row : rows.rows) {
       if (top && shown >= top) {
         omitted.bytes += row.bytes;
         omitted.count += row.count;
         continue;
       }
       ++shown;
-      const SiteGroup& g = *memory[row.members.front()];
+      const SiteGroup& g = *rows.memory[row.members.front()];
       const bool physical = g.kind == LiveKind::Physical;
       const std::string things_held =
           physical              ? plural(row.count, "physical allocation", "physical allocations")
@@ -142,7 +151,7 @@ class LeaksModel final : public ReportModel {
                                 : plural(row.count, "allocation", "allocations");
       text += fmt::format("\n{} {} in {} {}{}:\n", verb, size_and_bytes(row.bytes), things_held,
                           where(g), physical ? " created from" : " allocated from");
-      append_site_stacks(text, row_stacks(row, sites), style, "    ");
+      append_site_stacks(text, row_stacks(row, rows.sites), style, "    ");
       // CUDA graph memory: the node above says where it was asked for, the launch (or the upload
       // ahead of it: cudaGraphUpload, an instantiation with the upload flag) when it came.
       if (g.launch_stack)
@@ -248,18 +257,61 @@ class LeaksModel final : public ReportModel {
         json.begin_object();
         write_series_fields(json, g.series);
         json.field("api", api_name(g.api));
-        json.field("kind", is_block_api(g.api) ? "block" : kind_name(g.kind));
+        json.field("kind", json_kind(g));
         json.field("bytes", g.bytes);
         json.field("count", g.count);
+        // The heading the text gives this stack's site ("no frame of user code: every frame in
+        // libcublas.so.13, ..."): said once here rather than rebuilt by each reader.
+        if (memory) json.field("where", user_frame_text(frames_(g.stack)));
         write_frames(json, frames_(g.stack), depth);
         if (g.launch_stack) write_made_live(json, g.launch_api, frames_(g.launch_stack), depth);
         json.end_object();
       }
       json.end_array();
     }
+    write_rows(json, top);
     write_cached(json, m.cached);
     write_warnings(json, h_.facts, frames_.resolver());
     json.end_object();
+  }
+
+  LeakRows leak_rows() const {
+    LeakRows r;
+    for (const SiteGroup& g : m_.groups)
+      if (is_memory(g)) {
+        r.memory.push_back(&g);
+        r.sites.push_back({&frames_(g.stack), g.bytes, g.count, where(g)});
+      }
+    r.rows = group_sites(r.sites, options_.group_by);
+    return r;
+  }
+
+  // `rows`: the text's rows, each with its heading, totals and the indices of its stacks in
+  // `leaks` (those --top kept there; `stacks` counts them all).
+  void write_rows(JsonWriter& json, size_t top) const {
+    const LeakRows rows = leak_rows();
+    const bool by_function = stack_style(options_, kTextDepth).by_function;
+    json.key("rows");
+    json.begin_array();
+    for (size_t r = 0; r < rows.rows.size() && !(top && r >= top); ++r) {
+      const SiteRow& row = rows.rows[r];
+      const SiteGroup& g = *rows.memory[row.members.front()];
+      json.begin_object();
+      json.field("where", user_frame_text(frames_(g.stack), by_function));
+      write_series_fields(json, g.series);
+      json.field("api", api_name(g.api));
+      json.field("kind", json_kind(g));
+      json.field("bytes", row.bytes);
+      json.field("count", row.count);
+      json.field("stacks", row.members.size());
+      json.key("leaks");
+      json.begin_array();
+      for (size_t i : row.members)
+        if (!top || i < top) json.value(i);
+      json.end_array();
+      json.end_object();
+    }
+    json.end_array();
   }
 
   const ReportOptions& options_;

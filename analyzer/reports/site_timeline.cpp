@@ -226,6 +226,12 @@ std::vector<SiteTrack> site_timeline(ProcessContext& process, const SiteTimeline
   const FrameLookup frames_of = process.frames();
   const std::vector<std::string> keys = row_keys(frames_of, first.stacks().size());
   const size_t n = std::max<size_t>(2, options.buckets);
+  // The buckets run to the process's end (its End record; else its last event), as the summary's
+  // timelines do: every timeline of a process spans the same time, and what was live at exit is
+  // drawn up to the exit. Ended at its last event, GPT-2's pinned-memory panel stopped at 868 ms
+  // and its device panel went on to NVML's sample at exit (2.43 s).
+  uint64_t end_ns = first.last_time_ns();
+  if (reader.end()) end_ns = std::max(end_ns, reader.start_ns() + reader.end()->time_delta_ns);
 
   std::vector<SiteTrack> tracks;
   std::vector<std::vector<std::string>> track_keys;  // per track, its rows' keys
@@ -271,7 +277,7 @@ std::vector<SiteTrack> site_timeline(ProcessContext& process, const SiteTimeline
       t.failures.push_back({since_start(reader, f.time_ns), f.seq, f.bytes,
                             api_name(f.api) + ": " + cuda_error_text(f.api, f.result),
                             user_frame_text(frames_of(f.stack))});
-    t.end_time_ns = since_start(reader, first.last_time_ns());
+    t.end_time_ns = since_start(reader, end_ns);
     t.time_ns.assign(n, 0);
     t.seq.assign(n, 0);
     t.values.assign(t.rows.size() + 1, std::vector<uint64_t>(n, 0));
@@ -288,7 +294,7 @@ std::vector<SiteTrack> site_timeline(ProcessContext& process, const SiteTimeline
     for (size_t r = 0; r < track_keys[i].size(); ++r)
       s.slot_of_key.emplace(track_keys[i][r], static_cast<uint16_t>(r));
   }
-  Sampler sampler(sampling, keys, reader.start_ns(), first.last_time_ns(), n);
+  Sampler sampler(sampling, keys, reader.start_ns(), end_ns, n);
   process.pass({&sampler});
   return tracks;
 }

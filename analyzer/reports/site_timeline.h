@@ -1,6 +1,7 @@
 // A memory timeline stacked by call site, in bounded size (issue 11): per device and kind of
-// memory, live bytes sampled into a fixed number of time buckets, split into the top rows of user
-// code plus "other". What the HTML page draws and the Perfetto trace counts.
+// memory, live bytes sampled into a fixed number of time buckets from the process's start to its
+// end, split into the top rows of user code plus "other". What the HTML page draws and the
+// Perfetto trace counts.
 //
 // Two passes over a process: the first (with PeakSites and BlockLayer) finds the rows worth a
 // colour — the largest at the peak and at the end — the second samples them. A bucket keeps the
@@ -40,7 +41,7 @@ struct SiteTrack {
   std::vector<TimelineRow> rows;  // the top rows; bucket values have one more: "other"
   std::vector<uint64_t> time_ns;  // per bucket: the moment sampled, since the process started
   std::vector<uint64_t> seq;      // ... and the sequence number of the last event applied then
-  uint64_t end_time_ns = 0;       // the last event, since the process started: the buckets' span
+  uint64_t end_time_ns = 0;       // the buckets' span: to the exit, else the last event
   std::vector<std::vector<uint64_t>> values;  // per row (+ other): bytes per bucket
   std::vector<uint64_t> reserved;             // allocated_layer: reserved bytes per bucket
   uint64_t peak_bytes = 0, peak_time_ns = 0, peak_seq = 0;  // of the stacked layer, exact

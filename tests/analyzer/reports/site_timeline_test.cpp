@@ -1,6 +1,6 @@
 // The stacked timeline behind gmemhook html (reports/site_timeline.h), on a process written event
-// by event: its rows are the largest sites, a spike shorter than a bucket survives, and a bucket
-// no event fell in repeats the state the previous one ended in.
+// by event: its rows are the largest sites, a spike shorter than a bucket survives, a bucket no
+// event fell in repeats the state the previous one ended in, and the buckets run to the exit.
 #include "analyzer/reports/site_timeline.h"
 
 #include <gtest/gtest.h>
@@ -44,8 +44,8 @@ TEST(SiteTimeline, RowsSpikesAndQuietBuckets) {
   s.free(11, ApiId::cudaFree, 0x2000);                  // 3 ms: 100
   s.alloc(11, ApiId::cudaMalloc, 0x3000, 50, 0, c);     // 4 ms: 150
   s.alloc(11, ApiId::cudaMalloc, 0, 1ull << 40, 0, a, 2);  // 5 ms: fails
-  // 10 buckets of 0.5 ms: the events fall in buckets 1, 3, 5, 7 and 9.
-  const Timeline t(s, 10, 2);
+  // 12 buckets of 0.5 ms, to the exit at 6 ms: the events fall in buckets 1, 3, 5, 7 and 9.
+  const Timeline t(s, 12, 2);
   ASSERT_EQ(t.tracks.size(), 1u);
   const SiteTrack& d = t.tracks[0];
   EXPECT_EQ(d.peak_bytes, 1100u);
@@ -59,6 +59,11 @@ TEST(SiteTimeline, RowsSpikesAndQuietBuckets) {
   EXPECT_EQ(total(d, 2), 100u);
   EXPECT_EQ(total(d, 4), 1100u);
   EXPECT_EQ(total(d, 9), 150u);
+  // The buckets run on to the exit, not only to the last event (5 ms), with what was live then:
+  // a process's timelines all span the process.
+  EXPECT_EQ(d.end_time_ns, 6000000u);
+  EXPECT_EQ(total(d, 11), 150u);
+  EXPECT_GT(d.time_ns[11], 5000000u);
   EXPECT_EQ(d.seq[3], 2u);  // the bucket's highest moment: right after the peak's event
   ASSERT_EQ(d.failures.size(), 1u);
   EXPECT_EQ(d.failures[0].bytes, 1ull << 40);
