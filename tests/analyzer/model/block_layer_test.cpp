@@ -28,7 +28,8 @@ struct BlockRun {
 std::unique_ptr<BlockRun> run_blocks(const Scenario& s) {
   auto run = std::make_unique<BlockRun>();
   run->replay.observe(run->blocks);
-  auto reader = read_in_memory(s.build(true));
+  const ProcessLogs logs = s.build(true);
+  auto reader = read_in_memory(logs);
   reader.read_events(run->replay);
   run->replay.finish();
   return run;
