@@ -48,7 +48,8 @@ std::span<const uint64_t> ProcessReader::stack(size_t thread_index, uint32_t sta
 }
 
 void ProcessReader::read_events(EventVisitor& v) {
-  if (threads_.size() <= MergeScan::kMaxFiles)
+  // One file: the heap never sifts, and its loop is the one measured on the hook loop's run.
+  if (threads_.size() > 1 && threads_.size() <= MergeScan::kMaxFiles)
     merge_with<MergeScan>(v);
   else
     merge_with<MergeHeads>(v);
