@@ -1,9 +1,9 @@
 // The next unread event of each thread file of a process, smallest sequence number on top: the
-// k-way merge of ProcessReader for more than 16 files (MergeScan merges fewer). A binary heap
-// that replaces its top in place, because after each event the file that supplied it comes back
-// with its next one: one sift instead of a pop and a push (std::priority_queue's two sifts and
-// its pair compares were a twentieth of `summary`), and none at all while that file's events
-// come before every other head.
+// k-way merge of ProcessReader for one file and for more than 16 (MergeScan merges 2 to 16). A
+// binary heap that replaces its top in place, because after each event the file that supplied it
+// comes back with its next one: one sift instead of a pop and a push (std::priority_queue's two
+// sifts and its pair compares were a twentieth of `summary`), and none at all while that file's
+// events come before every other head.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The k-way merge of ProcessReader for a process of at most 16 thread files, without the heap:
+// The k-way merge of ProcessReader for a process of 2 to 16 thread files, without the heap:
 // sequence numbers are handed out process-wide and nearly without holes, so the event after seq s
 // is almost always s + 1, and one compare of every head with s + 1 finds its file where the heap
 // sifted (~42 instructions an event with eight files taking turns). A hole (an event lost, a
