@@ -16,6 +16,8 @@ makes OUT_DIR/page.html from RUN_DIR, opens it in headless Chromium once per pro
     its headings ("no frame of user code: every frame in ..." included);
   - every timeline of a process spans the same time, the process's (so its panels line up),
     and its axis is labelled in round steps ("0|0.5 s|1 s|1.5 s");
+  - each timeline marks its peak and its failed allocations at their own times, and opens on
+    the peak's moment;
   - a screenshot (OUT_DIR/page-<pid>.png) was taken: look at it.
 Exit status 0 when every check passed, 1 when one failed, 77 when Chromium is not installed.
 The ctest `html_page` (tests/analyzer/reports/html_check.py) runs these checks on its runs.
@@ -229,6 +231,28 @@ class PageCheck:
             self.check(len(ticks) >= 3 and all(ROUND_TICK.match(t) for t in ticks),
                        f"pid {pid}: the time axis is labelled in round steps ({ticks})")
 
+    def check_marks(self, where, canvas, layer, key, process, dom, section):
+        """The peak's mark sits at the peak's time, the live set the page opens on is that
+        moment's, and each failure's mark sits at its time: within two buckets, as a bucket is
+        drawn at its share of the axis and a time falls anywhere inside its bucket."""
+        track = next((t for t in (process or {}).get("tracks", [])
+                      if (t["device"], t["memory"]) == key), None)
+        if not self.check(canvas and track, f"{where}: a chart and the page's data for it"):
+            return
+        c = canvas[0]
+        slack = 2 * int(c.get("data-bucket-ns", "0")) + 1
+        peak_ns = layer.get("peak_time_ns", track["peak_time_ns"])  # `allocated` has none
+        mark = c.get("data-peak-mark-ns")
+        self.check(mark is not None and abs(int(mark) - peak_ns) <= slack,
+                   f"{where}: the peak marked at its time ({mark} ns; the peak at {peak_ns} ns)")
+        opened = [a.get("data-time-ns") for a in dom.having("h3", cls="moment-head", section=section)]
+        self.check(opened == [str(peak_ns)], f"{where}: the page opens on the peak's moment ({opened})")
+        marks = (c.get("data-failure-marks-ns") or "").split("|") if track["failures"] else []
+        times = [f["time_ns"] for f in track["failures"]]
+        self.check(len(marks) == len(times) and
+                   all(m.isdigit() and abs(int(m) - t) <= slack for m, t in zip(marks, times)),
+                   f"{where}: each failure marked at its time ({marks[:3]}; failed at {times[:3]})")
+
     def check_process(self, page, pid, summary, leaks, name="page", embedded=None,
                       run_dir=None, embedded_process=None):
         """One process's view against the reports' JSON (`summary`, `leaks`: its objects;
@@ -272,6 +296,7 @@ class PageCheck:
                        f"{where}: the live set it opens on is the peak's")
             s = smi.get(device) if key[1] == "device" else None
             canvas = dom.having("canvas", cls="timeline", section=section)
+            self.check_marks(where, canvas, layer, key, embedded_process, dom, section)
             if s and s["samples"]:
                 drawn_nvml += 1
                 c = canvas[0] if canvas else {}

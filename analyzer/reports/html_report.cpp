@@ -196,6 +196,7 @@ void write_track(JsonWriter& json, const SiteTrack& t) {
   json.field("peak_bytes", t.peak_bytes);
   json.field("peak_time_ns", t.peak_time_ns);
   json.field("peak_seq", t.peak_seq);
+  json.field("peak_bucket", static_cast<uint64_t>(t.peak_bucket));
   json.field("reserved_peak_bytes", t.reserved_peak_bytes);
   json.field("end_bytes", t.end_bytes);
   json.key("failures");
@@ -204,6 +205,7 @@ void write_track(JsonWriter& json, const SiteTrack& t) {
     json.begin_object();
     json.field("time_ns", f.time_ns);
     json.field("seq", f.seq);
+    json.field("bucket", static_cast<uint64_t>(f.bucket));
     json.field("bytes", f.bytes);
     json.field("what", f.what);
     json.field("site", f.site);

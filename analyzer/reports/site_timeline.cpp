@@ -80,13 +80,18 @@ class Sampler final : public ReplayObserver {
         start_ns_(start_ns),
         span_ns_(std::max<uint64_t>(1, end_ns - std::min(end_ns, start_ns) + 1)),
         buckets_(buckets) {
-    for (Track& t : tracks_) begin_bucket(t, 0, start_ns_);
+    for (Track& t : tracks_) {
+      begin_bucket(t, 0, start_ns_);
+      // By their times until their events come (they do: the pass replays the same events).
+      t.out->peak_bucket = bucket_of(start_ns_ + t.out->peak_time_ns);
+      for (TimelineFailure& f : t.out->failures) f.bucket = bucket_of(start_ns_ + f.time_ns);
+    }
   }
 
   void call(const Replay& r, const format::Event& ev, const format::ApiInfo& api) override {
     time_ns_ = ev.time_ns;
     seq_ = ev.seq;
-    if (ev.result != 0) return;
+    if (ev.result != 0) return mark_failure();
     const format::EventKind kind = format::event_kind_of(api.kind, ev.f.mask);
     if (kind == format::EventKind::BlockAlloc) {
       Track* t = block_track(ev.f.device);
@@ -189,6 +194,14 @@ class Sampler final : public ReplayObserver {
       t.best = t.total;
       record(t, time_ns_);
     }
+    if (seq_ == t.out->peak_seq) t.out->peak_bucket = t.bucket;
+  }
+  // A failed call changes nothing, so it starts no bucket: it lies in the one its time falls in,
+  // or the track's current one where an earlier event came with a later time (threads' clocks).
+  void mark_failure() {
+    for (Track& t : tracks_)
+      for (TimelineFailure& f : t.out->failures)
+        if (f.seq == seq_) f.bucket = std::max(t.bucket, bucket_of(time_ns_));
   }
 
   std::vector<Track>& tracks_;

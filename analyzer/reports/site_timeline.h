@@ -29,8 +29,9 @@ struct TimelineRow {
 struct TimelineFailure {
   uint64_t time_ns = 0;  // since the process started
   uint64_t seq = 0, bytes = 0;
-  std::string what;  // "cudaMalloc: cudaErrorMemoryAllocation (2)"
-  std::string site;  // user_frame_text() of its stack
+  std::string what;   // "cudaMalloc: cudaErrorMemoryAllocation (2)"
+  std::string site;   // user_frame_text() of its stack
+  size_t bucket = 0;  // the bucket its time falls in: where the page marks it
 };
 
 // One stacked timeline: a device's memory. When PyTorch's blocks exist on the device, the rows
@@ -40,13 +41,17 @@ struct SiteTrack {
   bool allocated_layer = false;   // rows are blocks; `reserved` holds the segments' bytes
   std::vector<TimelineRow> rows;  // the top rows; bucket values have one more: "other"
   std::vector<uint64_t> time_ns;  // per bucket: the moment sampled, since the process started
-  std::vector<uint64_t> seq;      // ... and the sequence number of the last event applied then
+  std::vector<uint64_t> seq;      // ... and the event then current (applied, or about to be)
   uint64_t end_time_ns = 0;       // the buckets' span: to the exit, else the last event
   std::vector<std::vector<uint64_t>> values;  // per row (+ other): bytes per bucket
   std::vector<uint64_t> reserved;             // allocated_layer: reserved bytes per bucket
   uint64_t peak_bytes = 0, peak_time_ns = 0, peak_seq = 0;  // of the stacked layer, exact
   uint64_t reserved_peak_bytes = 0;                         // allocated_layer only
   uint64_t end_bytes = 0;
+  // The bucket the peak's event was applied in, which holds the peak: where the page marks it.
+  // Not findable from `seq`: a bucket an event starts carries that event's number before its
+  // change is applied, and every bucket after a process's last event repeats the last number.
+  size_t peak_bucket = 0;
   std::vector<TimelineFailure> failures;  // the first ones the replay kept
   // The stacks live at the peak and their bytes, largest first: the flame graph's input.
   std::vector<std::pair<const std::vector<Frame>*, uint64_t>> peak_stacks;
