@@ -12,8 +12,8 @@ makes OUT_DIR/page.html from RUN_DIR, opens it in headless Chromium once per pro
     same run: each timeline's peak, reserved peak and live at end, the live set the page opens
     on (the peak), the leak rows and totals, and nvidia-smi's figures (NVML) where the log has
     samples — the page's own embedded reports equal the command line's too;
-  - the leaks table has the rows `gmemhook leaks` (text) lists, in its order, with its bytes and
-    its headings ("no frame of user code: every frame in ..." included);
+  - the leaks table has the rows `gmemhook leaks` (text) lists, as many, in its order, with its
+    bytes and its headings ("no frame of user code: every frame in ..." included);
   - every timeline of a process spans the same time, the process's (so its panels line up),
     and its axis is labelled in round steps ("0|0.5 s|1 s|1.5 s");
   - each timeline marks its peak and its failed allocations at their own times, and opens on
@@ -166,6 +166,7 @@ def count_colour(path, rgb, tolerance=12):
 class PageCheck:
     def __init__(self, gmemhook, out_dir):
         self.gmemhook, self.out_dir, self.failures = gmemhook, out_dir, []
+        self.processes = 1  # of the run being checked
         os.makedirs(out_dir, exist_ok=True)
 
     def check(self, ok, what):
@@ -330,13 +331,16 @@ class PageCheck:
             heads = dom.text_of("leak-where")
             self.check(heads == [r["where"] for r in leaks["rows"]][:len(heads)],
                        f"pid {pid}: leak rows headed as the report's rows ({heads[:3]})")
-            # What a user reading the text sees: the same rows, bytes and headings, in its order
-            # (the text shows 20 rows, the page as many as its --top).
+            # What a user reading the text sees: the same rows, bytes and headings, in its order,
+            # as many (the text's default, 20) unless the page has more than 20 processes and so
+            # fewer rows each.
             text = text_leak_rows(self.cli("leaks", run_dir, "--pid", str(pid)))
             page = list(zip(rows, heads))
             shown = min(len(text), len(page))
             self.check(page[:shown] == text[:shown] and (shown or not text),
                        f"pid {pid}: leak rows {page[:3]} = `gmemhook leaks` text's {text[:3]}")
+            self.check(len(page) == len(text) or (len(page) < len(text) and self.processes > 20),
+                       f"pid {pid}: as many leak rows as the text ({len(page)}, the text {len(text)})")
             if want:
                 self.check(bytes_of(dom.having(cls="leak-total")) == [leaks["total_bytes"]], f"pid {pid}: leak total")
         return shot, drawn_nvml, dom
@@ -347,6 +351,7 @@ class PageCheck:
         checked process's (by pid)."""
         page, data = self.make_page(run_dir, name)
         summary = self.report("summary", run_dir)
+        self.processes = len(summary["processes"])
         leaks = self.report("leaks", run_dir)
         embedded = data["reports"]["summary"]
         strip = lambda smi: [{k: v for k, v in d.items() if k != "samples"} for d in smi or []]

@@ -247,9 +247,10 @@ int html_page(const HtmlOptions& options, std::string& page, std::FILE* err) {
   // replay's work, most of the page's cost): made beside the timelines' two passes, on other
   // cores, the page takes about as long as its longest part instead of the sum (issue 11: a
   // 10 M-event run took 83 s one after the other). Fewer, shallower rows per process when there
-  // are many, so the file stays small.
+  // are many, so the file stays small; at most the rows the leaks text report shows (`top` limits
+  // only the leaks of the embedded reports).
   const size_t shown = options.pid ? 1 : std::max<size_t>(1, process_dirs);
-  const size_t top = std::clamp<size_t>(400 / shown, 5, 30);
+  const size_t top = std::clamp<size_t>(400 / shown, 5, kLeakRowsText);
   std::vector<std::pair<const char*, std::future<std::string>>> reports;
   for (const char* report : {"summary", "leaks", "fragmentation"})
     reports.emplace_back(report, std::async(std::launch::async, [&options, report, top, buckets] {

@@ -19,7 +19,7 @@ namespace gmemhook::analysis {
 
 namespace {
 
-constexpr size_t kTextTop = 20;
+constexpr size_t kTextTop = kLeakRowsText;
 constexpr size_t kTextDepth = 8;
 
 bool is_memory(const SiteGroup& g) {

@@ -91,6 +91,10 @@ std::vector<const Series*> ordered_series(const Replay& replay);
 // Writes "device" (null for none) and "memory".
 void write_series_fields(JsonWriter& json, const SeriesKey& key);
 
+// The rows `gmemhook leaks` prints by default; the HTML page's leaks table shows no more, so that
+// a reader of both sees the same list.
+constexpr size_t kLeakRowsText = 20;
+
 // --depth and --top with their defaults for text and JSON (0 = unlimited).
 size_t depth_limit(const ReportOptions& options, size_t text_default);
 size_t top_limit(const ReportOptions& options, size_t text_default);
