@@ -94,6 +94,11 @@ def check_page(tmp):
     _, _, _, dom, _ = PAGES.check_run(graphs, name="html_graph_pool")
     check(len(dom.having(cls="graph-pool-reserved")) == 1, "the graph pool on device 0's line")
 
+    # A peak reached at the last event (one cudaMalloc, then the exit): marked, and opened, where
+    # it happened, not at the exit, where every later bucket repeats its sequence number.
+    last = os.path.join(tmp, "last")
+    record(last, SCENARIO, "plain", "0")
+    PAGES.check_run(last, name="html_last_event_peak")
     # Three ranks, the third using more: the overview first, rank 2 flagged.
     ranks = os.path.join(tmp, "ranks")
     script = " & ".join(f"RANK={r} WORLD_SIZE=3 {SCENARIO} training {4 if r == 2 else 1}"
