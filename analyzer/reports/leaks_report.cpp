@@ -14,6 +14,7 @@
 #include "analyzer/reports/allocated_layer.h"
 #include "analyzer/reports/process_context.h"
 #include "analyzer/reports/report.h"
+#include "analyzer/reports/site_rows_json.h"
 
 namespace gmemhook::analysis {
 
@@ -291,27 +292,13 @@ class LeaksModel final : public ReportModel {
   void write_rows(JsonWriter& json, size_t top) const {
     const LeakRows rows = leak_rows();
     const bool by_function = stack_style(options_, kTextDepth).by_function;
-    json.key("rows");
-    json.begin_array();
-    for (size_t r = 0; r < rows.rows.size() && !(top && r >= top); ++r) {
-      const SiteRow& row = rows.rows[r];
+    write_site_rows(json, rows.rows, top, "leaks", [&](const SiteRow& row) {
       const SiteGroup& g = *rows.memory[row.members.front()];
-      json.begin_object();
       json.field("where", user_frame_text(frames_(g.stack), by_function));
       write_series_fields(json, g.series);
       json.field("api", api_name(g.api));
       json.field("kind", json_kind(g));
-      json.field("bytes", row.bytes);
-      json.field("count", row.count);
-      json.field("stacks", row.members.size());
-      json.key("leaks");
-      json.begin_array();
-      for (size_t i : row.members)
-        if (!top || i < top) json.value(i);
-      json.end_array();
-      json.end_object();
-    }
-    json.end_array();
+    });
   }
 
   const ReportOptions& options_;

@@ -16,6 +16,7 @@
 #include "analyzer/reports/nvidia_smi.h"
 #include "analyzer/reports/process_context.h"
 #include "analyzer/reports/report.h"
+#include "analyzer/reports/site_rows_json.h"
 
 namespace gmemhook::analysis {
 
@@ -92,11 +93,17 @@ class PeakModel final : public ReportModel {
       out.add(frames_(h.sites[i].stack), h.sites[i].bytes);
   }
 
-  void append_sites(std::string& text, const Held& h, uint64_t whole) const {
-    const size_t top = top_limit(options_, kTextTop);
+  // The sites as site_rows.h groups them: the text's rows, and JSON's `rows` (the same rows).
+  std::vector<SiteStack> site_stacks(const Held& h) const {
     std::vector<SiteStack> sites;
     for (const SiteGroup& g : h.sites)
       sites.push_back({&frames_(g.stack), g.bytes, g.count, api_name(g.api)});
+    return sites;
+  }
+
+  void append_sites(std::string& text, const Held& h, uint64_t whole) const {
+    const size_t top = top_limit(options_, kTextTop);
+    const std::vector<SiteStack> sites = site_stacks(h);
     size_t shown = 0;
     uint64_t rest_bytes = 0, rest_count = 0;
     for (const SiteRow& row : group_sites(sites, options_.group_by)) {
@@ -188,6 +195,20 @@ class PeakModel final : public ReportModel {
       json.end_object();
     }
     json.end_array();
+    write_rows(json, h, whole, top);
+  }
+
+  // `rows`: the text's rows (one per line of user code by default, --group-by), with their
+  // headings, as `leaks` has them (site_rows_json.h); `share` of the same whole as the sites'.
+  void write_rows(JsonWriter& json, const Held& h, uint64_t whole, size_t top) const {
+    const bool by_function = stack_style(options_, kTextDepth).by_function;
+    write_site_rows(json, group_sites(site_stacks(h), options_.group_by), top, "sites",
+                    [&](const SiteRow& row) {
+                      const SiteGroup& g = h.sites[row.members.front()];
+                      json.field("where", user_frame_text(frames_(g.stack), by_function));
+                      json.field("api", api_name(g.api));
+                      json.field("share", whole ? double(row.bytes) / double(whole) : 0.0);
+                    });
   }
 
   // "allocated": the allocated layer's peak and sites, and the reserved peak's overhead.

@@ -6,36 +6,20 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report_scenario.h"
+#include "site_rows_scenario.h"
 
 namespace gmemhook::test_logs {
 namespace {
 
-constexpr uint64_t kMiB = 1 << 20;
-constexpr uint64_t kApp = Scenario::kModuleBias;
-constexpr uint64_t kCublas = 0x10000000;  // the first library's load address (report_scenario)
+constexpr uint64_t kMiB = SiteRowsScenario::kMiB;
 
-using format::ApiId;
 using nlohmann::json;
 
 class LeakRows : public ::testing::Test {
  protected:
-  // Three stacks through cuBLAS into the program's one line (0x1100), two differing only in
-  // cuBLAS's frames; a stack of cuBLAS frames only; a smaller line of the program (0x1200).
   void SetUp() override {
     run_ = make_temp_dir("leak-rows");
-    Scenario s(300, "train");
-    s.add_library("/venv/nvidia/cu13/lib/libcublas.so.13");
-    const uint32_t via_a = s.stack(301, {kCublas + 0x10, kApp + 0x1100, kApp + 0x1900});
-    const uint32_t via_b = s.stack(301, {kCublas + 0x20, kApp + 0x1100, kApp + 0x1900});
-    const uint32_t inside = s.stack(301, {kCublas + 0x30, kCublas + 0x40});
-    const uint32_t other = s.stack(301, {kApp + 0x1200, kApp + 0x1900});
-    s.alloc(301, ApiId::cudaMalloc, 0x7f0000000000, 16 * kMiB, 0, via_a);
-    s.alloc(301, ApiId::cudaMalloc, 0x7f0001000000, 16 * kMiB, 0, via_a);
-    s.alloc(301, ApiId::cudaMalloc, 0x7f0002000000, 8 * kMiB, 0, via_b);
-    s.alloc(301, ApiId::cudaMalloc, 0x7f0003000000, 12 * kMiB, 0, inside);
-    s.alloc(301, ApiId::cudaMalloc, 0x7f0004000000, 2 * kMiB, 0, other);
-    s.write(run_, true);
+    SiteRowsScenario().s.write(run_, true);
   }
   void TearDown() override { std::filesystem::remove_all(run_); }
 
