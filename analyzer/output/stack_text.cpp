@@ -147,6 +147,7 @@ void append_site_stacks(std::string& text, const std::vector<StackShare>& stacks
   }
   std::stable_sort(shown_stacks.begin(), shown_stacks.end(),
                    [](const Shown& a, const Shown& b) { return a.bytes > b.bytes; });
+  const bool blocks = stacks[0].blocks;  // a row's stacks are all of one kind (site_rows.h)
   auto alike = [&](const Shown& s) {
     return s.stacks > 1 ? fmt::format(" ({} alike but for library frames and frames not shown)",
                                       plural(s.stacks, "stack", "stacks"))
@@ -164,7 +165,10 @@ void append_site_stacks(std::string& text, const std::vector<StackShare>& stacks
     const Shown& s = shown_stacks[i];
     text +=
         fmt::format("{}  stack {} of {}: {} in {}{}:\n", indent, i + 1, shown_stacks.size(),
-                    human_size(s.bytes), plural(s.count, "allocation", "allocations"), alike(s));
+                    human_size(s.bytes),
+                    blocks ? plural(s.count, "block", "blocks")
+                           : plural(s.count, "allocation", "allocations"),
+                    alike(s));
     text += s.lines;
   }
   if (shown < shown_stacks.size()) {

@@ -38,6 +38,7 @@ void append_stack(std::string& text, const std::vector<Frame>& frames, const Sta
 struct StackShare {
   const std::vector<Frame>* frames = nullptr;
   uint64_t bytes = 0, count = 0;
+  bool blocks = false;  // counts PyTorch's blocks, not CUDA allocations
 };
 
 inline constexpr size_t kStacksPerRow = 3;  // text: distinct stacks shown under one row

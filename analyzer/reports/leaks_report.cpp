@@ -281,7 +281,7 @@ class LeaksModel final : public ReportModel {
     for (const SiteGroup& g : m_.groups)
       if (is_memory(g)) {
         r.memory.push_back(&g);
-        r.sites.push_back({&frames_(g.stack), g.bytes, g.count, where(g)});
+        r.sites.push_back({&frames_(g.stack), g.bytes, g.count, where(g), is_block_api(g.api)});
       }
     r.rows = group_sites(r.sites, options_.group_by);
     return r;

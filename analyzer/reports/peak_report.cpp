@@ -97,7 +97,7 @@ class PeakModel final : public ReportModel {
   std::vector<SiteStack> site_stacks(const Held& h) const {
     std::vector<SiteStack> sites;
     for (const SiteGroup& g : h.sites)
-      sites.push_back({&frames_(g.stack), g.bytes, g.count, api_name(g.api)});
+      sites.push_back({&frames_(g.stack), g.bytes, g.count, api_name(g.api), is_block_api(g.api)});
     return sites;
   }
 
@@ -125,10 +125,13 @@ class PeakModel final : public ReportModel {
         append_made_live(text, g.launch_api, frames_(g.launch_stack),
                          stack_style(options_, kTextDepth), "    ");
     }
+    // The tensors' sites are PyTorch's blocks, every other list's the CUDA calls' allocations.
+    const bool blocks = !h.sites.empty() && is_block_api(h.sites.front().api);
     if (rest_count)
-      text +=
-          fmt::format("  ... and {} more in {} (--top 0 shows all)\n", size_and_bytes(rest_bytes),
-                      plural(rest_count, "allocation", "allocations"));
+      text += fmt::format("  ... and {} more in {} (--top 0 shows all)\n",
+                          size_and_bytes(rest_bytes),
+                          blocks ? plural(rest_count, "block", "blocks")
+                                 : plural(rest_count, "allocation", "allocations"));
   }
 
   void write_text(std::string& text) const {

@@ -61,7 +61,8 @@ std::vector<SiteRow> group_sites(const std::vector<SiteStack>& sites, GroupBy by
 
 std::vector<StackShare> row_stacks(const SiteRow& row, const std::vector<SiteStack>& sites) {
   std::vector<StackShare> out;
-  for (size_t i : row.members) out.push_back({sites[i].frames, sites[i].bytes, sites[i].count});
+  for (size_t i : row.members)
+    out.push_back({sites[i].frames, sites[i].bytes, sites[i].count, sites[i].blocks});
   return out;
 }
 

@@ -25,6 +25,7 @@ struct SiteStack {
   // Sites of different kinds never share a row, whatever their frames (e.g. "cudaMalloc/device
   // 0" and "cudaMallocHost/pinned"): the caller's words for the kind.
   std::string kind;
+  bool blocks = false;  // PyTorch's blocks: counted in blocks, not allocations
 };
 
 struct SiteRow {

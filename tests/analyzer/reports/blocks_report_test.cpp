@@ -89,8 +89,16 @@ TEST_F(BlocksReport, PeakNamesTensorSitesAndTheAllocatorOverhead) {
   EXPECT_NE(text.out.find("device 0 allocated (PyTorch tensors): peak 10.0 MiB"), std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("PEAK TENSOR CONSUMERS"), std::string::npos) << text.out;
+  // A row's stacks of blocks are counted in blocks.
+  EXPECT_NE(text.out.find("stack 1 of 2: 10.0 MiB in 2 blocks:"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("allocator overhead (reserved - allocated) 23.0 MiB"), std::string::npos)
       << text.out;
+  // What --top leaves out of the tensors' sites is counted in blocks, as their rows are.
+  const CliResult top = run_cli("peak --group-by stack --top 1 " + run());
+  const size_t tensors = top.out.find("PEAK TENSOR CONSUMERS");
+  const size_t rest = top.out.find(" more in 1 block (--top 0 shows all)", tensors);
+  EXPECT_NE(rest, std::string::npos) << top.out;
+  EXPECT_LT(rest, top.out.find("PEAK MEMORY CONSUMERS")) << top.out;
 }
 
 // The exports a flame-graph viewer opens: folded adds every profile up, so it carries the
