@@ -183,6 +183,8 @@ void write_track(JsonWriter& json, const SiteTrack& t) {
   write_numbers(json, t.time_ns);
   json.key("seq");
   write_numbers(json, t.seq);
+  json.key("after_seq");
+  write_numbers(json, t.after_seq);
   json.field("end_time_ns", t.end_time_ns);
   json.key("v");
   json.begin_array();
