@@ -69,7 +69,9 @@ class Sampler final : public ReplayObserver {
     std::vector<int64_t> now;  // per slot (rows, then other)
     int64_t total = 0, reserved = 0;
     size_t bucket = 0;
-    int64_t best = -1;  // the highest total of the current bucket
+    int64_t best = -1;          // the highest total of the current bucket
+    bool recorded_now = false;  // best was recorded by the event being applied ...
+    bool moved = false;         // ... and that event changed the track again since
   };
 
   Sampler(std::vector<Track>& tracks, const std::vector<std::string>& keys, uint64_t start_ns,
@@ -91,7 +93,7 @@ class Sampler final : public ReplayObserver {
   void call(const Replay& r, const format::Event& ev, const format::ApiInfo& api) override {
     // Every applied event comes here first (the sampler watches every kind), so the one before
     // has made all its changes.
-    done_seq_ = seq_;
+    event_done();
     time_ns_ = ev.time_ns;
     seq_ = ev.seq;
     if (ev.result != 0) return mark_failure();
@@ -123,7 +125,7 @@ class Sampler final : public ReplayObserver {
   }
 
   void finish(const Replay&) override {
-    done_seq_ = seq_;
+    event_done();
     for (Track& t : tracks_)
       while (t.bucket + 1 < buckets_) next_bucket(t);
   }
@@ -173,6 +175,7 @@ class Sampler final : public ReplayObserver {
   void begin_bucket(Track& t, size_t b, uint64_t time_ns) {
     t.bucket = b;
     t.best = t.total;
+    t.recorded_now = false;
     record(t, time_ns, done_seq_);
     t.out->reserved[b] = static_cast<uint64_t>(std::max<int64_t>(0, t.reserved));
   }
@@ -195,11 +198,26 @@ class Sampler final : public ReplayObserver {
     advance(t);
     t.now[slot] += bytes;
     t.total += bytes;
+    t.moved = t.recorded_now;
     if (t.total > t.best) {
       t.best = t.total;
       record(t, time_ns_, seq_);
+      t.recorded_now = true;
+      t.moved = false;
+      // A moment inside an earlier event of this bucket, now replaced.
+      std::vector<size_t>& inside = t.out->inside_event;
+      if (!inside.empty() && inside.back() == t.bucket) inside.pop_back();
     }
     if (seq_ == t.out->peak_seq) t.out->peak_bucket = t.bucket;
+  }
+  // The event seq_ made all its changes. A bucket's highest moment recorded during it is the
+  // state after it unless a later change of the same event moved the track again.
+  void event_done() {
+    done_seq_ = seq_;
+    for (Track& t : tracks_) {
+      if (t.recorded_now && t.moved) t.out->inside_event.push_back(t.bucket);
+      t.recorded_now = false;
+    }
   }
   // A failed call changes nothing, so it starts no bucket: it lies in the one its time falls in,
   // or the track's current one where an earlier event came with a later time (threads' clocks).
