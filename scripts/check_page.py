@@ -17,7 +17,11 @@ makes OUT_DIR/page.html from RUN_DIR, opens it in headless Chromium once per pro
   - every timeline of a process spans the same time, the process's (so its panels line up),
     and its axis is labelled in round steps ("0|0.5 s|1 s|1.5 s");
   - each timeline marks its peak and its failed allocations at their own times, and opens on
-    the peak's moment;
+    the peak's moment; a moment's "after event N" names the state `leaks --at-seq N` lists;
+  - where the log ends before the axis (an NVML sample came later), the dashed line's label sits
+    in the axis's row, off the plot, clear of the tick labels;
+  - rows the leaks table leaves out are said under it as the text says them ("... and 1.2 MiB
+    more in 40 allocations"), and CUDA graph memory names the launch that made it live;
   - a screenshot (OUT_DIR/page-<pid>.png) was taken: look at it.
 Exit status 0 when every check passed, 1 when one failed, 77 when Chromium is not installed.
 The ctest `html_page` (tests/analyzer/reports/html_check.py) runs these checks on its runs.
@@ -254,11 +258,62 @@ class PageCheck:
                    all(m.isdigit() and abs(int(m) - t) <= slack for m, t in zip(marks, times)),
                    f"{where}: each failure marked at its time ({marks[:3]}; failed at {times[:3]})")
 
+    def check_moments(self, where, run_dir, pid, track, dom, section):
+        """"Live at T (after event N)": the state the bucket shows is `leaks --at-seq N`'s, for
+        the opened moment (the peak's), the first buckets an event starts and the last: where an
+        event starts a bucket whose highest moment is before it (a free), or in the quiet buckets
+        before, the page named that event while showing the state before it."""
+        after = track.get("after_seq", track["seq"])  # a page without it showed `seq`
+        heads = [a.get("data-after-seq") for a in dom.having("h3", cls="moment-head", section=section)]
+        self.check(heads == [str(after[track["peak_bucket"]])],
+                   f"{where}: the moment opened on names event {after[track['peak_bucket']]} ({heads})")
+        during = [a.get("data-inside-event") for a in dom.having("h3", cls="moment-head", section=section)]
+        self.check(during == ["1" if track["peak_bucket"] in track.get("inside_event", []) else "0"],
+                   f"{where}: the moment opened on said to be during its event where it is ({during})")
+        if track["layer"] != "live":  # blocks: leaks lists tensors, the timeline adds them up alike,
+            return                    # but a block freed and reused in one event is not comparable
+        n = len(track["t"])
+        starts = [i for i in range(1, n) if track["seq"][i] != track["seq"][i - 1]]
+        inside = set(track.get("inside_event", []))
+        for i in [track["peak_bucket"]] + starts[:4] + [n - 1]:
+            if not after[i] or i in inside:  # a moment inside the event: no --at-seq shows it
+                continue
+            live = self.report("leaks", run_dir, "--pid", str(pid), "--at-seq", str(after[i]), "--top", "0")
+            p = next(x for x in live["processes"] if x["pid"] == pid)
+            want = sum(l["bytes"] for l in p["leaks"]
+                       if (l["device"], l["memory"]) == (track["device"], track["memory"]))
+            got = sum(row[i] for row in track["v"])
+            self.check(got == want, f"{where}: bucket {i} shows {got} bytes after event {after[i]}; "
+                                    f"leaks --at-seq {after[i]}: {want}")
+
+    def check_log_end(self, where, canvas, track):
+        """Where the buckets stop short of the axis (an NVML sample came after the log's end), the
+        dashed "log ends" line's label: in the axis's row, below the plot (inside it, it lay on
+        the areas), at its line, and clear of every tick label drawn."""
+        c = canvas[0] if canvas else {}
+        extent = int(c.get("data-time-extent-ns", "0"))
+        plot_w = int(c.get("width", "0")) - 78  # the canvas less its left margin and right edge
+        short = extent and track and plot_w * track["end_time_ns"] / extent < plot_w - 4
+        line = c.get("data-log-end-x")
+        if not self.check(bool(short) == (line is not None),
+                          f"{where}: the log's end marked where the buckets stop short of the axis "
+                          f"({line}; buckets to {track and track['end_time_ns']} of {extent} ns)") or not short:
+            return
+        x0, x1, base = map(int, c.get("data-log-end-label", "0|0|0").split("|"))
+        bottom = int(c.get("data-plot-bottom", "0"))
+        self.check(base > bottom + 8 and x0 - 1 <= int(line) <= x1 + 1,
+                   f"{where}: the log-end label below the plot, at its line ({x0}-{x1} at {base}; "
+                   f"line at {line}, plot bottom {bottom})")
+        ticks = [tuple(map(int, t.split("-"))) for t in c.get("data-tick-labels-x", "").split("|") if t]
+        self.check(all(b < x0 or a > x1 for a, b in ticks),
+                   f"{where}: no tick label under the log-end label ({ticks}; label {x0}-{x1})")
+
     def check_process(self, page, pid, summary, leaks, name="page", embedded=None,
-                      run_dir=None, embedded_process=None):
+                      run_dir=None, embedded_process=None, embedded_leaks=None):
         """One process's view against the reports' JSON (`summary`, `leaks`: its objects;
         `embedded`: the page's own summary object of the process; `embedded_process`: its
-        timelines' data) and the leaks text report of `run_dir`."""
+        timelines' data; `embedded_leaks`: its leaks object) and the leaks text report of
+        `run_dir`."""
         shot = os.path.join(self.out_dir, f"{name}-{pid}.png")
         dom = self.browser(page, shot, 1900, f"#pid={pid}")
         body = dom.having("body")[0]
@@ -298,6 +353,11 @@ class PageCheck:
             s = smi.get(device) if key[1] == "device" else None
             canvas = dom.having("canvas", cls="timeline", section=section)
             self.check_marks(where, canvas, layer, key, embedded_process, dom, section)
+            track = next((t for t in (embedded_process or {}).get("tracks", [])
+                          if (t["device"], t["memory"]) == key), None)
+            self.check_log_end(where, canvas, track)
+            if track and run_dir:
+                self.check_moments(where, run_dir, pid, track, dom, section)
             if s and s["samples"]:
                 drawn_nvml += 1
                 c = canvas[0] if canvas else {}
@@ -334,7 +394,8 @@ class PageCheck:
             # What a user reading the text sees: the same rows, bytes and headings, in its order,
             # as many (the text's default, 20) unless the page has more than 20 processes and so
             # fewer rows each.
-            text = text_leak_rows(self.cli("leaks", run_dir, "--pid", str(pid)))
+            text_all = self.cli("leaks", run_dir, "--pid", str(pid))
+            text = text_leak_rows(text_all)
             page = list(zip(rows, heads))
             shown = min(len(text), len(page))
             self.check(page[:shown] == text[:shown] and (shown or not text),
@@ -343,6 +404,27 @@ class PageCheck:
                        f"pid {pid}: as many leak rows as the text ({len(page)}, the text {len(text)})")
             if want:
                 self.check(bytes_of(dom.having(cls="leak-total")) == [leaks["total_bytes"]], f"pid {pid}: leak total")
+            # The rows left out, as the text says them: "... and 1.2 MiB (1258291 bytes) more in
+            # 40 allocations (--top 0 shows all)".
+            more = re.search(r"^\.\.\. and .*?\((\d+) bytes\) more in (\d+) allocations?", text_all, re.M)
+            omitted = dom.text_of("leaks-omitted")
+            if more and len(page) == len(text):
+                self.check(bytes_of(dom.having(cls="leak-omitted")) == [int(more.group(1))] and
+                           len(omitted) == 1 and f"more in {more.group(2)} allocation" in omitted[0],
+                           f"pid {pid}: the rows left out said as the text says them ({omitted}; "
+                           f"the text: {more.group(0)!r})")
+            elif len(page) == len(text):
+                self.check(not omitted, f"pid {pid}: no rows said left out where none are ({omitted})")
+            # CUDA graph memory: the launch that made it live, under the stack, as the text has it.
+            shown_leaks = embedded_leaks or leaks  # the page's own rows: --top cut their stacks
+            launched = [l["launched"]["api"] for r in shown_leaks["rows"][:len(page)] for i in r["leaks"]
+                        for l in [shown_leaks["leaks"][i]] if "launched" in l]
+            said = dom.text_of("made-live")
+            self.check(said == [f"made live by {api} from:" for api in launched] and
+                       len(dom.having(cls="launch-stack")) == len(launched),
+                       f"pid {pid}: each graph allocation's launch stack ({said[:3]}; leaks JSON {launched[:3]})")
+            self.check(all(f"made live by {api} from:" in text_all for api in launched),
+                       f"pid {pid}: the text names the same launches ({launched[:3]})")
         return shot, drawn_nvml, dom
 
     def check_run(self, run_dir, max_processes=6, name="page"):
@@ -365,8 +447,10 @@ class PageCheck:
             lp = next((l for l in leaks["processes"] if l["pid"] == p["pid"]), None)
             mine = next((e for e in embedded["processes"] if e["pid"] == p["pid"]), None) if embedded else None
             tracks = next((e for e in data["processes"] if e["pid"] == p["pid"]), None)
+            page_leaks = next((l for l in (data["reports"]["leaks"] or {}).get("processes", [])
+                               if l["pid"] == p["pid"]), None)
             shot, drawn, doms[p["pid"]] = self.check_process(page, p["pid"], p, lp, name, mine,
-                                                             run_dir, tracks)
+                                                             run_dir, tracks, page_leaks)
             shots.append(shot)
             nvml += drawn
         # One process: the page opens on it, already seen. Several: the overview of ranks.

@@ -183,6 +183,12 @@ void write_track(JsonWriter& json, const SiteTrack& t) {
   write_numbers(json, t.time_ns);
   json.key("seq");
   write_numbers(json, t.seq);
+  json.key("after_seq");
+  write_numbers(json, t.after_seq);
+  json.key("inside_event");
+  json.begin_array();
+  for (size_t b : t.inside_event) json.value(static_cast<uint64_t>(b));
+  json.end_array();
   json.field("end_time_ns", t.end_time_ns);
   json.key("v");
   json.begin_array();

@@ -135,15 +135,8 @@ class LeaksModel final : public ReportModel {
       by_memory[static_cast<size_t>(g.series.memory)].count += g.count;
     }
     const LeakRows rows = leak_rows();
-    size_t shown = 0;
-    Total omitted;
-    for (const SiteRow& row : rows.rows) {
-      if (top && shown >= top) {
-        omitted.bytes += row.bytes;
-        omitted.count += row.count;
-        continue;
-      }
-      ++shown;
+    for (size_t r = 0; r < rows.rows.size() && !(top && r >= top); ++r) {
+      const SiteRow& row = rows.rows[r];
       const SiteGroup& g = *rows.memory[row.members.front()];
       const bool physical = g.kind == LiveKind::Physical;
       const std::string things_held =
@@ -158,7 +151,7 @@ class LeaksModel final : public ReportModel {
       if (g.launch_stack)
         append_made_live(text, g.launch_api, frames_(g.launch_stack), style, "  ");
     }
-    if (omitted.count)
+    if (const Total omitted = left_out(rows, top); omitted.count)
       text += fmt::format("\n... and {} more in {} (--top 0 shows all)\n",
                           size_and_bytes(omitted.bytes),
                           plural(omitted.count, "allocation", "allocations"));
@@ -287,6 +280,16 @@ class LeaksModel final : public ReportModel {
     return r;
   }
 
+  // What --top leaves out of the rows: the text's "... and N more" line, JSON's `rows_omitted`.
+  static Total left_out(const LeakRows& rows, size_t top) {
+    Total t;
+    for (size_t r = top; top && r < rows.rows.size(); ++r) {
+      t.bytes += rows.rows[r].bytes;
+      t.count += rows.rows[r].count;
+    }
+    return t;
+  }
+
   // `rows`: the text's rows, each with its heading, totals and the indices of its stacks in
   // `leaks` (those --top kept there; `stacks` counts them all).
   void write_rows(JsonWriter& json, size_t top) const {
@@ -299,6 +302,14 @@ class LeaksModel final : public ReportModel {
       json.field("api", api_name(g.api));
       json.field("kind", json_kind(g));
     });
+    // Said, not left to be worked out from the totals: the page prints it under its table.
+    const Total omitted = left_out(rows, top);
+    json.key("rows_omitted");
+    json.begin_object();
+    json.field("rows", top && rows.rows.size() > top ? rows.rows.size() - top : 0);
+    json.field("bytes", omitted.bytes);
+    json.field("count", omitted.count);
+    json.end_object();
   }
 
   const ReportOptions& options_;

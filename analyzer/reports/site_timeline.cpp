@@ -69,7 +69,9 @@ class Sampler final : public ReplayObserver {
     std::vector<int64_t> now;  // per slot (rows, then other)
     int64_t total = 0, reserved = 0;
     size_t bucket = 0;
-    int64_t best = -1;  // the highest total of the current bucket
+    int64_t best = -1;          // the highest total of the current bucket
+    bool recorded_now = false;  // best was recorded by the event being applied ...
+    bool moved = false;         // ... and that event changed the track again since
   };
 
   Sampler(std::vector<Track>& tracks, const std::vector<std::string>& keys, uint64_t start_ns,
@@ -89,6 +91,9 @@ class Sampler final : public ReplayObserver {
   }
 
   void call(const Replay& r, const format::Event& ev, const format::ApiInfo& api) override {
+    // Every applied event comes here first (the sampler watches every kind), so the one before
+    // has made all its changes.
+    event_done();
     time_ns_ = ev.time_ns;
     seq_ = ev.seq;
     if (ev.result != 0) return mark_failure();
@@ -120,6 +125,7 @@ class Sampler final : public ReplayObserver {
   }
 
   void finish(const Replay&) override {
+    event_done();
     for (Track& t : tracks_)
       while (t.bucket + 1 < buckets_) next_bucket(t);
   }
@@ -169,7 +175,8 @@ class Sampler final : public ReplayObserver {
   void begin_bucket(Track& t, size_t b, uint64_t time_ns) {
     t.bucket = b;
     t.best = t.total;
-    record(t, time_ns);
+    t.recorded_now = false;
+    record(t, time_ns, done_seq_);
     t.out->reserved[b] = static_cast<uint64_t>(std::max<int64_t>(0, t.reserved));
   }
   void next_bucket(Track& t) {
@@ -179,22 +186,38 @@ class Sampler final : public ReplayObserver {
     const size_t b = bucket_of(time_ns_);
     while (t.bucket < b) next_bucket(t);
   }
-  void record(Track& t, uint64_t time_ns) {
+  void record(Track& t, uint64_t time_ns, uint64_t after_seq) {
     SiteTrack& o = *t.out;
     for (size_t i = 0; i < t.now.size(); ++i)
       o.values[i][t.bucket] = static_cast<uint64_t>(std::max<int64_t>(0, t.now[i]));
     o.time_ns[t.bucket] = time_ns > start_ns_ ? time_ns - start_ns_ : 0;
     o.seq[t.bucket] = seq_;
+    o.after_seq[t.bucket] = after_seq;
   }
   void change(Track& t, uint16_t slot, int64_t bytes) {
     advance(t);
     t.now[slot] += bytes;
     t.total += bytes;
+    t.moved = t.recorded_now;
     if (t.total > t.best) {
       t.best = t.total;
-      record(t, time_ns_);
+      record(t, time_ns_, seq_);
+      t.recorded_now = true;
+      t.moved = false;
+      // A moment inside an earlier event of this bucket, now replaced.
+      std::vector<size_t>& inside = t.out->inside_event;
+      if (!inside.empty() && inside.back() == t.bucket) inside.pop_back();
     }
     if (seq_ == t.out->peak_seq) t.out->peak_bucket = t.bucket;
+  }
+  // The event seq_ made all its changes. A bucket's highest moment recorded during it is the
+  // state after it unless a later change of the same event moved the track again.
+  void event_done() {
+    done_seq_ = seq_;
+    for (Track& t : tracks_) {
+      if (t.recorded_now && t.moved) t.out->inside_event.push_back(t.bucket);
+      t.recorded_now = false;
+    }
   }
   // A failed call changes nothing, so it starts no bucket: it lies in the one its time falls in,
   // or the track's current one where an earlier event came with a later time (threads' clocks).
@@ -209,6 +232,7 @@ class Sampler final : public ReplayObserver {
   uint64_t start_ns_, span_ns_;
   size_t buckets_;
   uint64_t time_ns_ = 0, seq_ = 0;
+  uint64_t done_seq_ = 0;  // the last event whose changes are all made
   std::vector<Track*> by_series_;
   std::vector<bool> known_;
   std::unordered_map<uint64_t, LiveBlock> blocks_;
@@ -293,6 +317,7 @@ std::vector<SiteTrack> site_timeline(ProcessContext& process, const SiteTimeline
     t.end_time_ns = since_start(reader, end_ns);
     t.time_ns.assign(n, 0);
     t.seq.assign(n, 0);
+    t.after_seq.assign(n, 0);
     t.values.assign(t.rows.size() + 1, std::vector<uint64_t>(n, 0));
     t.reserved.assign(n, 0);
     tracks.push_back(std::move(t));

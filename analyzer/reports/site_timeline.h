@@ -42,7 +42,14 @@ struct SiteTrack {
   std::vector<TimelineRow> rows;  // the top rows; bucket values have one more: "other"
   std::vector<uint64_t> time_ns;  // per bucket: the moment sampled, since the process started
   std::vector<uint64_t> seq;      // ... and the event then current (applied, or about to be)
-  uint64_t end_time_ns = 0;       // the buckets' span: to the exit, else the last event
+  // ... and the last event whose change the bucket's state includes (0: none yet): what "after
+  // event N" on the page names. `seq` cannot say it: a bucket an event starts, whose highest
+  // moment is its first (the event frees), shows the state before that event under its number.
+  std::vector<uint64_t> after_seq;
+  // The buckets whose state is a moment inside event after_seq, not after it: a graph launch
+  // whose graph allocates and frees makes its memory live and gives it back in one call.
+  std::vector<size_t> inside_event;
+  uint64_t end_time_ns = 0;                   // the buckets' span: to the exit, else the last event
   std::vector<std::vector<uint64_t>> values;  // per row (+ other): bytes per bucket
   std::vector<uint64_t> reserved;             // allocated_layer: reserved bytes per bucket
   uint64_t peak_bytes = 0, peak_time_ns = 0, peak_seq = 0;  // of the stacked layer, exact

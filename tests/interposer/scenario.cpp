@@ -21,6 +21,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #undef cuGetProcAddress
@@ -610,6 +611,24 @@ int sites(int n, int m) {
   return 0;
 }
 
+// For the HTML page's leaks table: `n` leaks (up to 32), each from a function of its own, so a
+// row of its own: more rows than the 20 the text report and the page list.
+template <int K>
+__attribute__((noinline)) void leak_in_function() {
+  void* p = nullptr;
+  CHECK_RT(cudaMalloc(&p, 4096 * (K + 1)));
+  g_site_sink = g_site_sink + K;  // keeps the functions apart
+}
+template <int... K>
+void leak_in_functions(int n, std::integer_sequence<int, K...>) {
+  ((K < n ? leak_in_function<K>() : void()), ...);
+}
+int leak_rows(int n) {
+  CHECK_RT(cudaSetDevice(0));
+  leak_in_functions(n, std::make_integer_sequence<int, 32>{});
+  return 0;
+}
+
 // For NVML samples (issue 13): a context, then 64 MiB, 128 MiB more, the 128 MiB freed, with a
 // pause after each step; the 64 MiB stay allocated at exit. With pause < 0 only the context is
 // made, then the process sleeps -pause ms (the GPU check's "context only" process).
@@ -718,6 +737,7 @@ int main(int argc, char** argv) {
   if (mode == "exec-after-cuda") return exec_after_cuda();
   if (mode == "training") return training(arg(2, 1));
   if (mode == "sites") return sites(arg(2, 3), arg(3, 100));
+  if (mode == "leak-rows") return leak_rows(arg(2, 24));
   if (mode == "nvml") return nvml_steps(arg(2, 100));
   if (mode == "nvml-second-device") return nvml_second_device();
   if (mode == "nvml-graph") return nvml_graph(arg(2, 10));

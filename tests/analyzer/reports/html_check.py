@@ -3,7 +3,9 @@
 
   page        the page in headless Chromium: its script finished without an error, the timeline,
               flame graph, leaks and fragmentation are in the DOM, and the numbers there equal the
-              JSON reports'; a run of three ranks opens on the overview with the outlier flagged.
+              JSON reports'; a run of three ranks opens on the overview with the outlier flagged;
+              CUDA graph memory names its launch, leak rows past 20 are said under the table, and
+              a killed run's "log ends" line is labelled below its plot.
               Screenshots are left in OUT_DIR for a person to look at.
   perfetto    the Chrome trace parses, has counter tracks per device and layer whose highest value
               is the JSON report's peak, an instant event per failed allocation, names.
@@ -39,9 +41,9 @@ def run(*args, env=None):
     return r.stdout
 
 
-def record(run_dir, *command):
+def record(run_dir, *command, env=None):
     # The fake NVML too: the hook samples it, so the page has nvidia-smi's lines to draw.
-    env = dict(os.environ, LD_LIBRARY_PATH=FAKECUDA + ":" + FAKENVML)
+    env = dict(env or os.environ, LD_LIBRARY_PATH=FAKECUDA + ":" + FAKENVML)
     run(GMEMHOOK, "run", "-o", run_dir, *command, env=env)
 
 
@@ -93,6 +95,32 @@ def check_page(tmp):
     record(graphs, SCENARIO, "entry-points", "runtime-symbol")
     _, _, _, dom, _ = PAGES.check_run(graphs, name="html_graph_pool")
     check(len(dom.having(cls="graph-pool-reserved")) == 1, "the graph pool on device 0's line")
+
+    # CUDA graph memory live at exit: the leaks table names the launch that made it live, under
+    # the node's stack, as `gmemhook leaks` does (check_run compares the two).
+    graph_leak = os.path.join(tmp, "graph_leak")
+    record(graph_leak, SCENARIO, "nvml-graph", "10")
+    _, _, _, dom, _ = PAGES.check_run(graph_leak, name="html_graph_leak")
+    check(dom.text_of("made-live") == ["made live by cudaGraphLaunch from:"],
+          f"the graph allocation's launch named ({dom.text_of('made-live')})")
+
+    # 24 leaks from 24 functions: 20 rows, and the 4 left out said under the table as the text
+    # says them (check_run compares the figures).
+    many = os.path.join(tmp, "many_leaks")
+    record(many, SCENARIO, "leak-rows", "24")
+    _, _, _, dom, _ = PAGES.check_run(many, name="html_leak_rows")
+    check(len(dom.having(cls="leak-bytes")) == 20 and len(dom.having(cls="leaks-omitted")) == 1,
+          "20 leak rows, the rest said under them")
+
+    # Killed after its last allocation while NVML kept sampling: the buckets stop before the axis
+    # does, and the dashed line's label sits in the axis's row (check_run checks where).
+    killed = os.path.join(tmp, "killed")
+    env = dict(os.environ, GMEMHOOK_NVML_INTERVAL_MS="20")
+    record(killed, "sh", "-c", f"{SCENARIO} nvml 150 & sleep 0.4; kill -9 $!", env=env)
+    _, _, _, dom, _ = PAGES.check_run(killed, name="html_killed")
+    check(len(dom.having("canvas", cls="timeline")) == 1 and
+          "data-log-end-x" in dom.having("canvas", cls="timeline")[0],
+          "the killed run's timeline marks where its log ends")
 
     # A peak reached at the last event (one cudaMalloc, then the exit): marked, and opened, where
     # it happened, not at the exit, where every later bucket repeats its sequence number.

@@ -84,6 +84,24 @@ TEST_F(LeakRows, TopCutsRowsAndTheirStacksInLeaks) {
   EXPECT_EQ(p["rows"][0]["leaks"], json::array({0}));
 }
 
+// What --top leaves out, said in JSON as the text says it ("... and N more"): the page prints it
+// under its table rather than leave the rows it cut unsaid.
+TEST_F(LeakRows, RowsOmittedAreWhatTheTextSaysIsLeftOut) {
+  const json p = leaks("--top 1 ");
+  ASSERT_TRUE(p.contains("rows_omitted")) << p.dump(1);
+  EXPECT_EQ(p["rows_omitted"]["rows"], 2);
+  EXPECT_EQ(p["rows_omitted"]["bytes"], 14 * kMiB);  // the 12 MiB and 2 MiB rows
+  EXPECT_EQ(p["rows_omitted"]["count"], 2);
+  const CliResult text = run_cli("leaks --top 1 " + quote(run_));
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("... and 14.0 MiB (14680064 bytes) more in 2 allocations"),
+            std::string::npos)
+      << text.out;
+  const json all = leaks();
+  ASSERT_TRUE(all.contains("rows_omitted")) << all.dump(1);
+  EXPECT_EQ(all["rows_omitted"], json({{"rows", 0}, {"bytes", 0}, {"count", 0}}));
+}
+
 TEST_F(LeakRows, GroupByStackMakesARowOfEachStack) {
   const json p = leaks("--group-by stack ");
   ASSERT_EQ(p["rows"].size(), 4u);

@@ -150,6 +150,70 @@ TEST(SiteTimeline, PeakInTheMiddleOfEventsSharingATick) {
   EXPECT_EQ(total(d, 8), 200u);  // the state after the tick's last event holds from then on
 }
 
+// What "after event N" on the page names: the last event whose change the bucket's state holds.
+// A bucket that a free starts keeps the state before the free (its highest moment), and a quiet
+// bucket the state before the next event: `seq` names that next event in both, one too late.
+TEST(SiteTimeline, EachBucketNamesTheLastEventItsStateIncludes) {
+  Scenario s(10);
+  const uint32_t a = s.stack(11, {0x401000});
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 100, 0, a);  // seq 1 at 1 ms: 100
+  s.alloc(11, ApiId::cudaMalloc, 0x2000, 200, 0, a);  // seq 2 at 2 ms: 300
+  s.set_time_ms(4);
+  s.free(11, ApiId::cudaFree, 0x2000);  // seq 3 at 4 ms: 100
+  s.skip_events(8);                     // the exit at 12 ms
+  // 12 buckets of 1 ms: an event at k ms falls in bucket k - 1; bucket 2 (3 ms) is quiet.
+  const Timeline t(s, 12, 2);
+  ASSERT_EQ(t.tracks.size(), 1u);
+  const SiteTrack& d = t.tracks[0];
+  ASSERT_EQ(d.after_seq.size(), 12u);
+  EXPECT_EQ(total(d, 0), 100u);
+  EXPECT_EQ(d.after_seq[0], 1u);
+  EXPECT_EQ(total(d, 1), 300u);
+  EXPECT_EQ(d.after_seq[1], 2u);
+  EXPECT_EQ(total(d, 2), 300u);  // quiet: the state after event 2 ...
+  EXPECT_EQ(d.after_seq[2], 2u);
+  EXPECT_EQ(d.seq[2], 3u);       // ... where `seq` names the free to come
+  EXPECT_EQ(total(d, 3), 300u);  // the free's bucket, at its highest: before the free
+  EXPECT_EQ(d.after_seq[3], 2u);
+  EXPECT_EQ(d.seq[3], 3u);
+  for (size_t b = 4; b < 12; ++b) {  // after the free, to the exit
+    EXPECT_EQ(total(d, b), 100u) << b;
+    EXPECT_EQ(d.after_seq[b], 3u) << b;
+  }
+}
+
+// A graph whose nodes allocate and free: its launch makes the memory live and gives it back in
+// one call. The bucket keeps that moment, its highest, which no "after event N" shows: it is
+// said to lie inside the launch.
+TEST(SiteTimeline, AMomentInsideAGraphLaunchIsSaidToBeInsideIt) {
+  Scenario s(10);
+  const uint32_t a = s.stack(11, {0x401000});
+  s.alloc(11, ApiId::cudaMalloc, 0x1000, 100, 0, a);                      // seq 1 at 1 ms
+  format::Event& node = s.event(11, ApiId::cudaGraphAddMemAllocNode, a);  // seq 2
+  node.f.set_graph(0x900);
+  node.f.set_address(0x10000000);
+  node.f.set_size(2 << 20);
+  node.f.set_device(0);
+  format::Event& free_node = s.event(11, ApiId::cudaGraphAddMemFreeNode);  // seq 3
+  free_node.f.set_graph(0x900);
+  free_node.f.set_address(0x10000000);
+  format::Event& exec = s.event(11, ApiId::cudaGraphInstantiateWithFlags);  // seq 4
+  exec.f.set_handle(0x901);
+  exec.f.set_graph(0x900);
+  format::Event& launch = s.event(11, ApiId::cudaGraphLaunch);  // seq 5 at 5 ms
+  launch.f.set_handle(0x901);
+  launch.f.set_stream(0x77);
+  s.skip_events(6);  // the exit at 12 ms
+  const Timeline t(s, 12, 2);
+  ASSERT_EQ(t.tracks.size(), 1u);
+  const SiteTrack& d = t.tracks[0];
+  expect_peak_in(d, 5, 4, (2 << 20) + 100);
+  EXPECT_EQ(d.after_seq[4], 5u);
+  EXPECT_EQ(d.inside_event, std::vector<size_t>{4});
+  EXPECT_EQ(total(d, 5), 100u);  // after the launch
+  EXPECT_EQ(d.after_seq[5], 5u);
+}
+
 // Threads' clocks may disagree a little: an event can come (by sequence number) after one with
 // a later time. Its change lands in the bucket the track is in, and so does its mark, where the
 // click shows the state it made; the bucket of its time holds what was live before.
