@@ -846,5 +846,28 @@ TEST(AddressMap, BehavesLikeAnUnorderedMap) {
   EXPECT_EQ(visited, ref.size());
 }
 
+TEST(AddressMap, ValuesMoveWithKeysWhenARemovalShiftsPastTheEnd) {
+  // Keys whose probes start at the last of the 1024 first slots (the map's Fibonacci hash,
+  // written out here to find them): the second and third wrap to slots 0 and 1, and taking the
+  // first shifts them back across the end, each value with its key (they are two arrays).
+  auto home = [](uint64_t key) { return ((key * 0x9E3779B97F4A7C15ull) >> 32) & 1023; };
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0x7f0000000000ull; keys.size() < 3; k += 256)
+    if (home(k) == 1023) keys.push_back(k);
+  analysis::AddressMap<uint64_t> map;
+  for (size_t i = 0; i < keys.size(); ++i) map.insert(keys[i], 100 + i);
+  uint64_t out = 0;
+  ASSERT_TRUE(map.take(keys[0], &out));
+  EXPECT_EQ(out, 100u);
+  ASSERT_NE(map.find(keys[1]), nullptr);
+  EXPECT_EQ(*map.find(keys[1]), 101u);
+  ASSERT_NE(map.find(keys[2]), nullptr);
+  EXPECT_EQ(*map.find(keys[2]), 102u);
+  std::vector<std::pair<uint64_t, uint64_t>> seen;
+  map.for_each([&](uint64_t k, const uint64_t& v) { seen.emplace_back(k, v); });
+  // In slot order: keys[2] shifted into slot 0, keys[1] into the last slot.
+  EXPECT_EQ(seen, (std::vector<std::pair<uint64_t, uint64_t>>{{keys[2], 102}, {keys[1], 101}}));
+}
+
 }  // namespace
 }  // namespace gmemhook::test_logs
