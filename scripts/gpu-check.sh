@@ -3,7 +3,9 @@
 #   scripts/gpu-check.sh [BUILD_DIR] [OUT_DIR]
 # BUILD_DIR holds bin/gmemhook, lib/libgmemhook.so and bin/samples/ (build here with
 # scripts/build.sh, or carry a build made elsewhere: the hook and the CLI are self-contained).
-# Prints the check table and saves every log and report under OUT_DIR.
+# Prints the check table and saves every log and report under OUT_DIR, and the table, the reports
+# and the pages (files under 4 MiB; not the recorded runs) in OUT_DIR.tgz: one file to bring back
+# from a machine that returns few (the device tool returns 8).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -17,3 +19,8 @@ mkdir -p "$OUT"
   python3 -c 'import jax; print("jax", jax.__version__)' 2>&1
 } | tee "$OUT/versions.txt"
 python3 scripts/gpu_check.py --build "$BUILD" --out "$OUT" "${@:3}"
+status=$?
+(cd "$OUT" && find . -maxdepth 1 -type f -size -4M \( -name '*.md' -o -name '*.txt' -o -name '*.json' \
+    -o -name '*.html' -o -name '*.log' \) -print0 | tar czf "../$(basename "$OUT").tgz" --null -T -) ||
+  echo "gpu-check: could not write $OUT.tgz" >&2
+exit $status
