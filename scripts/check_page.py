@@ -16,7 +16,8 @@ makes OUT_DIR/page.html from RUN_DIR, opens it in headless Chromium once per pro
     bytes and its headings ("no frame of user code: every frame in ..." included);
   - every timeline of a process spans the same time, the process's (so its panels line up),
     and its axis is labelled in round steps ("0|0.5 s|1 s|1.5 s");
-  - each timeline marks its peak and its failed allocations at their own times, and opens on
+  - each timeline counts its failed allocations as the summary does, marks its peak and the
+    failed allocations it keeps at their own times, and opens on
     the peak's moment; a moment's "after event N" names the state `leaks --at-seq N` lists;
   - where the log ends before the axis (an NVML sample came later), the dashed line's label sits
     in the axis's row, off the plot, clear of the tick labels;
@@ -350,6 +351,11 @@ class PageCheck:
                 self.check(not got("graph-pool-reserved"), f"{where}: no graph pool without graph calls")
             self.check(got("moment-total") == [layer["peak_bytes"]],
                        f"{where}: the live set it opens on is the peak's")
+            # Failures: the series' count, not the first 16 the timeline keeps (the page said 16
+            # where the summary said 519).
+            failed = [a.get("data-failed") for a in dom.having(cls="failed-count", section=section)]
+            self.check(failed == ([str(d["failed_allocations"])] if d["failed_allocations"] else []),
+                       f"{where}: failed allocations {failed} = the summary's {d['failed_allocations']}")
             s = smi.get(device) if key[1] == "device" else None
             canvas = dom.having("canvas", cls="timeline", section=section)
             self.check_marks(where, canvas, layer, key, embedded_process, dom, section)

@@ -629,6 +629,20 @@ int leak_rows(int n) {
   return 0;
 }
 
+// For the HTML page's failure count: 1 MiB kept, then `n` requests the simulated device cannot
+// give (each must fail with cudaErrorMemoryAllocation): more failures than the 16 a timeline keeps.
+int ooms(int n) {
+  CHECK_RT(cudaSetDevice(0));
+  void* kept = nullptr;
+  CHECK_RT(cudaMalloc(&kept, 1 << 20));
+  for (int i = 0; i < n; ++i) {
+    void* p = nullptr;
+    const cudaError_t rc = cudaMalloc(&p, (size_t{1} << 50) + static_cast<size_t>(i));
+    if (rc != cudaErrorMemoryAllocation) die("cudaMalloc of 1 PiB", static_cast<int>(rc));
+  }
+  return 0;
+}
+
 // For NVML samples (issue 13): a context, then 64 MiB, 128 MiB more, the 128 MiB freed, with a
 // pause after each step; the 64 MiB stay allocated at exit. With pause < 0 only the context is
 // made, then the process sleeps -pause ms (the GPU check's "context only" process).
@@ -738,6 +752,7 @@ int main(int argc, char** argv) {
   if (mode == "training") return training(arg(2, 1));
   if (mode == "sites") return sites(arg(2, 3), arg(3, 100));
   if (mode == "leak-rows") return leak_rows(arg(2, 24));
+  if (mode == "ooms") return ooms(arg(2, 20));
   if (mode == "nvml") return nvml_steps(arg(2, 100));
   if (mode == "nvml-second-device") return nvml_second_device();
   if (mode == "nvml-graph") return nvml_graph(arg(2, 10));

@@ -112,6 +112,14 @@ def check_page(tmp):
     check(len(dom.having(cls="leak-bytes")) == 20 and len(dom.having(cls="leaks-omitted")) == 1,
           "20 leak rows, the rest said under them")
 
+    # 20 failed requests: the page counts them as the summary does, not the 16 its timeline keeps
+    # (check_run compares the count with the summary's).
+    ooms = os.path.join(tmp, "ooms")
+    record(ooms, SCENARIO, "ooms", "20")
+    _, _, _, dom, _ = PAGES.check_run(ooms, name="html_ooms")
+    check([a.get("data-failed") for a in dom.having(cls="failed-count")] == ["20"],
+          "20 failed allocations counted, 16 of them listed")
+
     # Killed after its last allocation while NVML kept sampling: the buckets stop before the axis
     # does, and the dashed line's label sits in the axis's row (check_run checks where).
     killed = os.path.join(tmp, "killed")
