@@ -65,13 +65,7 @@ TEST_F(LeakRows, EachRowIsARowOfTheTextWithItsHeading) {
   ASSERT_EQ(text.status, 0) << text.err;
   const json rows = leaks()["rows"];
   ASSERT_EQ(rows.size(), 3u) << rows.dump(1);
-  size_t at = 0;
-  for (const json& row : rows) {
-    const std::string heading = "allocated from:\n    " + row["where"].get<std::string>() + "\n";
-    const size_t found = text.out.find(heading, at);
-    EXPECT_NE(found, std::string::npos) << heading << "\nin order in\n" << text.out;
-    if (found != std::string::npos) at = found + heading.size();
-  }
+  expect_rows_in_text(text.out, rows, "allocated from:\n    ");
 }
 
 TEST_F(LeakRows, TopCutsRowsAndTheirStacksInLeaks) {

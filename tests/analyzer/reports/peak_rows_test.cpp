@@ -82,13 +82,7 @@ TEST_F(PeakRows, EachRowIsARowOfTheTextWithItsHeading) {
   ASSERT_NE(peak_at, std::string::npos) << text.out;
   const json r = rows(device());
   ASSERT_EQ(r.size(), 3u) << r.dump(1);
-  size_t at = peak_at;
-  for (const json& row : r) {
-    const std::string heading = "from:\n      " + row["where"].get<std::string>() + "\n";
-    const size_t found = text.out.find(heading, at);
-    EXPECT_NE(found, std::string::npos) << heading << "\nin order in\n" << text.out;
-    if (found != std::string::npos) at = found + heading.size();
-  }
+  expect_rows_in_text(text.out, r, "from:\n      ", peak_at);
 }
 
 TEST_F(PeakRows, TopCutsRowsAndTheirStacksInSites) {

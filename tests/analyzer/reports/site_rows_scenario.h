@@ -4,6 +4,11 @@
 // 0x1100 with 40 MiB in 3 allocations of 2 stacks, the cuBLAS-only stack's 12 MiB, 0x1200's 2 MiB.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "report_scenario.h"
 
 namespace gmemhook::test_logs {
@@ -31,5 +36,18 @@ struct SiteRowsScenario {
     s.alloc(301, ApiId::cudaMalloc, kOtherAddress, 2 * kMiB, 0, other);
   }
 };
+
+// Each of the JSON `rows` is a row of the text report, in order from `from`: its heading `where`
+// follows `lead` (the text's "... from:" line and the indentation of the heading).
+inline void expect_rows_in_text(const std::string& text, const nlohmann::json& rows,
+                                const std::string& lead, size_t from = 0) {
+  size_t at = from;
+  for (const nlohmann::json& row : rows) {
+    const std::string heading = lead + row["where"].get<std::string>() + "\n";
+    const size_t found = text.find(heading, at);
+    EXPECT_NE(found, std::string::npos) << heading << "\nin order in\n" << text;
+    if (found != std::string::npos) at = found + heading.size();
+  }
+}
 
 }  // namespace gmemhook::test_logs
