@@ -1,4 +1,4 @@
-// The `gmemhook html` subcommand (issue 11): its options, kept out of cli_main.cpp's report table
+// The `gmemhook html` subcommand: its options, kept out of cli_main.cpp's report table
 // because it writes a file (-o) in a format of its own rather than text or JSON on stdout.
 #pragma once
 

@@ -157,7 +157,7 @@ void add_report_options(CLI::App& app, ReportCommand& c) {
 }  // namespace
 
 // The nearest subcommand to an unknown first word, said before CLI11 would answer "A subcommand
-// is required" (issue 10). Returns true when it said so.
+// is required". Returns true when it said so.
 bool unknown_subcommand(CLI::App& app, int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') return false;
   std::vector<std::string> names;
@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
   dump->add_option("RUN", dump_run, "A run directory, or one <exe>.<pid> process directory")
       ->required();
 
-  gmemhook::analysis::HtmlOptions html_options;  // gmemhook html (issue 11)
+  gmemhook::analysis::HtmlOptions html_options;  // gmemhook html
   CLI::App* html = gmemhook::analysis::add_html_command(app, html_options);
 
   if (unknown_subcommand(app, argc, argv)) return kExitUsage;

@@ -1,4 +1,4 @@
-// Small helpers of the command line that make its errors say what was expected (issue 10): the
+// Small helpers of the command line that make its errors say what was expected: the
 // nearest known subcommand to a mistyped one, and checks of numbers that name what they want.
 #pragma once
 

@@ -23,7 +23,7 @@ enum class ProcessState : uint8_t {
 
 const char* to_string(ProcessState state);
 
-// One row of sites, grouped by the line of user code that made them (issue 10).
+// One row of sites, grouped by the line of user code that made them.
 struct SiteLine {
   std::string where;  // user_frame_text(): "/w/train.py:42 in step"
   std::string api;    // the entry point(s) ("cudaMalloc"; "blocks" for PyTorch's blocks)

@@ -1,5 +1,5 @@
 // CUDA's names for the error numbers an entry point returns, so a report says
-// "cudaErrorMemoryAllocation (2)" rather than "error 2" (issue 10).
+// "cudaErrorMemoryAllocation (2)" rather than "error 2".
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,7 @@ class EventVisitor {
   // The same for a usual event (an allocation or a free of the usual shapes: nearly all of them),
   // instead of on_event: `thread.usual()` has its numbers, and `thread.current()` the whole Event,
   // filled when first asked for. The default hands that Event to on_event; a visitor that needs
-  // only a few numbers of most events reads them without it (issue 14: the Event's 128 bytes,
+  // only a few numbers of most events reads them without it (the Event's 128 bytes,
   // filled and read back, were a fifth of `summary`'s instructions).
   virtual void on_usual_event(const ThreadFileReader& thread);
   // The current event of `thread` (its current_seq, current_address, current_stack_id) just

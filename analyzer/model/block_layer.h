@@ -1,4 +1,4 @@
-// The allocated layer of a caching allocator (PyTorch's blocks, issue 9): which blocks are live,
+// The allocated layer of a caching allocator (PyTorch's blocks): which blocks are live,
 // per device the allocated bytes, their peak and the sites that held it, PyTorch's own totals,
 // and the segments (what the allocator got from CUDA) each block lies in. An observer of a pass
 // (replay_observer.h) that watches every call; the core's series stay the reserved layer, so a

@@ -1,4 +1,4 @@
-// The memory nodes of CUDA graphs, as the replay needs them (issue 12). An allocation node's
+// The memory nodes of CUDA graphs, as the replay needs them. An allocation node's
 // address is fixed when the node is made (cudaGraphAddMemAllocNode, or a cudaMallocAsync on a
 // stream under capture), but its memory only comes into being when a launch (or an upload of the
 // exec ahead of it) runs the node, and stays until a free node, a cudaFree, or a relaunch of an

@@ -1,6 +1,6 @@
 // The driver's figures for each device's CUDA graph memory pool (a Replay observer), as the hook
 // recorded them after each graph launch, upload, trim and uploading instantiation (format.h,
-// "Graph pool totals", issue 12): the physical memory the pool keeps (reserved) and what graph
+// "Graph pool totals"): the physical memory the pool keeps (reserved) and what graph
 // allocations hold of it (used; the driver counts each allocation in whole pool granules, 32 MiB
 // on the H200). The pool is not an allocation: the replay already counts each graph allocation
 // by its requested size, and the reserved figure contains those allocations, so reports show the

@@ -1,7 +1,7 @@
 // NVML's figures (what nvidia-smi shows) next to the log's own: for each NvmlSample, the device
 // memory this log says was allocated at the same event, and so the part no allocation explains
 // (the CUDA context, module images, library workspaces). NVML samples are never allocations: this
-// observer only reads the replay's series (issue 13).
+// observer only reads the replay's series.
 #pragma once
 
 #include <cstdint>

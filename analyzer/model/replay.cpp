@@ -143,7 +143,7 @@ void Replay::on_py_code(const PyCode& code, const ThreadFileReader& thread) {
 void Replay::upcoming(const ThreadFileReader& thread) {
   // A live set of a few hundred allocations (most real programs; the hook loop's one) stays in
   // the cache, and so do the sites of its stacks: the prefetches were ~30 instructions an event
-  // of `summary` for nothing there (issue 14). The run of 20 000 live is where they pay.
+  // of `summary` for nothing there. The run of 20 000 live is where they pay.
   constexpr size_t kPrefetchFromLive = 1024;
   if (live_.size() < kPrefetchFromLive) return;
   const uint64_t address = thread.current_address();
@@ -170,7 +170,7 @@ void Replay::on_usual_event(const ThreadFileReader& thread) {
   // The whole Event's way for what usual_paths_ sends there and a moment an observer waits for:
   // what is left is on_event's allocation or free with nothing else to do. Each in a function
   // of its own, reached by a jump: this one saves no registers, and a free does not save and
-  // restore the six an allocation needs (~11 instructions an event, issue 14).
+  // restore the six an allocation needs (~11 instructions an event).
   if (how == UsualPath::kWhole || seq > wake_seq_ || time_ns > wake_time_ns_)
     return apply_whole(thread);
   if (how == UsualPath::kAlloc) return usual_alloc(thread, seq, time_ns);
@@ -229,7 +229,7 @@ void Replay::on_usual_event(const ThreadFileReader& thread) {
   // A null free, or one of an address not live (imported, graph memory, unknown): on_event's.
   if (address == 0 || !live_.take(address, &a)) return apply_whole(thread);
   // A free's own stack goes nowhere: what it frees keeps its site (the stack's id was ~11
-  // instructions of every free, issue 14).
+  // instructions of every free).
   note_event(seq, time_ns);
   count_free(a, api, seq, time_ns);
 }
@@ -419,7 +419,7 @@ std::vector<SiteGroup> Replay::sites_now(const std::function<bool(const SeriesKe
 
 // became_live, became_free and count_allocation are inlined into their callers here (all in this
 // file): as calls, their saved registers and restores were ~20 instructions each per allocation
-// and free of `summary` (issue 14).
+// and free of `summary`.
 [[gnu::always_inline]] inline void Replay::became_live(uint32_t site, uint16_t index,
                                                        uint64_t bytes, uint64_t seq,
                                                        uint64_t time_ns) {
@@ -484,7 +484,7 @@ void Replay::alloc(const format::Event& ev, const format::ApiInfo& api, uint32_t
 void Replay::free(const format::Event& ev, uint32_t stack) { apply_free(ev, stack); }
 
 // Inlined into on_event: as calls of their own, their saved registers and restores were ~16
-// instructions an event of `summary` (issue 14).
+// instructions an event of `summary`.
 [[gnu::always_inline]] inline void Replay::apply_alloc(const format::Event& ev,
                                                        const format::ApiInfo& api, uint32_t stack) {
   const int32_t counted = count_allocation(ev, api, stack);

@@ -2,7 +2,7 @@
 // set by address, the virtual-memory handles, mappings and reservations, and per device and kind
 // of memory (a Series) the counts, the peak and a timeline. Every report is built on it.
 //
-// The model (issue 3):
+// The model:
 // - Device, pinned host and managed memory are separate series; pinned host memory belongs to no
 //   device. A series' live bytes are the requested bytes of its live allocations plus the
 //   physical bytes of its live cuMemCreate handles; its peak is the maximum of that.
@@ -276,7 +276,7 @@ class Replay : public EventVisitor {
     return find_series(device, memory);
   }
   // The same for an api's own memory type (the api table's, never out of range), as the usual
-  // path has it: no test of the type (issue 14). Pinned memory's series is found the long way,
+  // path has it: no test of the type. Pinned memory's series is found the long way,
   // as by series_index.
   uint16_t api_series_index(int32_t device, format::MemoryType memory) {
     if (device >= kNoDevice && device < kDirectDevices)
@@ -371,7 +371,7 @@ class Replay : public EventVisitor {
   // How on_usual_event takes a usual event, by api id: on its own (an allocation, a free) or
   // whole through on_event. Worked out again whenever what it depends on changes (an observer
   // attached or asking for more calls, the first mapping made or the last one gone), so that an
-  // event reads one entry, not the dozen members its checks read before (issue 14).
+  // event reads one entry, not the dozen members its checks would read.
   struct UsualPath {
     enum How : uint8_t { kWhole = 0, kAlloc = 1, kFree = 2 } how = kWhole;
     // An allocation of a device below -1 is a call a list of segments follows otherwise: whole

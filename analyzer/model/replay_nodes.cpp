@@ -1,4 +1,4 @@
-// The replay of CUDA graph memory nodes and of imported memory (issue 12; the model is in
+// The replay of CUDA graph memory nodes and of imported memory (the model is in
 // replay.h, the graphs' bookkeeping in graph_memory.h).
 #include "analyzer/model/replay.h"
 
@@ -76,7 +76,7 @@ format::Event as_run_by(const GraphNode& n, const format::Event& ev) {
 
 // An upload (cudaGraphUpload, or an instantiation with the upload flag) allocates the exec's
 // allocation nodes ahead of its first launch: the H200's driver counts them as used right after
-// cudaGraphUpload (gpu-check row graphupload, 2026-12-01: 64 MiB used for 52 MiB of nodes, in
+// cudaGraphUpload (gpu-check row graphupload, driver 580: 64 MiB used for 52 MiB of nodes, in
 // whole 32 MiB granules). They become live under the node's call site with the upload's stack
 // beside it. Free nodes wait for the launch; a node an earlier launch left live stays that
 // launch's.

@@ -44,7 +44,7 @@ class ReplayObserver {
   // kPoolAllocations: a stream-ordered allocation (LiveAllocation::pool != 0) entered the live set,
   // or left it (freed, or its address handed out again). Only those: what pools hold is all an
   // observer wanted of allocations, and the call per cudaMalloc and cudaFree that returned at
-  // once was ~5 % of `summary` on a loop of cudaMalloc/cudaFree (issue 14). `seq` is the
+  // once was ~5 % of `summary` on a loop of cudaMalloc/cudaFree. `seq` is the
   // allocation's (no Event: the replay applies most of these without filling one).
   virtual void allocated(const Replay&, uint64_t /*seq*/, const LiveAllocation&) {}
   virtual void freed(const Replay&, const LiveAllocation&) {}

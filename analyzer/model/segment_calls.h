@@ -1,6 +1,6 @@
 // Which calls the core applies the way a list of segments (what a caching allocator got from
 // CUDA: its live device allocations and mappings) would follow them. BlockLayer follows no
-// segments of its own while this holds for every call (issue 14 point 3), and the replay makes
+// segments of its own while this holds for every call, and the replay makes
 // this check itself for allocations, frees and maps so that BlockLayer is not called for them
 // at all until then.
 #pragma once

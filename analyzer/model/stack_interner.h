@@ -71,7 +71,7 @@ class StackInterner {
   // [thread][per-file id] -> process-wide id, in the current epoch.
   std::vector<std::vector<uint32_t>> by_thread_;
   // by_thread_.size(), kept: id() is called for every allocation, and the size of a vector of
-  // 24-byte vectors is a division (issue 14). Set wherever by_thread_ changes size.
+  // 24-byte vectors is a division. Set wherever by_thread_ changes size.
   size_t threads_ = 0;
   // Identity keys: native frames, then one word per Python frame. Id i's key is
   // keys_[starts_[i-1] .. starts_[i]), its first native_[i-1] words the native frames.

@@ -21,7 +21,7 @@ class Timeline {
 
   // Called after every change of the series' live bytes, so per allocation and free: a window
   // that starts after a flush finds pending_.bytes at 0 and takes its first change without a
-  // test of its own, and a countdown ends it without a load of stride_ (issue 14: ~4
+  // test of its own, and a countdown ends it without a load of stride_ (~4
   // instructions of every event of `summary`).
   void add(uint64_t seq, uint64_t time_ns, uint64_t bytes) {
     if (bytes >= pending_.bytes) pending_ = {time_ns, seq, bytes};

@@ -1,5 +1,5 @@
 // Chrome's JSON trace format ("Trace Event Format"), which ui.perfetto.dev and chrome://tracing
-// open (issue 11): metadata naming processes and threads, counter events (one track per name,
+// open: metadata naming processes and threads, counter events (one track per name,
 // one series per argument) and instant events. Written compact: a trace is read by a program.
 #pragma once
 

@@ -1,5 +1,5 @@
 // How hint lines name gmemhook: by the path the user invoked it by ("./build/bin/gmemhook"), so a
-// suggested command can be pasted as it is even where gmemhook is not on PATH (issue 10).
+// suggested command can be pasted as it is even where gmemhook is not on PATH.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// The HTML report's page (issue 11): the template in output/html/report.html, embedded into the
+// The HTML report's page: the template in output/html/report.html, embedded into the
 // binary at build time (embed_page.cmake), with a run's data poured in.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Python pickles written from C++, for PyTorch's memory_viz (issue 11): gmemhook writes the
+// Python pickles written from C++, for PyTorch's memory_viz: gmemhook writes the
 // snapshot format torch.cuda.memory._snapshot() pickles, so no Python is needed at run time. This
 // is a writer of our own, not a library: it covers the few types a snapshot holds (dicts, lists,
 // tuples, str, int, float, bool, None) in pickle protocol 2, which every Python 3 reads.

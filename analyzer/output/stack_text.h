@@ -1,4 +1,4 @@
-// How a call stack is written in text reports: user-first (issue 10) — the user's frame first,
+// How a call stack is written in text reports: user-first — the user's frame first,
 // then the Python frames, then the native ones with each run of library frames folded into one
 // line — or, with --native, every frame as recorded.
 #pragma once

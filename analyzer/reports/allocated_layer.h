@@ -1,4 +1,4 @@
-// The allocated layer (PyTorch's blocks, issue 9) as the reports show it: blocks inside the
+// The allocated layer (PyTorch's blocks) as the reports show it: blocks inside the
 // reserved layer (the segments the allocator got from CUDA), never counted on top of them.
 // Each report calls these in one clearly marked place; a device without blocks reads as before.
 #pragma once

@@ -42,7 +42,7 @@ int read_side(const std::filesystem::path& run, const SideOptions& options, RunW
   return walk_processes(run, std::nullopt, out_file, err, [&](ProcessReader& reader) {
     ProcessContext process(reader, options.apis);
     PeakSites captured;
-    BlockLayer blocks;  // PyTorch's blocks (issue 9): compared when both sides have them
+    BlockLayer blocks;  // PyTorch's blocks: compared when both sides have them
     const Replay replay =
         options.leaks ? process.pass({&blocks}) : process.pass({&captured, &blocks});
     const FrameLookup frames = process.frames();

@@ -24,7 +24,7 @@ struct DeviceSites {
   int32_t device = -1;
   uint64_t total_bytes = 0;  // the peak, or what was live at the end
   std::vector<SiteFrames> sites;
-  // The same for PyTorch's blocks (issue 9), when the device has them: compared instead of the
+  // The same for PyTorch's blocks, when the device has them: compared instead of the
   // segments when both sides have it.
   bool has_allocated = false;
   uint64_t allocated_total_bytes = 0;

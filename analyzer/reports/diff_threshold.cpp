@@ -56,7 +56,7 @@ std::optional<GrowthLimit> parse_growth_limit(const std::string& text) {
       {"KiB", 1ull << 10},   {"MiB", 1ull << 20},      {"GiB", 1ull << 30},
       {"TiB", 1ull << 40},   {"KB", 1000ull},          {"MB", 1000000ull},
       {"GB", 1000000000ull}, {"TB", 1000000000000ull}, {"B", 1}};
-  // A bare number is refused: "5" could mean 5% as easily as 5 bytes (issue 10).
+  // A bare number is refused: "5" could mean 5% as easily as 5 bytes.
   uint64_t factor = 0;
   for (const Unit& u : kUnits)
     if (s.ends_with(u.suffix)) {

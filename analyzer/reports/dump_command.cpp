@@ -117,7 +117,7 @@ void print_process_records(std::FILE* out, const ProcessReader& r) {
     else
       fmt::print(out, "note: {}\n", as_token(notes[ni++].text));
   }
-  // What NVML said (issue 13): not events, so after them in no sequence; seq= places each.
+  // What NVML said: not events, so after them in no sequence; seq= places each.
   for (const NvmlSample& s : r.nvml_samples())
     fmt::print(out,
                "nvml seq={} t_ns={} device={} reason={} listed={} process_used={} total={} "

@@ -32,7 +32,7 @@ struct DeviceFrames {
   uint64_t peak_seq = 0;
   std::optional<Failure> first_failure;
   std::vector<Snapshot> snapshots;  // in the order above
-  // PyTorch's caching allocator (issue 9): its segments at the reserved peak and at the moment
+  // PyTorch's caching allocator: its segments at the reserved peak and at the moment
   // most of what it reserved held no block.
   struct AllocatorView {
     const char* at = "peak";  // "peak", "most-idle"
@@ -54,7 +54,7 @@ bool uses_pytorch(const ProcessReader& reader) {
   return false;
 }
 
-// The moment text shows by default (issue 10: the end alone often looks fine): the first failed
+// The moment text shows by default (the end alone often looks fine): the first failed
 // allocation; else the moment with the most free space outside the largest hole (the peak on a
 // tie); and why it was chosen.
 std::pair<size_t, std::string> worst_moment(const std::vector<Snapshot>& snapshots) {
@@ -285,7 +285,7 @@ class FragmentationReport : public Report {
 
   std::unique_ptr<ReportModel> analyze(ProcessContext& process) override {
     PoolTracker pools;
-    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    BlockLayer blocks;  // PyTorch's blocks
     const Replay replay = process.pass({&pools, &blocks});
 
     std::vector<DeviceFrames> devices;

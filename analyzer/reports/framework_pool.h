@@ -1,5 +1,5 @@
 // Frameworks that take the GPU's memory in one pool up front and hand their buffers out inside
-// it, where gmemhook cannot see (issue 10: a JAX run's "peak 104.9 GiB" was one cuMemCreate of
+// it, where gmemhook cannot see (a JAX run's "peak 104.9 GiB" was one cuMemCreate of
 // 75 % of the H200, against 155 MB JAX itself had in use). Reports say so, and how to see the
 // buffers.
 #pragma once

@@ -1,4 +1,4 @@
-// The CUDA graph memory pool as the reports show it (issue 12): the driver's reserved and used
+// The CUDA graph memory pool as the reports show it: the driver's reserved and used
 // figures beside a device's series, at its peak and after the last graph call, never added to
 // what the series counts (graph_pool.h says why).
 #pragma once

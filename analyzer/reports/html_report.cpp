@@ -28,7 +28,8 @@ namespace gmemhook::analysis {
 
 namespace {
 
-// Keeps a page of many ranks under the issue's 8 MiB: fewer buckets and rows per process.
+// Keeps a page of many ranks under the 8 MiB scripts/check_page.py allows: fewer buckets and
+// rows per process.
 constexpr size_t kBucketBudget = 6000;
 constexpr size_t kMaxBuckets = 800, kMinBuckets = 120;
 constexpr size_t kFlameStacks = 300;  // stacks drawn one by one; the rest become one box
@@ -251,7 +252,7 @@ int html_page(const HtmlOptions& options, std::string& page, std::FILE* err) {
       std::clamp(kBucketBudget / std::max<size_t>(1, process_dirs), kMinBuckets, kMaxBuckets);
   // The embedded reports each replay the run on their own (a pass is the reader's and the
   // replay's work, most of the page's cost): made beside the timelines' two passes, on other
-  // cores, the page takes about as long as its longest part instead of the sum (issue 11: a
+  // cores, the page takes about as long as its longest part instead of the sum (a
   // 10 M-event run took 83 s one after the other). Fewer, shallower rows per process when there
   // are many, so the file stays small; at most the rows the leaks text report shows (`top` limits
   // only the leaks of the embedded reports).

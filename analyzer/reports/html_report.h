@@ -1,4 +1,4 @@
-// `gmemhook html RUN -o FILE` (issue 11): the run as one self-contained page to open in a browser,
+// `gmemhook html RUN -o FILE`: the run as one self-contained page to open in a browser,
 // or, with --format, as a trace for Perfetto / chrome://tracing or a snapshot for PyTorch's
 // memory_viz.
 #pragma once

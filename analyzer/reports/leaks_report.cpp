@@ -56,7 +56,7 @@ struct LiveAtMoment {
   Moment at = Moment::End;  // or Time, Seq
   uint64_t seq = 0, time_ns = 0;
   std::vector<SiteGroup> groups;
-  std::vector<CachedSegments> cached;  // PyTorch's cache: not leaks (issue 9)
+  std::vector<CachedSegments> cached;  // PyTorch's cache: not leaks
 };
 
 struct Total {
@@ -117,7 +117,7 @@ class LeaksModel final : public ReportModel {
     } else if (end.still_running) {
       heading = "live so far";
       verb = "Live so far:";
-    } else if (end.incomplete) {  // issue 15: the log stopped, the process did not die there
+    } else if (end.incomplete) {  // the log stopped, the process did not die there
       heading = "live when the log stops";
       verb = "Live when the log stops:";
     } else {
@@ -326,7 +326,7 @@ class LeaksReport : public Report {
   std::unique_ptr<ReportModel> analyze(ProcessContext& process) override {
     LiveAtMoment m;
     bool captured = false;
-    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    BlockLayer blocks;  // PyTorch's blocks
     auto capture = [&](const Replay& r, std::optional<uint64_t> time_ns) {
       const auto want = [&](const SeriesKey& k) { return wanted_series(options_, k); };
       // With PyTorch's blocks, the leaks are the tensors; the allocator's segments are not.

@@ -1,9 +1,9 @@
 // `gmemhook html --format memory-viz`: one process of a run as a pickle in the format of PyTorch's
-// memory snapshots (torch.cuda.memory._snapshot()), so PyTorch's own viewer opens it (issue 11):
+// memory snapshots (torch.cuda.memory._snapshot()), so PyTorch's own viewer opens it:
 // `python -m torch.cuda._memory_viz trace_plot FILE -o out.html`, or pytorch.org/memory_viz. Any
 // program gmemhook recorded works, not only PyTorch's caching allocator: CuPy, JAX, CUDA C++.
 //
-// The mapping: where PyTorch's blocks were recorded (issue 9), a block is an allocation ('alloc',
+// The mapping: where PyTorch's blocks were recorded, a block is an allocation ('alloc',
 // 'free_requested', 'free_completed') and what the allocator got from CUDA a segment
 // ('segment_alloc', 'segment_free'); elsewhere every device allocation is both a segment and the
 // one allocation filling it. A failed device allocation is an 'oom'. 'segments' is the state at the

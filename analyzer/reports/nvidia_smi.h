@@ -1,4 +1,4 @@
-// The nvidia-smi lines of summary and peak (issue 13): per device, what NVML counted for the
+// The nvidia-smi lines of summary and peak: per device, what NVML counted for the
 // process at its peak, split into what this log allocated and what no allocation explains, the
 // device's free memory then, and (summary) the series of samples. Text and JSON.
 #pragma once

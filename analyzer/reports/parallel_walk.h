@@ -1,4 +1,4 @@
-// The processes of a run analysed on several threads at once (issue 14: a 64-rank run should take
+// The processes of a run analysed on several threads at once (so that a 64-rank run takes
 // about the time of its largest process ÷ cores), their results handed back in pid order.
 #pragma once
 

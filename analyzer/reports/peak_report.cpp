@@ -38,8 +38,8 @@ struct SeriesPeak {
   std::optional<Failure> first_failure;
   Held at_peak, at_failure;
   std::optional<std::string> pool_note;  // framework_pool_note()
-  std::optional<GraphPoolView> graph_pool;  // the device's CUDA graph pool (issue 12)
-  // PyTorch's blocks on this device (issue 9): the allocated peak and who held it; none if none.
+  std::optional<GraphPoolView> graph_pool;  // the device's CUDA graph pool
+  // PyTorch's blocks on this device: the allocated peak and who held it; none if none.
   std::optional<BlockDevice> blocks;
   Held allocated;
 };
@@ -67,7 +67,7 @@ class PeakModel final : public ReportModel {
 
   // --format folded / speedscope: the sites at each peak (the first failure is text and JSON's).
   // With PyTorch's blocks the tensors at the allocated peak come first: that is the profile a
-  // user wants to open, the segments' one says only where the cache grew (issue 9). Folded
+  // user wants to open, the segments' one says only where the cache grew. Folded
   // output, which adds all profiles up, gets the tensors alone.
   void stacks(StackExport& out) const override {
     for (const SeriesPeak& p : peaks_) {
@@ -272,7 +272,7 @@ class PeakModel final : public ReportModel {
   std::vector<SeriesPeak> peaks_;
 
  public:
-  std::vector<NvidiaSmiPeak> smi;  // what nvidia-smi showed (issue 13)
+  std::vector<NvidiaSmiPeak> smi;  // what nvidia-smi showed
 };
 
 class PeakReport : public Report {
@@ -282,7 +282,7 @@ class PeakReport : public Report {
   std::unique_ptr<ReportModel> analyze(ProcessContext& process) override {
     // One pass: the replay keeps what each site held at each series' peak and first failure.
     PeakSites captured;
-    BlockLayer blocks;  // PyTorch's blocks (issue 9)
+    BlockLayer blocks;  // PyTorch's blocks
     GraphPoolFigures graph_pool;
     NvmlSamples nvml(process.reader().nvml_samples());
     const Replay replay = process.pass({&captured, &blocks, &graph_pool, &nvml});

@@ -1,5 +1,5 @@
 // `gmemhook html --format perfetto`: the run as a Chrome JSON trace for ui.perfetto.dev and
-// chrome://tracing (issue 11): per process and device, counter tracks of the live (or allocated
+// chrome://tracing: per process and device, counter tracks of the live (or allocated
 // and reserved) bytes and of the bytes by top site, and an instant event per failed allocation.
 #pragma once
 

@@ -1,6 +1,6 @@
 // One process as the report driver hands it to a report: its log, its stacks (interned once for
 // every pass, turned into frames only when a renderer shows them), and passes over its events —
-// the replay set-up every report and each side of a diff used to repeat.
+// the replay set-up every report and each side of a diff would otherwise repeat.
 #pragma once
 
 #include <cstdint>

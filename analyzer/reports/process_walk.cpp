@@ -9,7 +9,7 @@ namespace gmemhook::analysis {
 
 namespace {
 
-// The first format whose hook made a process's directory at its first CUDA call (issue 10.3).
+// The first format whose hook made a process's directory at its first CUDA call.
 constexpr uint16_t kDirectoryAtFirstCudaCall = 3;
 
 }  // namespace

@@ -23,7 +23,7 @@ inline constexpr int kExitUnreadable = 2;     // a log is missing, of another ve
 // only pid `only_pid`'s when given, and calls `visit` with its reader. In a run directory, without
 // `only_pid`, the directories of processes that made no CUDA call (left by hooks of log format 1
 // and 2, see made_no_cuda_call) are skipped, and their number said in one line on `err` when
-// `say_skipped` (issue 10: reports list only processes that used CUDA). Returns kExitOk;
+// `say_skipped` (reports list only processes that used CUDA). Returns kExitOk;
 // kExitReportFailure, after saying so on `err`, when `only_pid` matched no process;
 // kExitUnreadable, after saying why on `err`, when a log cannot be read (what `out` got so far
 // stays: earlier processes were written).

@@ -53,7 +53,7 @@ class Report {
   virtual std::unique_ptr<ReportModel> analyze(ProcessContext& process) = 0;
   // The hint line that ends the text, once every process is in.
   virtual std::string next_step() const = 0;
-  // Each process is analysed by an instance of its own, on a thread of its own (issue 14, -j):
+  // Each process is analysed by an instance of its own, on a thread of its own (-j):
   // takes in what `other` (the same report) gathered for next_step().
   virtual void merge(const Report& other) = 0;
 };

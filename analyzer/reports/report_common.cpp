@@ -66,7 +66,7 @@ ProcessEnd process_end_of_log(const ProcessReader& reader, const ReadFacts& fact
     e.text = fmt::format("exited with status {}{} after {}", end->status,
                          end->how == format::EndHow::UnderscoreExit ? " (_exit)" : "",
                          human_duration(end->time_delta_ns));
-    // Issue 10: the image was replaced, not killed; its memory went with it, as at an exit.
+    // The image was replaced, not killed; its memory went with it, as at an exit.
     if (end->how == format::EndHow::Exec)
       e.text = "replaced by exec after " + human_duration(end->time_delta_ns);
     return e;

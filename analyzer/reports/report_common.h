@@ -48,7 +48,7 @@ struct ProcessEnd {
   bool incomplete = false;     // events are missing from the log (the text says how many)
 };
 // Whether what is live at the end was really never freed: the process exited and its log holds
-// every event (issue 15: an incomplete log never says "nothing leaked").
+// every event (an incomplete log never says "nothing leaked").
 inline bool exited_with_full_log(const ProcessEnd& e) {
   return e.kind == EndKind::Exited && !e.incomplete;
 }
@@ -108,7 +108,7 @@ void append_frames(std::string& text, const std::vector<Frame>& frames, const St
 // "stack": [frame, ...] with the documented frame keys, each with its "owner" (user, cuda,
 // framework, interpreter, runtime), then "user_frame": the index of the user frame or null.
 void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth);
-// CUDA graph memory (issue 12): the site's stack says where the node was made; these say which
+// CUDA graph memory: the site's stack says where the node was made; these say which
 // call made it live, a launch or an upload ahead of it (`api`), and its stack `frames`. Text: a
 // "made live by cudaGraphUpload from:" line at `indent`, the frames two spaces further in; JSON:
 // "launched": {"api", "stack"}.

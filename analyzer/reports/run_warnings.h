@@ -1,5 +1,5 @@
-// The warnings of a whole run, said once after the report on stderr (issue 10: six "no debug
-// info" lines used to land in the middle of a stack listing): each distinct warning once, and
+// The warnings of a whole run, said once after the report on stderr (so that "no debug info"
+// lines do not land in the middle of a stack listing): each distinct warning once, and
 // every module without debug info in one line.
 #pragma once
 

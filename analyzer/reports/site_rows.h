@@ -1,4 +1,4 @@
-// Sites grouped into the rows a text report lists (issue 10): by default one row per line of
+// Sites grouped into the rows a text report lists: by default one row per line of
 // user code, with the distinct full stacks that reached it under it; --group-by function or
 // stack switches. A small step between the replay's sites and the renderers.
 #pragma once

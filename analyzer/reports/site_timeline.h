@@ -1,4 +1,4 @@
-// A memory timeline stacked by call site, in bounded size (issue 11): per device and kind of
+// A memory timeline stacked by call site, in bounded size: per device and kind of
 // memory, live bytes sampled into a fixed number of time buckets from the process's start to its
 // end, split into the top rows of user code plus "other". What the HTML page draws and the
 // Perfetto trace counts.

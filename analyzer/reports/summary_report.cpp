@@ -70,8 +70,8 @@ struct SummaryModel final : public ReportModel {
   PoolTracker pools_;
   GraphTracker graphs_;
   GraphPoolFigures graph_pool_figures_;
-  BlockLayer blocks_;  // PyTorch's blocks (issue 9)
-  std::vector<NvidiaSmiPeak> smi_;  // what nvidia-smi showed (issue 13)
+  BlockLayer blocks_;  // PyTorch's blocks
+  std::vector<NvidiaSmiPeak> smi_;  // what nvidia-smi showed
 
  private:
   void write_text(std::string& text) const {
@@ -184,7 +184,7 @@ struct SummaryModel final : public ReportModel {
     if (g.launches || g.uploads)
       parts.push_back(fmt::format(
           "{} replayed{}, {} after the first launch", plural(g.launches, "launch", "launches"),
-          // An upload allocates the exec's nodes ahead of its launch (the H200, issue 12).
+          // An upload allocates the exec's nodes ahead of its launch (as on the H200).
           g.uploads ? fmt::format(" (and {}: nodes live from the upload)",
                                   plural(g.uploads, "upload", "uploads"))
                     : std::string(),

@@ -158,7 +158,7 @@ void set_call_site(Dwarf_Die* inlined, Frame& caller) {
 // mod is null when the module cannot be used (no file, missing, changed since the run).
 namespace {
 // elfutils does not promise that separate Dwfl sessions may be used from several threads at
-// once, and reports analyse processes on several threads (-j, issue 14): one libdw call at a
+// once, and reports analyse processes on several threads (-j): one libdw call at a
 // time in the whole program. Lookups are cached per address, so this is rarely contended.
 std::mutex& libdw_mutex() {
   static std::mutex m;

@@ -1,5 +1,5 @@
 // Whose code a frame is: the user's, or a CUDA library, a framework, the Python interpreter or the
-// C/C++ runtime. Reports head each site with its user frame and fold the rest (issue 10); the rules
+// C/C++ runtime. Reports head each site with its user frame and fold the rest; the rules
 // live in one table in user_code.cpp.
 #pragma once
 
