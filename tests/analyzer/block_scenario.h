@@ -1,4 +1,4 @@
-// A PyTorch-shaped process for the allocated-layer tests (issue 9): segments from cudaMalloc,
+// A PyTorch-shaped process for the allocated-layer tests: segments from cudaMalloc,
 // blocks reported through c10's profiler hook inside them, one segment left cached, one plain
 // cudaMalloc outside the allocator. Its answers are known by construction (see the .cpp).
 #pragma once

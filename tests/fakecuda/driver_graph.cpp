@@ -72,12 +72,12 @@ struct GraphPool {
 std::map<int, GraphPool> g_pools;  // by device
 
 // Bytes that allocation nodes hold now on `device`, in the pool's chunks, the live allocations of
-// one graph's nodes packed together. What the H200 showed (driver 580, gpu-check row graphupload,
-// 2026-12-01): 64 MiB used right after uploading a graph of 3 x 4 MiB + 40 MiB nodes (52 MiB
+// one graph's nodes packed together. What the H200 showed (driver 580, gpu-check row graphupload):
+// 64 MiB used right after uploading a graph of 3 x 4 MiB + 40 MiB nodes (52 MiB
 // packed, not 32 + 32 + 32 + 64 rounded one by one); 64 MiB once the 40 MiB was freed and another
 // graph's 16 MiB node was uploaded (12 and 16 MiB in two graphs: a chunk each, not 28 MiB in one);
-// 32 MiB after that second exec was destroyed unlaunched and the pool trimmed. The 2026-11-30 run
-// (160 MiB for 2 x 64 MiB of one graph + 4 MiB of another) fits the same rule.
+// 32 MiB after that second exec was destroyed unlaunched and the pool trimmed. Row graphmem's
+// figure (160 MiB for 2 x 64 MiB of one graph + 4 MiB of another) fits the same rule.
 size_t graph_memory_used(int device) {
   std::map<uint64_t, size_t> by_graph;
   for (const auto& [base, a] : state().allocations)
@@ -248,7 +248,7 @@ CUresult launch(CUgraphExec exec) {
 
 // An upload allocates the exec's allocation nodes that are not allocated now, ahead of its first
 // launch: the H200's driver counts them as used right after cuGraphUpload (gpu-check row
-// graphupload, 2026-12-01). Free nodes wait for the launch. One an earlier launch left allocated
+// graphupload). Free nodes wait for the launch. One an earlier launch left allocated
 // stays as it is: the next launch treats it as that launch's.
 CUresult upload(CUgraphExec exec) {
   CUctx_st* ctx = nullptr;
@@ -348,7 +348,7 @@ FAKECUDA_API CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream) { return up
 // Destroying an exec or a graph frees nothing a launch allocated: that memory stays until it is
 // freed (CUDA's rule too). What an upload allocated for a launch that never came goes with the
 // exec: on the H200 the used figure fell back to the first graph's 32 MiB after such an exec was
-// destroyed (row graphupload, 2026-12-01).
+// destroyed (row graphupload).
 FAKECUDA_API CUresult cuGraphExecDestroy(CUgraphExec exec) {
   std::lock_guard lock(state().mu);
   if (g_execs.erase(exec) == 0) return CUDA_ERROR_INVALID_VALUE;

@@ -1,4 +1,4 @@
-// PyTorch's caching-allocator blocks (issue 9), recorded through c10::reportMemoryUsageToProfiler
+// PyTorch's caching-allocator blocks, recorded through c10::reportMemoryUsageToProfiler
 // on the simulated device with the fake libc10.so / libc10_cuda.so: every CUDA block with its
 // totals, segments still as cudaMalloc, every call forwarded unchanged, CPU calls left alone.
 #include <gtest/gtest.h>
@@ -212,7 +212,7 @@ TEST_F(TorchBlocks, CpuOnlyProcessRecordsNothing) {
   ASSERT_TRUE(r.exited(0)) << r.err;
   EXPECT_EQ(r.out, "received 20\n") << "every CPU report forwarded";
   EXPECT_EQ(r.err, "") << "no summary line: CUDA was never used";
-  EXPECT_TRUE(fs::is_empty(out)) << "no directory: CUDA was never used (issue 10)";
+  EXPECT_TRUE(fs::is_empty(out)) << "no directory: CUDA was never used";
 }
 
 // Without PyTorch the symbol has no definition behind ours: calls do nothing and never crash.

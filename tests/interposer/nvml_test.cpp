@@ -1,4 +1,4 @@
-// NVML samples (issue 13) against the fake libnvidia-ml.so.1, which reports for this process a
+// NVML samples against the fake libnvidia-ml.so.1, which reports for this process a
 // 48 MiB context plus what the simulated device holds for it: every sample must say exactly that,
 // at the moments the hook promises, and a machine without NVML must get one note and nothing else.
 #include <gtest/gtest.h>

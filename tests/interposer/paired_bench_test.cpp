@@ -1,4 +1,4 @@
-// bench/hook_bench's paired mode (issue 14 point 1) times the hooked call against the same call
+// bench/hook_bench's paired mode times the hooked call against the same call
 // made past the hook, in one process. Its figure means something only if the direct windows
 // really bypass the recorder: the log must hold the traced windows' events and none of the
 // direct windows'. Counts only; the timing itself lives in bench/run_hook_bench.sh.

@@ -392,7 +392,7 @@ TEST(Untouched, ExitStatusRecordedAndSummaryLinePrinted) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
-// Issue 14: the fast unwinder (and its shadow stack) records exactly the stacks libunwind does.
+// The fast unwinder (and its shadow stack) records exactly the stacks libunwind does.
 // The training scenario makes 66 captures on one thread: the first 32 step through libunwind
 // either way, the rest are the fast walk's, so both halves are compared.
 TEST(Stacks, FastUnwinderRecordsWhatLibunwindRecords) {
@@ -461,7 +461,7 @@ TEST(Stacks, FreesHaveStacksOnlyWhenAsked) {
   }
 }
 
-// Issue 14: a recent walk carries the stack id interned for it, and an event whose walk is found
+// A recent walk carries the stack id interned for it, and an event whose walk is found
 // again takes that id without looking at its frames. Twelve call sites at the same depth, one
 // every other time and the rest in turn between (more walks competing for the same places than
 // the recent walks keep: they replace each other), on three threads one after another (each takes
@@ -509,7 +509,7 @@ TEST(Stacks, KeptStackIdsStayWithTheirWalks) {
   EXPECT_EQ(distinct.size(), 12u);
 }
 
-// GMEMHOOK_STACK_STATS=1 (issue 14): one line at exit, even when quiet, counting every stack the
+// GMEMHOOK_STACK_STATS=1: one line at exit, even when quiet, counting every stack the
 // process captured (here its one allocation's) and every event it timed; nothing without it.
 TEST(Untouched, StackStatsLineCountsEveryCapture) {
   auto run_with_stats = [](const std::string& value) {
@@ -552,7 +552,7 @@ TEST(Untouched, DisabledIsAPassThrough) {
   EXPECT_TRUE(fs::is_empty(out)) << "nothing written when disabled";
 }
 
-// Issue 10: a process that never calls CUDA leaves no directory and prints nothing.
+// A process that never calls CUDA leaves no directory and prints nothing.
 TEST(Untouched, ProgramWithoutCudaLeavesNoTrace) {
   fs::path out = temp_dir("nocuda");
   RunResult r = run({"/bin/sh", "-c", "echo hi; /bin/true; exit 4"}, traced_env(out));
@@ -613,7 +613,7 @@ TEST(SelfContained, OnlyGlibcDependenciesAndOnlyHookedSymbolsExported) {
   EXPECT_GE(exported, static_cast<int>(std::size(format::kApis)));
 }
 
-// Graph launches, uploads and trims carry the driver's graph-pool figures (issue 12): the pool
+// Graph launches, uploads and trims carry the driver's graph-pool figures: the pool
 // reserves physical memory inside cuGraphLaunch and cuGraphUpload, where no hook sees a call of
 // its own. The simulated pool keeps 32 MiB chunks and, like the H200's driver, counts each live
 // allocation in whole chunks as used. scenario_memory_kinds.cpp launches a 1 MiB node twice

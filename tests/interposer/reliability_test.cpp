@@ -1,4 +1,4 @@
-// Faults in the recorder's own writing (issue 15): a full disk, at start or mid-run, costs the
+// Faults in the recorder's own writing: a full disk, at start or mid-run, costs the
 // traced program nothing, is said once on stderr, and leaves a log that says it is incomplete.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
@@ -184,7 +184,7 @@ TEST(DiskFull, AtStartOneWarningAndTheProgramRunsOn) {
   EXPECT_EQ(files_under(disk.dir()), 0u);
 }
 
-// Issue 15: a run directory others may rename entries in is refused with one warning.
+// A run directory others may rename entries in is refused with one warning.
 TEST(UnsafeOut, WritableByOthersWithoutStickyBitIsRefused) {
   fs::path out = temp_dir("unsafe-out");
   fs::permissions(out, fs::perms::all);
@@ -212,7 +212,7 @@ TEST(UnsafeOut, OwnedByAnotherUserIsRefused) {
   EXPECT_TRUE(fs::is_empty(out));
 }
 
-// Issue 15: another user who may rename entries in the run directory renames the process
+// Another user who may rename entries in the run directory renames the process
 // directory and puts a symlink to a directory of their choosing in its place, after the hook made
 // it and before any file is created (GMEMHOOK_TEST_SWAP_DIR does exactly that). Every file is
 // created relative to the directory the hook opened, so the logs land there, none in the target.
@@ -252,7 +252,7 @@ TEST(SymlinkSwap, ADirectoryFdTheProgramReplacedIsNotWrittenThrough) {
   EXPECT_EQ(count_of(r.err, "gmemhook: cannot write"), 1u) << r.err;
 }
 
-// Issue 15 point 4 on real logs: thread files are sealed when their threads finish and
+// On real logs: thread files are sealed when their threads finish and
 // process.gmh at exit; one flipped byte in a sealed chunk is reported, never read as numbers.
 TEST(Checksum, RealLogsAreSealedAndDamageIsReported) {
   fs::path out = temp_dir("sealed");
@@ -327,7 +327,7 @@ TEST(DiskFull, AFileSizeLimitStopsTheLogNotTheProgram) {
   expect_incomplete(reader, "events not recorded after event");
 }
 
-// Issue 15: a signal handler that calls cudaMalloc while its thread is inside the recorder. The
+// A signal handler that calls cudaMalloc while its thread is inside the recorder. The
 // recorder is not re-entrant (one chunk, one append at a time) and may hold locks: the handler's
 // calls pass through, unrecorded but counted, and nothing hangs.
 TEST(Signals, HandlerCallsInsideTheHookPassThroughAndAreCounted) {
@@ -349,7 +349,7 @@ TEST(Signals, HandlerCallsInsideTheHookPassThroughAndAreCounted) {
   expect_incomplete(reader, "8 events not recorded");
 }
 
-// Issue 15: threads whose first CUDA call comes while another thread opens the log wait for it,
+// Threads whose first CUDA call comes while another thread opens the log wait for it,
 // but not without bound (the opener could be stopped, or waiting on them from a signal handler).
 // Here opening takes 1.5 s and the others wait at most 100 ms: they go on unrecorded (waiting
 // without bound, they would all have been recorded after 1.5 s), and every call is counted.
@@ -370,7 +370,7 @@ TEST(Signals, LateFirstCallsDoNotWaitWithoutBound) {
   expect_incomplete(reader, "events not recorded");
 }
 
-// Issue 15: nonsense in the environment is said once, and the default is used.
+// Nonsense in the environment is said once, and the default is used.
 TEST(Environment, InvalidValuesWarnOnceEach) {
   fs::path out = temp_dir("bad-env");
   auto env = traced_env(out);

@@ -315,7 +315,7 @@ int threads(int n, int m) {
   return failures ? 1 : 0;
 }
 
-// Issue 15: `n` threads, `concurrent` alive at a time, each doing one cudaMalloc/cudaFree pair
+// `n` threads, `concurrent` alive at a time, each doing one cudaMalloc/cudaFree pair
 // and exiting: the case where a thread's log must cost what it holds, not a chunk reserved up front.
 int short_threads(int n, int concurrent) {
   CHECK_RT(cudaSetDevice(0));
@@ -393,7 +393,7 @@ int die_while_allocating(const std::string& how, int n) {
   return 4;
 }
 
-// Issue 15: a signal handler that allocates while its thread is inside the hook. The test sets
+// A signal handler that allocates while its thread is inside the hook. The test sets
 // GMEMHOOK_TEST_DELAY_RECORD_US, so the recorder holds each event for a while after the real
 // call returned; a second thread aims one SIGUSR1 into that window per round. Prints how many
 // handlers ran their cudaMalloc+cudaFree successfully.
@@ -432,7 +432,7 @@ int signal_inside_hook(int rounds, int aim_us) {
   return 0;
 }
 
-// Issue 15 soak: `n` threads × `m` cudaMalloc/cudaFree pairs, each thread publishing in the
+// Soak: `n` threads × `m` cudaMalloc/cudaFree pairs, each thread publishing in the
 // MAP_SHARED file `counts` (one SoakSlot per thread, soak_test.cpp) its kernel tid and how many of
 // its calls had returned, stored after each return: what survives a SIGKILL is exactly what the
 // program knew had happened. Prints "started" once every thread has its tid published.
@@ -472,7 +472,7 @@ int soak(int n, int m, const char* counts) {
   return 0;
 }
 
-// Issue 15: a program that puts a directory of its own on the descriptor number the hook holds
+// A program that puts a directory of its own on the descriptor number the hook holds
 // for its process directory (as closefrom + open, or dup2, would). Then a new thread allocates:
 // its log file must not be created in `own_dir`. Prints how many descriptors it replaced.
 int steal_dir_fd(const char* own_dir) {
@@ -537,7 +537,7 @@ int pause_events() {
   return 0;
 }
 
-// One allocation, then the image is replaced (issue 10: its log must say exec, not killed).
+// One allocation, then the image is replaced (its log must say exec, not killed).
 int exec_after_cuda() {
   void* p;
   CHECK_RT(cudaMalloc(&p, 4096));
@@ -546,7 +546,7 @@ int exec_after_cuda() {
   return 98;
 }
 
-// A small training-shaped program for the HTML report's tests (issue 11): weights that stay,
+// A small training-shaped program for the HTML report's tests: weights that stay,
 // activations that come and go each step (`scale` times larger on an outlier rank), a buffer
 // never freed and one request too large for the device. Each part has a function of its own, so
 // each is a site of its own.
@@ -577,7 +577,7 @@ int training(int scale) {
   return 0;
 }
 
-// Issue 14: allocations from twelve call sites at the same depth (same stack pointer in the
+// Allocations from twelve call sites at the same depth (same stack pointer in the
 // recorder, different return addresses above it), site 0 every other time and the others in
 // turn between (so the hook's recent walks of sites 1-11 all follow site 0's and compete for the
 // same places), 4096 × (site + 1) bytes each, on `n` threads that run one after another, each
@@ -643,7 +643,7 @@ int ooms(int n) {
   return 0;
 }
 
-// For NVML samples (issue 13): a context, then 64 MiB, 128 MiB more, the 128 MiB freed, with a
+// For NVML samples: a context, then 64 MiB, 128 MiB more, the 128 MiB freed, with a
 // pause after each step; the 64 MiB stay allocated at exit. With pause < 0 only the context is
 // made, then the process sleeps -pause ms (the GPU check's "context only" process).
 int nvml_steps(int pause_ms) {
@@ -705,7 +705,7 @@ int nvml_graph(int pause_ms) {
 // loop's thread took (perf's count: faults the thread ran into, not those a system call such as
 // madvise made for it, which getrusage counts too), or "faults unknown" where perf events are
 // not allowed. The hook writes its log through a MAP_SHARED mapping, and each page written the
-// first time was a fault until the log prefaulted its pages ahead (issue 14).
+// first time would be a fault on the traced thread if the log did not prefault its pages ahead.
 int log_pages(int pairs) {
   auto pair = [] {
     void* p = nullptr;

@@ -52,7 +52,7 @@ void get(T& slot, Resolve r, const char* exported, const char* base, bool ptsz =
   if (!slot) die(exported, -1);
 }
 
-// Graph memory nodes, imported and shared memory, arrays (issue 12), through the driver functions
+// Graph memory nodes, imported and shared memory, arrays, through the driver functions
 // `r` finds (scenario_memory_kinds.cpp); the runtime's through dlsym on `runtime`.
 void exercise_driver_memory_kinds(Resolve r);
 void exercise_runtime_memory_kinds(void* runtime);

@@ -1,4 +1,4 @@
-// The scenario's part for graphs made of graphs (issue 12): memory nodes made with the generic
+// The scenario's part for graphs made of graphs: memory nodes made with the generic
 // node API (cudaGraphAddNode / cuGraphAddNode), a child graph holding an allocation node moved
 // into its parent, a child graph and a clone without memory nodes (CUDA refuses both with
 // memory nodes: a refused clone is recorded as failed), a capture into an existing graph. Each

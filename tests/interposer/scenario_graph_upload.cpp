@@ -1,4 +1,4 @@
-// The scenario's part for graph uploads (issue 12): cudaGraphUpload / cuGraphUpload and their
+// The scenario's part for graph uploads: cudaGraphUpload / cuGraphUpload and their
 // _ptsz twins allocate an exec's allocation nodes before its first launch, and an instantiation
 // with the upload flag does the same at once; destroying the exec before a launch gives that
 // memory back (as the H200 showed). recorder_test.cpp checks the pool's figures each call

@@ -1,7 +1,8 @@
-// The scenario's part for issue 12: CUDA graph memory nodes (explicit, captured, auto-freed on
-// relaunch, freed by cudaFree), imported and shared memory (VMM handles exported and imported,
-// retained handles, IPC, pool pointers) and CUDA arrays, through the runtime and through every
-// driver lookup path. Each hooked call is announced with say() just as in scenario.cpp.
+// The scenario's part for the other kinds of memory: CUDA graph memory nodes (explicit, captured,
+// auto-freed on relaunch, freed by cudaFree), imported and shared memory (VMM handles exported
+// and imported, retained handles, IPC, pool pointers) and CUDA arrays, through the runtime and
+// through every driver lookup path. Each hooked call is announced with say() just as in
+// scenario.cpp.
 #include <dlfcn.h>
 
 #include <cstring>

@@ -1,6 +1,6 @@
-// Issue 15 soak: 64 threads × 20000 cudaMalloc/cudaFree pairs, killed with SIGKILL at a random
+// Soak: 64 threads × 20000 cudaMalloc/cudaFree pairs, killed with SIGKILL at a random
 // moment, 30 rounds; after each, every thread's log holds exactly the calls the program saw
-// return. The default is the issue's numbers (~1.5 min on two cores; `ctest -L soak`);
+// return. These are the defaults (~1.5 min on two cores; `ctest -L soak`);
 // GMEMHOOK_SOAK_ROUNDS / _THREADS / _PAIRS / _SEED change them.
 //
 // The exact rule. A hook records after the real call returned and before it returns to the

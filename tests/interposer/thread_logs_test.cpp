@@ -1,7 +1,7 @@
-// Issue 15, point 3: thread logs cost what they hold. 2000 threads that each make one
-// allocation leave small files (no chunk reserved up front stays behind) and every event.
+// Thread logs cost what they hold. 2000 threads that each make one allocation leave small
+// files (no chunk reserved up front stays behind) and every event.
 // The time bound (≤ 3× the plain run) lives in bench/run_short_threads_bench.sh, not here.
-// Issue 14: the traced thread does not fault the log's pages in one by one.
+// And the traced thread does not fault the log's pages in one by one.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -38,7 +38,7 @@ TEST(ShortLivedThreads, TwoThousandThreadsLeaveSmallLogsAndEveryEvent) {
 
   auto dirs = process_dirs(out);
   ASSERT_EQ(dirs.size(), 1u);
-  EXPECT_LE(disk_bytes(dirs[0]), 64u << 20) << "issue 15: 2000 threads left 2 GiB";
+  EXPECT_LE(disk_bytes(dirs[0]), 64u << 20) << "a chunk reserved per thread stayed behind";
 
   LoggedProcess p = read_process(dirs[0]);
   EXPECT_EQ(p.thread_files, static_cast<size_t>(kThreads));
@@ -57,7 +57,7 @@ TEST(ShortLivedThreads, TwoThousandThreadsLeaveSmallLogsAndEveryEvent) {
   EXPECT_EQ(p.events.size(), 2u * kThreads);
 }
 
-// Issue 14: a thread's log is written through a MAP_SHARED mapping, and each page written the
+// A thread's log is written through a MAP_SHARED mapping, and each page written the
 // first time was a page fault on the traced thread (~6 ns an event); the log prefaults the pages
 // ahead of the writer in one system call per 64 KiB. 100 000 pairs write ~1.2 MB (~290 pages).
 TEST(ThreadLogPages, AreNotFaultedInOneByOneByTheTracedThread) {

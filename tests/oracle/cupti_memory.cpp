@@ -1,4 +1,4 @@
-// An independent oracle for gmemhook's completeness (issue 12), built only for the GPU check
+// An independent oracle for gmemhook's completeness, built only for the GPU check
 // (-DGMEMHOOK_CUPTI_ORACLE=ON): a CUPTI injection library, loaded by the driver through
 // CUDA_INJECTION64_PATH beside LD_PRELOAD=libgmemhook.so, that subscribes to
 // CUPTI_ACTIVITY_KIND_MEMORY2 — every allocation and release the driver itself performs, with

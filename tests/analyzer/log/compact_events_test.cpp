@@ -1,4 +1,4 @@
-// Version 8's compact events (issue 14: at most 12 bytes per event): every part round-trips,
+// Version 8's compact events (at most 12 bytes per event): every part round-trips,
 // including the numbers too large to scale; the bytes of a few events are pinned, so a change to
 // the layout cannot pass unnoticed; a version-7 file still reads exactly; and the hook loop's
 // events stay within their budget.

@@ -1,4 +1,4 @@
-// The allocated layer (issue 9) on a process built event by event: blocks inside segments, the
+// The allocated layer on a process built event by event: blocks inside segments, the
 // allocated peak and its sites, the reserved peak's share, PyTorch's totals, the segments each
 // block lies in and what the allocator caches, without changing the reserved layer.
 #include "analyzer/model/block_layer.h"

@@ -1,4 +1,4 @@
-// The replay of CUDA graph memory nodes and imported memory (issue 12), on processes whose
+// The replay of CUDA graph memory nodes and imported memory, on processes whose
 // answers are known by construction: memory comes into being at the launch that runs a node (or
 // the upload ahead of it), is freed by free nodes, cudaFree and auto-free relaunches, and
 // imported memory is mapped, never this process's allocation and never "unknown".
@@ -52,7 +52,7 @@ void launch(Scenario& s, uint32_t stack = 0) {
   ev.f.set_stream(kStream);
 }
 
-// What the H200 showed (issue 12): eight 64 MiB allocation nodes, launched once, freed later
+// What the H200 showed: eight 64 MiB allocation nodes, launched once, freed later
 // with cudaFree. Nothing is memory before the launch; after it all eight are, under the nodes'
 // call site with the launch's stack beside it; the frees match them.
 TEST(GraphMemory, AllocationNodesBecomeLiveAtTheLaunchAndCudaFreeFreesThem) {
@@ -278,7 +278,7 @@ Counts counts(const Scenario& s) {
   return {d.allocations, d.frees, d.live_bytes, d.peak_bytes};
 }
 
-// An upload allocates the exec's allocation nodes before its first launch (issue 12: the H200's
+// An upload allocates the exec's allocation nodes before its first launch (the H200's
 // driver counted 52 MiB of nodes as 64 MiB used right after cudaGraphUpload). The first launch
 // runs on that memory: nothing is allocated twice, and the upload's stack is kept beside the node.
 TEST(GraphUpload, UploadMakesTheNodesLiveAndTheFirstLaunchRunsOnThem) {

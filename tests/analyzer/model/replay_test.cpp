@@ -368,8 +368,8 @@ TEST(Replay, UnknownApiIdsAreCountedAndSkipped) {
   EXPECT_EQ(series(r, 0)->live_bytes, 64u);
 }
 
-// PyTorch's blocks live inside the segments cudaMalloc gave its allocator: until the reports
-// learn the two layers (issue 9), the replay must count the segments only.
+// PyTorch's blocks live inside the segments cudaMalloc gave its allocator: the replay counts
+// the segments only (the blocks are BlockLayer's, an observer of the replay).
 TEST(Replay, AllocatorBlocksAreNotCountedOnTopOfTheirSegments) {
   Scenario s(10);
   s.alloc(11, ApiId::cudaMalloc, 0x100000, 2 << 20);
@@ -546,7 +546,7 @@ TEST(Replay, ASecondPassStartsClean) {
   const auto first = pass({"cudaMalloc"});
   EXPECT_EQ(first, std::make_tuple(uint64_t{64}, uint64_t{0}, uint64_t{0}, size_t{0}));
   const auto second = pass({});
-  // The captured allocation is a node of a graph that was never made, so never memory (issue 12).
+  // The captured allocation is a node of a graph that was never made, so never memory.
   EXPECT_EQ(second, std::make_tuple(uint64_t{64}, uint64_t{1}, uint64_t{1}, size_t{0}));
   EXPECT_EQ(pass({}), second);
 }

@@ -1,4 +1,4 @@
-// User-first stack text (issue 10): the user's line heads a site, Python frames come before the
+// User-first stack text: the user's line heads a site, Python frames come before the
 // native ones, library runs fold into one line, --native writes every frame as recorded.
 #include "analyzer/output/stack_text.h"
 
@@ -48,7 +48,7 @@ TEST(StackText, UserFrameHeadsWithFileLineAndFunction) {
 }
 
 // --group-by function: a row holds every line of a function, so its heading names the function
-// (issue 10), not the line of its first stack.
+// not the line of its first stack.
 TEST(StackText, GroupedByFunctionTheHeadingNamesTheFunction) {
   EXPECT_EQ(user_frame_text(torch_stack(), true), "forward in /w/model.py");
   EXPECT_EQ(user_frame_text({native("/opt/app/leak", "leak_once", "/src/leak.cu", 12)}, true),

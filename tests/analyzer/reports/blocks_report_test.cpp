@@ -1,4 +1,4 @@
-// The reports' allocated layer (issue 9) end to end: on a PyTorch-shaped process built event by
+// The reports' allocated layer end to end: on a PyTorch-shaped process built event by
 // event (block_scenario.h) the leaks are the tensors and the cache is a total, the peak names the
 // tensor sites and the allocator's overhead, fragmentation shows the segments, diff compares
 // tensors, the summary puts PyTorch's totals beside ours; and on the simulated device's fake c10

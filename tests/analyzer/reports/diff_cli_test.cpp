@@ -302,7 +302,7 @@ class DiffGrouping : public ::testing::Test {
   std::filesystem::path base_, new_;
 };
 
-// Issue 10: diff groups sites as the reports do, by line of user code unless told otherwise.
+// diff groups sites as the reports do, by line of user code unless told otherwise.
 TEST_F(DiffGrouping, ByLineByDefaultThenByFunctionOrStack) {
   const CliResult line = diff("--device 0");
   ASSERT_EQ(line.status, 0) << line.err;

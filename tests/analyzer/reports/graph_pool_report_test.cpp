@@ -1,4 +1,4 @@
-// The CUDA graph memory pool in the reports (issue 12): on a process built event by event, the
+// The CUDA graph memory pool in the reports: on a process built event by event, the
 // driver's figures recorded after an upload, a launch and a trim appear beside device 0 in
 // `summary` (text and JSON) and `peak`, at the peak (here the upload, which allocates the
 // graph's nodes) and after the last graph call, and are never added to what the series counts;

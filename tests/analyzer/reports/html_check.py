@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gmemhook html end to end (issue 11), on programs run under the hook on the simulated device:
+"""gmemhook html end to end, on programs run under the hook on the simulated device:
 
   page        the page in headless Chromium: its script finished without an error, the timeline,
               flame graph, leaks and fragmentation are in the DOM, and the numbers there equal the
@@ -89,7 +89,7 @@ def check_page(tmp):
     check(bytes_of(dom.having(cls="reserved-peak"))[0] == d0["peak_bytes"], "reserved peak")
     check("devices 0, 1" in dom.texts.get("run-facts", ""), "the header names devices 0, 1")
 
-    # CUDA graphs with an upload, launches and trims (issue 12): the device's facts line shows
+    # CUDA graphs with an upload, launches and trims: the device's facts line shows
     # the graph memory pool (check_run compares its figures with summary --json's).
     graphs = os.path.join(tmp, "graphs")
     record(graphs, SCENARIO, "entry-points", "runtime-symbol")

@@ -1,4 +1,4 @@
-// Reports on a log that lacks events (issue 15): they say so plainly, and a leak report never
+// Reports on a log that lacks events: they say so plainly, and a leak report never
 // claims "nothing leaked" for such a log.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// nvidia-smi reconciled (issue 13): summary and peak split NVML's figure at its peak into what
+// nvidia-smi reconciled: summary and peak split NVML's figure at its peak into what
 // the log allocated and what no allocation explains; leaks and peaks never count the samples.
 #include "analyzer/reports/nvidia_smi.h"
 

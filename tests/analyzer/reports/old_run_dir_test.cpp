@@ -1,4 +1,4 @@
-// Run directories left by hooks of log format 1 and 2 (issue 10.3): those hooks made a directory
+// Run directories left by hooks of log format 1 and 2: those hooks made a directory
 // for every traced process at start-up, so a `python3 script.py` through a pyenv shim left one per
 // bash, env, readlink ... Reports list only the processes that used CUDA and say in one line how
 // many directories they skipped; a directory named on its own, or a --pid, is still shown.

@@ -1,4 +1,4 @@
-// Processes analysed in parallel (-j, issue 14): every report gives the same document whatever
+// Processes analysed in parallel (-j): every report gives the same document whatever
 // the number of workers, the hint line still sums up every process, and an unreadable log stops
 // the report as it does with one worker.
 #include <gtest/gtest.h>

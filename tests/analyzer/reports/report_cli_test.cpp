@@ -333,7 +333,7 @@ TEST_F(ReportCli, EveryTextReportEndsWithAHint) {
 }
 
 // --native writes the stack as recorded, with no heading line; JSON marks the user frame and
-// each frame's owner (issue 10).
+// each frame's owner.
 TEST_F(ReportCli, NativeFlagAndJsonUserFrame) {
   const CliResult r = run_cli("leaks --native --pid 100 " + quote(run_));
   ASSERT_EQ(r.status, 0) << r.err;
@@ -362,7 +362,7 @@ TEST_F(ReportCli, GroupByChoosesWhatARowIs) {
   EXPECT_NE(bad.err.find("--group-by"), std::string::npos) << bad.err;
 }
 
-// Issue 10: an option a report does not use is a usage error that says so, never ignored.
+// An option a report does not use is a usage error that says so, never ignored.
 TEST_F(ReportCli, ReportsRejectOptionsTheyDoNotUse) {
   const struct {
     const char* args;
@@ -503,7 +503,7 @@ TEST(ReportCliFragmentation, FiguresAtThePeakAndAtTheEnd) {
 }
 
 // JAX's default: one allocation of most of the GPU, its buffers inside where no hook sees them.
-// The reports say so and how to see the buffers (issue 10).
+// The reports say so and how to see the buffers.
 TEST(ReportCliFrameworkPool, JaxPreallocationIsSaidForWhatItIs) {
   auto run = make_temp_dir("reports-jax");
   Scenario s(500, "python3");

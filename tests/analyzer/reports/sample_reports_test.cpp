@@ -252,13 +252,13 @@ std::array<unsigned long long, 4> printed_graph_pool(const std::string& out,
   return v;
 }
 
-// samples/graph_upload.cu (issue 12): the upload allocates the four nodes (the peak, 52 MiB), the
+// samples/graph_upload.cu: the upload allocates the four nodes (the peak, 52 MiB), the
 // launch runs on them, three stay, made live by cudaGraphUpload; the 16 MiB node uploaded by an
 // instantiation goes with its unlaunched exec. Beside device 0 the graph pool with the figures
-// the sample printed from the driver. The simulated device's used figures are the H200's of
-// 2026-12-01 (one graph's live nodes packed into 32 MiB granules): 64 MiB after the upload,
-// 64 MiB after the uploading instantiation (12 MiB and 16 MiB in two graphs), 32 MiB after the
-// trim.
+// the sample printed from the driver. The simulated device's used figures are the H200's
+// (driver 580, gpu-check row graphupload; one graph's live nodes packed into 32 MiB granules):
+// 64 MiB after the upload, 64 MiB after the uploading instantiation (12 MiB and 16 MiB in two
+// graphs), 32 MiB after the trim.
 TEST(SampleReports, GraphUploadShowsThePoolBesideTheDeviceNotInIt) {
   RUN_SAMPLE_OR_SKIP(s, "graph_upload");
   const auto uploaded = printed_graph_pool(s.out, "after upload");

@@ -1,4 +1,4 @@
-// Grouping sites into rows (issue 10): one row per line of user code by default, whatever the
+// Grouping sites into rows: one row per line of user code by default, whatever the
 // callers; per user function or per stack on request; kinds of memory never share a row.
 #include "analyzer/reports/site_rows.h"
 

@@ -242,7 +242,7 @@ TEST(TracedEnvironment, PrependsTheHookAndSetsTheRunDir) {
                                      "GMEMHOOK_PYTHON=0", "GMEMHOOK_FREE_STACKS=1"}));
 }
 
-// --jax-buffers: JAX allocates each buffer from CUDA instead of one 75% pool (issue 10).
+// --jax-buffers: JAX allocates each buffer from CUDA instead of one 75% pool.
 TEST(TracedEnvironment, JaxBuffersTurnsThePreallocatedPoolOff) {
   TraceSettings s;
   s.library = "/p/lib/libgmemhook.so";

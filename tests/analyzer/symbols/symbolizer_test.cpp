@@ -225,7 +225,7 @@ TEST(Symbolizer, WithoutDebugInfoNamesFromTheSymbolTableAndWarnsOnce) {
   ASSERT_EQ(s.warnings().size(), 1u) << all(s.warnings());
   EXPECT_NE(s.warnings()[0].find("libsymbolizer_fixture_nodebug.so"), std::string::npos);
   EXPECT_NE(s.warnings()[0].find("no debug info"), std::string::npos);
-  // Named apart too, so a report says every such module in one line after it (issue 10).
+  // Named apart too, so a report says every such module in one line after it.
   ASSERT_EQ(s.modules_without_debug_info().size(), 1u);
   EXPECT_NE(s.modules_without_debug_info()[0].find("libsymbolizer_fixture_nodebug.so"),
             std::string::npos);
