@@ -294,8 +294,8 @@ int main(int argc, char** argv) {
   const fs::path dir = generate(run, events, threads, stacks);
   uint64_t bytes = 0;
   for (const auto& e : fs::directory_iterator(dir)) bytes += fs::file_size(e.path());
-  // Bytes per event count every record (stacks, the process file, chunk tails): issue 14 asks
-  // for at most 12 on average.
+  // Bytes per event count every record (stacks, the process file, chunk tails): the target
+  // (docs/performance.md) is at most 12 on average.
   std::printf("generated %llu events, %u threads, %u stacks: %.1f MiB (%.2f bytes/event) in %s "
               "(%.1f s)\n",
               static_cast<unsigned long long>(events), threads, stacks, bytes / 1048576.0,

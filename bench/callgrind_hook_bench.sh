@@ -3,8 +3,7 @@
 # to compare two builds on a shared machine). hook_bench (or BENCH=hook_bench_nofp, the loop
 # without frame pointers) runs plain and under each hook at two pair counts; the difference
 # leaves start-up and exit out: (hooked(N2) - hooked(N1) - plain(N2) + plain(N1)) / (1.1 (N2 - N1)):
-# hook_bench runs a tenth more pairs as warm-up (until 2026-12-02 the divisor left that tenth out,
-# so figures in docs/performance.md before then are 10 % high: divide them by 1.1).
+# hook_bench runs a tenth more pairs as warm-up, hence the 1.1.
 # Every run reads a clock that moves 40 ns a reading (bench/steady_clock_preload.c), so that each
 # event's time delta, and with it the count, is the same from run to run (STEADY_CLOCK=0: the
 # real clock, whose uneven pace under callgrind moved two runs of one build by ±20 a pair).

@@ -5,7 +5,7 @@
 //                       which newer Intel cores fold at rename (two or more a cycle), and which
 //                       an SMT sibling's work slows where a multiply's latency does not.
 // scripts/host-bench.sh and scripts/ab-summary.sh run it before each timed round: the GPU
-// machine's host runs one build ~1.5x slower at times (2026-12-02), and the two readings tell a
+// machine's host runs one build ~1.5x slower at times, and the two readings tell a
 // lower clock from a shared core. The fastest of 5 blocks of ~60 ms.
 #include <stdint.h>
 #include <stdio.h>

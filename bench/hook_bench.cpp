@@ -3,9 +3,9 @@
 // both in one run) to get the nanoseconds the hook adds per event. Mode `launch` times
 // cudaGraphLaunch of a graph with one allocation node instantiated with auto-free on launch
 // instead (each launch gives back the previous launch's memory and takes it again): what
-// recording a graph launch costs — its stack and the graph pool's figures (issue 12). The
+// recording a graph launch costs — its stack and the graph pool's figures. The
 // `malloc` mode makes malloc+free pairs instead, at the same depth, for heaptrack: the peer a
-// recorder of every allocation with its stack is compared with (issue 14).
+// recorder of every allocation with its stack is compared with.
 // A fourth argument `paths` > 1 makes each pair at the bottom of one of that many call paths in
 // turn (the paths part in their frames' return addresses), as a training loop's ~135 tensor
 // allocations a step come from ~135 places; a fifth, `evict_kb`, writes that many KiB between two

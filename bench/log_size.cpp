@@ -1,4 +1,4 @@
-// Where a log's bytes go (issue 14: at most 12 bytes per event): bytes per event of a run or
+// Where a log's bytes go (the target: at most 12 bytes per event): bytes per event of a run or
 // process directory, split by record kind and, for events, by part of the encoding (codec.h,
 // EventPart). Every byte of every file is counted once: headers, records, and what chunks leave
 // unused (ChunkEnd tails, seals).

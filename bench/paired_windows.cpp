@@ -3,7 +3,7 @@
 // to the library, past any preload, at the same depth and with the same pointer use. The added
 // cost per event is the median over pairs of windows of (traced - direct) / 2 per pair. Comparing
 // separate processes moved the figure 63-137 ns between three runs of one build on the GPU
-// machine's host (docs/performance.md, 2026-12-02); inside a process that state cancels.
+// machine's host (docs/performance.md); inside a process that state cancels.
 //
 // The direct names: glibc exports malloc's code also as __libc_malloc/__libc_free, which
 // heaptrack 1.4 does not define (nm -D libheaptrack_preload.so); the simulated device exports

@@ -1,4 +1,4 @@
-// hook_bench's paired mode (issue 14 point 1): what a preloaded recorder adds per event, measured
+// hook_bench's paired mode: what a preloaded recorder adds per event, measured
 // inside one process so that the process's own speed (which on the GPU machine's host moves up to
 // ~1.4x from one process to the next) cancels. See paired_windows.cpp.
 #pragma once

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where gmemhook's time goes in the torch loop of issue 9 point 5 (bench/torch_loop_bench.py):
+# Where gmemhook's time goes in the torch loop (bench/torch_loop_bench.py):
 # the gmemhook mode once with GMEMHOOK_STACK_STATS=1, then plain and gmemhook under `perf stat`
 # (cycles, instructions, cache misses) and gmemhook under `perf record`, printing the hottest
 # symbols of the process and of libgmemhook.so. Without perf (or with perf events forbidden) it

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# Hook overhead on the simulated device, next to heaptrack's on the same loop (issue 14): at stack
+# Hook overhead on the simulated device, next to heaptrack's on the same loop: at stack
 # depths 8, 32, 64, hook_bench makes cudaMalloc+cudaFree pairs plain and under libgmemhook.so, and
 # malloc+free pairs plain and under heaptrack, REPS (default 5) rounds, interleaved so that load
 # from other processes hits every mode alike; medians. Prints ns added per event (a pair is two
-# events) two ways: by the loop's own clock, as the issue measured it (gmemhook's share of
+# events) two ways: by the loop's own clock, the measure the target is set in (gmemhook's share of
 # heaptrack's: target ≤ 0.25 at 32 frames), and in CPU time (user + system) of every process the
 # recorder runs — heaptrack hands its stacks to heaptrack_interpret — at the margin: each mode
 # also runs PAIRS/10 pairs and the difference leaves start-up and exit out (10 ms resolution, so
 # a rough figure for heaptrack, whose exit work varies). And a third way, the steadiest on a
 # loaded machine: the CPU time of the loop's own thread (hook_bench measures it), which leaves
 # out time spent waiting for a core and heaptrack_interpret's process; that is the cost the
-# traced thread itself pays. And what NVML sampling adds (issue 13:
-# the fake libnvidia-ml.so.1, the hook's side of it; run_torch_loop_bench.sh measures the real one).
+# traced thread itself pays. And what NVML sampling adds (with the fake libnvidia-ml.so.1, the
+# hook's side of it; run_torch_loop_bench.sh measures the real one).
 # Without heaptrack on PATH its columns read "-". BASE_HOOK=/path/to/another/libgmemhook.so adds
 # that build as one more mode in the same rounds (a before/after of a change, interleaved) and
 # prints its thread figures after the table.
-# Then the paired table (issue 14 point 1), figures the process's own speed can scale but not
-# add to (between processes it added up to ±40 ns on the GPU machine's host): each process times
+# Then the paired table, figures the process's own speed can scale but not add to (between
+# processes it added up to ±40 ns on the GPU machine's host): each process times
 # the traced call against the same call made past the preload, in alternating windows (hook_bench
 # modes paired / paired-malloc: WINDOWS windows a side of WINDOW_PAIRS pairs), and prints the
 # median of (traced - direct) / 2 per pair over its pairs of windows. gmemhook is paired on
@@ -196,7 +196,7 @@ echo "(ns added per event: by the loop's own clock (ratio = gmemhook / heaptrack
   "CPU time of the loop's thread (thr/ev, ratio = gmemhook / heaptrack);" \
   "medians of ${REPS:-5} interleaved rounds of $PAIRS and $SHORT pairs)"
 paired_table
-# Graph launches (issue 12): each one is recorded with its stack and the graph pool's figures
+# Graph launches: each one is recorded with its stack and the graph pool's figures
 # (two cuDeviceGetGraphMemAttribute calls). One event per launch; the loop's own clock, median.
 lp="" lh=""
 for _ in $(seq "${REPS:-5}"); do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reading a log back, next to heaptrack_print (issue 14): hook_bench records PAIRS (default
+# Reading a log back, next to heaptrack_print: hook_bench records PAIRS (default
 # 1000000) allocation+free pairs 32 frames deep, once as cudaMalloc+cudaFree under libgmemhook.so
 # (simulated device) and once as malloc+free under heaptrack, and again with a tenth of the pairs;
 # then `gmemhook summary` and heaptrack_print read each log, pinned to one core, in REPS

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, point 3: 2000 short-lived threads (8 alive at a time), one cudaMalloc+cudaFree each,
+# 2000 short-lived threads (8 alive at a time), one cudaMalloc+cudaFree each,
 # on the simulated device: plain vs hooked wall time, best of 3 each, and the log's size on disk.
 # The target is hooked ≤ 3× plain and ≤ 64 MiB of logs. Usage: bench/run_short_threads_bench.sh [BUILD_DIR]
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What `gmemhook top` costs a busy job (issue 17): the same job — cudaMallocAsync+cudaFreeAsync
+# What `gmemhook top` costs a busy job: the same job — cudaMallocAsync+cudaFreeAsync
 # pairs on the simulated device under the hook, over a million events a second — timed alone and
 # with `gmemhook top` following its run directory, alternately, REPS times each. Prints the job's
 # own time (its timed loop) both ways, its event rate, top's CPU time (user + system) and that per

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Cost of recording every PyTorch block (issue 9): torch_loop_bench.py's CPU-bound training loop
-# plain, under libgmemhook.so with and without NVML sampling (issue 13), and with PyTorch's own _record_memory_history(stacks="python" /
-# "all"), interleaved, median of REPS (default 7) runs each; prints a markdown table. Needs a GPU
-# and torch; run it on the GPU machine from a build there or one carried to it.
+# Cost of recording every PyTorch block: torch_loop_bench.py's CPU-bound training loop plain,
+# under libgmemhook.so with and without NVML sampling, and with PyTorch's own
+# _record_memory_history(stacks="python" / "all"), interleaved, median of REPS (default 7) runs
+# each; prints a markdown table. Needs a GPU and torch; run it on the GPU machine from a build
+# there or one carried to it.
 # MODES=a,b,... picks the modes (torch_loop_bench.py lists them, e.g. the parts of gmemhook's cost).
 # BASE_HOOK=/path/to/another/libgmemhook.so allows modes base:MODE, run under that build in the
 # same rounds (e.g. MODES=plain,gmemhook-stats,base:gmemhook-stats).

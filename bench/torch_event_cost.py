@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where the hook's cost per PyTorch block event goes (issue 9 point 5, issue 14): a loop that
+"""Where the hook's cost per PyTorch block event goes: a loop that
 only makes and drops one small CUDA tensor (two block events per iteration, no cudaMalloc once the
 cache is warm), at a chosen Python call depth, timed plain and under libgmemhook.so with several
 GMEMHOOK_DEPTH / GMEMHOOK_PYTHON settings. The training-loop benchmark (torch_loop_bench.py) is

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What recording every PyTorch block costs (issue 9, point 5), on the CPU-bound loop where a
+"""What recording every PyTorch block costs, on the CPU-bound loop where a
 recorder's overhead shows: 8 x (Linear(256) + LayerNorm + GELU), batch 32, AdamW, default
 caching allocator (~2.7 ms/step and ~134 tensor allocations per step on an H200).
 
@@ -8,10 +8,10 @@ Modes, each a fresh process:
   gmemhook        LD_PRELOAD=libgmemhook.so: segments and every block (tensor) event, native and
                   Python stacks, NVML samples (the defaults)
   gmemhook-no-nvml  the same with GMEMHOOK_NVML=0: what sampling nvidia-smi's figures costs
-                  (issue 13) is the difference between the two
+                  is the difference between the two
   history-python  torch.cuda.memory._record_memory_history(stacks="python")
   history-all     torch.cuda.memory._record_memory_history(stacks="all")
-Where gmemhook's cost goes (issue 14: the per-event probe explains only a third of it), each
+Where gmemhook's cost goes (the per-event probe explains only a third of it), each
 with NVML sampling off so that only the named part changes:
   gmemhook-native     native stacks only (GMEMHOOK_PYTHON=0)
   gmemhook-python     Python stacks only (GMEMHOOK_DEPTH=0)
