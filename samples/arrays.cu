@@ -1,4 +1,4 @@
-// arrays.cu — CUDA arrays (texture memory) through the runtime and the driver (issue 12). Their
+// arrays.cu — CUDA arrays (texture memory) through the runtime and the driver. Their
 // memory has no device pointer: gmemhook records the array handle as the address and the size
 // its descriptor asks for, a lower bound of what the driver lays out.
 //

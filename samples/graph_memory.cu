@@ -1,4 +1,4 @@
-// graph_memory.cu — CUDA graph memory nodes (issue 12): memory that no malloc-family call
+// graph_memory.cu — CUDA graph memory nodes: memory that no malloc-family call
 // returns, made by the launch of a graph.
 //
 // explicit_nodes() adds eight 64 MiB allocation nodes to a graph with cudaGraphAddMemAllocNode,

@@ -1,6 +1,6 @@
-// graph_upload.cu — cudaGraphUpload (issue 12): uploading an instantiated graph allocates its
+// graph_upload.cu — cudaGraphUpload: uploading an instantiated graph allocates its
 // allocation nodes before the first launch (the H200's driver counts them as used right after
-// cudaGraphUpload, driver 580, 2026-12-01), and the first launch then runs on that memory.
+// cudaGraphUpload, driver 580), and the first launch then runs on that memory.
 //
 // uploaded_then_launched() makes a graph of three 4 MiB allocation nodes and one of 40 MiB,
 // instantiates it, uploads it (all four allocated: the peak, 52 MiB), launches it once, and frees

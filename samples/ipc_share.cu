@@ -1,4 +1,4 @@
-// ipc_share.cu — memory shared between two processes (issue 12), the ways NCCL and PyTorch
+// ipc_share.cu — memory shared between two processes, the ways NCCL and PyTorch
 // share it: a CUDA IPC handle of a cudaMalloc buffer, and a VMM handle exported as a file
 // descriptor and imported by the peer (cuMemImportFromShareableHandle, then cuMemMap).
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""torch_blocks_check.py — PyTorch's own block counters at exit, for the GPU acceptance of
-issue 9 (scripts/gpu-check.sh): gmemhook's block events must agree with them.
+"""torch_blocks_check.py — PyTorch's own block counters at exit, for the GPU check of
+PyTorch's blocks (scripts/gpu-check.sh): gmemhook's block events must agree with them.
 
 torch_workload.py's CPU-bound training loop (8 x Linear(256)+LayerNorm+GELU, batch 32, AdamW) on
 whatever allocator PYTORCH_CUDA_ALLOC_CONF selects, plus --keep tensors of --mib MiB each kept
