@@ -128,10 +128,10 @@ TEST(LogPagesThread, FullDiskRecordsWhatItDoesWithoutTheThread) {
   EXPECT_TRUE(std::equal(ra[0].begin(), ra[0].begin() + n, rb[0].begin()));
 }
 
-// A new chunk's first write no longer reads ahead (on the EPYC VM's disk, read_ahead_kb 8192, it
-// made the whole chunk's page-cache pages on the traced thread): with the pages thread stalled,
-// only the writer's own first pages are in the page cache. Without the thread the writer reads
-// ahead as before; where the file system does not read ahead at all there is nothing to see.
+// A new chunk's first write does not read ahead (on the EPYC VM's disk, read_ahead_kb 8192, that
+// would make the whole chunk's page-cache pages on the traced thread): with the pages thread
+// stalled, only the writer's own first pages are in the page cache. Without the thread the writer
+// reads ahead; where the file system does not read ahead at all there is nothing to see.
 TEST(LogPagesThread, NewChunkIsNotReadAheadByTheWriter) {
   auto resident = [](const char* thread, const char* delay_us) {
     const fs::path out = temp_dir(std::string("pages-new-chunk-") + thread);

@@ -186,8 +186,8 @@ TEST(UsualEvents, ReplayAsTheirWholeEventsDo) {
 
 // With an observer of odd segment calls and a pool tracker attached, through a stretch with
 // memory mapped and one with a stream under capture: the usual path gives both what the whole
-// events give, and takes pinned host and stream-ordered allocations and frees itself (it used to
-// hand every one on: pinned ones while such an observer was attached, stream-ordered ones always).
+// events give, and takes pinned host allocations and frees (even with such an observer attached)
+// and stream-ordered ones itself, rather than handing them on to the whole-event path.
 TEST(UsualEvents, ObserversSeeWhatTheWholeEventsGive) {
   Scenario s(10);
   std::mt19937_64 rng(15);
