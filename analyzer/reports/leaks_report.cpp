@@ -7,6 +7,7 @@
 #include <array>
 
 #include "analyzer/log/event_info.h"
+#include "analyzer/log/name_table.h"
 #include "analyzer/model/block_layer.h"
 #include "analyzer/model/checkpoints.h"
 #include "analyzer/output/stack_text.h"
@@ -28,17 +29,7 @@ bool is_memory(const SiteGroup& g) {
 }
 
 const char* kind_name(LiveKind k) {
-  switch (k) {
-    case LiveKind::Allocation:
-      return "allocation";
-    case LiveKind::Physical:
-      return "physical";
-    case LiveKind::Mapping:
-      return "mapping";
-    case LiveKind::Reservation:
-      return "reservation";
-  }
-  return "?";
+  return name_in(k, {"allocation", "physical", "mapping", "reservation"});
 }
 
 // "(cudaMalloc, device 0)", "(cudaMallocHost, pinned host memory)".
