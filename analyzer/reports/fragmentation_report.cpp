@@ -202,11 +202,10 @@ class FragmentationModel final : public ReportModel {
         json.field("seq", s.seq);
         json.field("time_ns", since_start(h_, s.time_ns));
         if (s.at == Moment::FirstFailure) {
-          json.key("failed_request");
-          json.begin_object();
-          json.field("api", api_name(d.first_failure->api));
-          json.field("bytes", d.first_failure->bytes);
-          json.end_object();
+          json.object("failed_request", [&] {
+            json.field("api", api_name(d.first_failure->api));
+            json.field("bytes", d.first_failure->bytes);
+          });
         }
         json.field("live_bytes", f.live_bytes);
         json.field("live_count", f.live_count);
@@ -219,32 +218,21 @@ class FragmentationModel final : public ReportModel {
         json.field("gap_count", f.gap_count);
         json.field("largest_gap_bytes", f.largest_gap_bytes);
         json.field("fragmentation", f.fragmentation);
-        json.key("histogram");
-        json.begin_array();
-        for (const SizeBucket& b : f.histogram) {
-          json.begin_object();
+        json.objects("histogram", f.histogram, [&](const SizeBucket& b) {
           json.field("min_bytes", b.min_bytes);
           json.field("max_bytes", b.max_bytes);
           json.field("count", b.count);
           json.field("bytes", b.bytes);
-          json.end_object();
-        }
-        json.end_array();
-        json.key("virtual_memory");
-        json.begin_object();
-        json.field("reserved_bytes", f.reserved_bytes);
-        json.field("mapped_bytes", f.mapped_bytes);
-        json.field("physical_bytes", f.physical_bytes);
-        json.end_object();
-        json.key("pools");
-        json.begin_array();
-        for (const PoolView& p : f.pools) {
-          json.begin_object();
+        });
+        json.object("virtual_memory", [&] {
+          json.field("reserved_bytes", f.reserved_bytes);
+          json.field("mapped_bytes", f.mapped_bytes);
+          json.field("physical_bytes", f.physical_bytes);
+        });
+        json.objects("pools", f.pools, [&](const PoolView& p) {
           write_pool_handle(json, p.handle);
           write_pool_occupancy(json, p);
-          json.end_object();
-        }
-        json.end_array();
+        });
         json.end_object();
       }
     }

@@ -221,16 +221,13 @@ class LeaksModel final : public ReportModel {
       }
     json.field("total_bytes", total.bytes);
     json.field("total_count", total.count);
-    json.key("by_memory");
-    json.begin_object();
-    for (size_t i = 0; i < 3; ++i) {
-      json.key(format::to_string(static_cast<format::MemoryType>(i)));
-      json.begin_object();
-      json.field("bytes", by_memory[i].bytes);
-      json.field("count", by_memory[i].count);
-      json.end_object();
-    }
-    json.end_object();
+    json.object("by_memory", [&] {
+      for (size_t i = 0; i < 3; ++i)
+        json.object(format::to_string(static_cast<format::MemoryType>(i)), [&] {
+          json.field("bytes", by_memory[i].bytes);
+          json.field("count", by_memory[i].count);
+        });
+    });
     for (int pass = 0; pass < 2; ++pass) {
       const bool memory = pass == 0;
       json.key(memory ? "leaks" : "address_space");
@@ -295,12 +292,11 @@ class LeaksModel final : public ReportModel {
     });
     // Said, not left to be worked out from the totals: the page prints it under its table.
     const Total omitted = left_out(rows, top);
-    json.key("rows_omitted");
-    json.begin_object();
-    json.field("rows", top && rows.rows.size() > top ? rows.rows.size() - top : 0);
-    json.field("bytes", omitted.bytes);
-    json.field("count", omitted.count);
-    json.end_object();
+    json.object("rows_omitted", [&] {
+      json.field("rows", top && rows.rows.size() > top ? rows.rows.size() - top : 0);
+      json.field("bytes", omitted.bytes);
+      json.field("count", omitted.count);
+    });
   }
 
   const ReportOptions& options_;

@@ -234,10 +234,7 @@ class PeakModel final : public ReportModel {
   void write_json(JsonWriter& json) const {
     json.begin_object();
     write_process_fields(json, h_);
-    json.key("devices");
-    json.begin_array();
-    for (const SeriesPeak& p : peaks_) {
-      json.begin_object();
+    json.objects("devices", peaks_, [&](const SeriesPeak& p) {
       write_series_fields(json, p.key);
       json.field("peak_bytes", p.peak_bytes);
       json.field("peak_time_ns", since_start(h_, p.peak_time_ns));
@@ -258,9 +255,7 @@ class PeakModel final : public ReportModel {
         write_sites(json, p.at_failure, p.at_failure.bytes);
         json.end_object();
       }
-      json.end_object();
-    }
-    json.end_array();
+    });
     write_nvidia_smi(json, smi, options_.device, false);
     write_warnings(json, h_.facts, frames_.resolver());
     json.end_object();

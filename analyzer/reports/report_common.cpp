@@ -209,11 +209,10 @@ void append_made_live(std::string& text, uint8_t api, const std::vector<Frame>& 
 
 void write_made_live(JsonWriter& json, uint8_t api, const std::vector<Frame>& frames,
                      size_t depth) {
-  json.key("launched");
-  json.begin_object();
-  json.field("api", api_name(api));
-  write_frames(json, frames, depth);
-  json.end_object();
+  json.object("launched", [&] {
+    json.field("api", api_name(api));
+    write_frames(json, frames, depth);
+  });
 }
 
 void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth) {
