@@ -79,18 +79,15 @@ std::string device_name(int32_t device) {
 
 // What `fragmentation` found in one process: per device the live set's layout at each moment,
 // PyTorch's segments, and the remedies that follow; rendered as text or JSON.
-class FragmentationModel final : public ReportModel {
+class FragmentationModel final : public ProcessModel {
  public:
   FragmentationModel(const ReportOptions& options, ProcessHeader header, FrameLookup frames,
                      std::vector<DeviceFrames> devices, std::vector<std::string> remedies)
-      : options_(options),
-        h_(std::move(header)),
-        frames_(frames),
+      : ProcessModel(options, std::move(header), frames),
         devices_(std::move(devices)),
         remedies_(std::move(remedies)) {}
 
   void text(std::string& text) const override { write_text(text); }
-  void json(JsonWriter& json) const override { write_json(json); }
 
  private:
   std::string moment_text(const DeviceFrames& d, const Snapshot& s) const {
@@ -187,10 +184,8 @@ class FragmentationModel final : public ReportModel {
     }
   }
 
-  void write_json(JsonWriter& json) const {
+  void members(JsonWriter& json) const override {
     const std::vector<DeviceFrames>& devices = devices_;
-    json.begin_object();
-    write_process_fields(json, h_);
     json.key("devices");
     json.begin_array();
     for (const DeviceFrames& d : devices) {
@@ -256,13 +251,8 @@ class FragmentationModel final : public ReportModel {
     json.begin_array();
     for (const std::string& r : remedies_) json.value(r);
     json.end_array();
-    write_warnings(json, h_.facts, frames_.resolver());
-    json.end_object();
   }
 
-  const ReportOptions& options_;
-  ProcessHeader h_;
-  FrameLookup frames_;
   std::vector<DeviceFrames> devices_;
   std::vector<std::string> remedies_;
 };

@@ -64,18 +64,15 @@ struct LeakRows {
 };
 
 // What `leaks` found in one process; rendered as text, JSON or weighted stacks.
-class LeaksModel final : public ReportModel {
+class LeaksModel final : public ProcessModel {
  public:
   LeaksModel(const ReportOptions& options, ProcessHeader header, FrameLookup frames,
              std::vector<SeriesKey> series, LiveAtMoment live)
-      : options_(options),
-        h_(std::move(header)),
-        frames_(frames),
+      : ProcessModel(options, std::move(header), frames),
         series_(std::move(series)),
         m_(std::move(live)) {}
 
   void text(std::string& text) const override { write_text(text); }
-  void json(JsonWriter& json) const override { write_json(json); }
 
   // --format folded / speedscope: memory only (address space holds none), a profile per series.
   void stacks(StackExport& out) const override {
@@ -201,12 +198,10 @@ class LeaksModel final : public ReportModel {
     text += ".\n";
   }
 
-  void write_json(JsonWriter& json) const {
+  void members(JsonWriter& json) const override {
     const LiveAtMoment& m = m_;
     const size_t top = top_limit(options_, kTextTop);
     const size_t depth = depth_limit(options_, kTextDepth);
-    json.begin_object();
-    write_process_fields(json, h_);
     json.field("at", moment_name(m.at));
     json.field("at_seq", m.seq);
     json.field("at_time_ns", since_start(h_, m.time_ns));
@@ -253,8 +248,6 @@ class LeaksModel final : public ReportModel {
     }
     write_rows(json, top);
     write_cached(json, m.cached);
-    write_warnings(json, h_.facts, frames_.resolver());
-    json.end_object();
   }
 
   LeakRows leak_rows() const {
@@ -299,9 +292,6 @@ class LeaksModel final : public ReportModel {
     });
   }
 
-  const ReportOptions& options_;
-  ProcessHeader h_;
-  FrameLookup frames_;
   std::vector<SeriesKey> series_;  // in report order, as --device and --memory leave them
   LiveAtMoment m_;
 };

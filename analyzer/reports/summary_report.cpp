@@ -50,16 +50,12 @@ bool has_vmm(const Series& s) {
 
 // What `summary` found in one process: the series in report order, the observers' findings and
 // the replay's anomalies; rendered as text or JSON.
-struct SummaryModel final : public ReportModel {
-  explicit SummaryModel(const ReportOptions& options, FrameLookup frames)
-      : options_(options), frames_(frames) {}
+struct SummaryModel final : public ProcessModel {
+  SummaryModel(const ReportOptions& options, FrameLookup frames)
+      : ProcessModel(options, ProcessHeader{}, frames) {}
 
   void text(std::string& text) const override { write_text(text); }
-  void json(JsonWriter& json) const override { write_json(json); }
 
-  const ReportOptions& options_;
-  FrameLookup frames_;
-  ProcessHeader h_;
   std::vector<Series> series_;                          // in report order (ordered_series)
   std::vector<std::optional<std::string>> pool_notes_;  // framework_pool_note(), per series_
   std::vector<std::optional<GraphPoolView>> graph_pools_;  // the device's graph pool, per series_
@@ -235,10 +231,8 @@ struct SummaryModel final : public ReportModel {
     }
   }
 
-  void write_json(JsonWriter& json) const {
+  void members(JsonWriter& json) const override {
     const GraphActivity& g = graphs_.activity();
-    json.begin_object();
-    write_process_fields(json, h_);
     json.field("events", events_);
     json.field("threads", static_cast<uint64_t>(h_.threads));
     json.object("cuda_graphs", [&] {
@@ -315,8 +309,6 @@ struct SummaryModel final : public ReportModel {
       json.field("unknown_api_events", a.unknown_api_events);
     });
     write_nvidia_smi(json, smi_, options_.device, true, options_.nvml_samples);
-    write_warnings(json, h_.facts, frames_.resolver());
-    json.end_object();
   }
 };
 
