@@ -37,6 +37,28 @@ enum class Mode { Sync, Async, Malloc, Launch };
 Mode g_mode = Mode::Sync;  // Async: cudaMallocAsync/cudaFreeAsync from the default pool
 cudaGraphExec_t g_exec = nullptr;  // mode launch: the graph each iteration launches
 
+// One pair of the mode's calls (one launch in mode launch); the number that failed. Inlined, so
+// the calls are made from the frame at the bottom of the recursion, `depth` frames deep.
+__attribute__((always_inline)) inline long one_pair() {
+  long failures = 0;
+  void* p = nullptr;
+  if (g_mode == Mode::Launch) {
+    failures += cudaGraphLaunch(g_exec, nullptr) != cudaSuccess;
+  } else if (g_mode == Mode::Async) {
+    failures += cudaMallocAsync(&p, 4096, nullptr) != cudaSuccess;
+    failures += cudaFreeAsync(p, nullptr) != cudaSuccess;
+  } else if (g_mode == Mode::Malloc) {
+    // volatile: the compiler may not pair the two calls away.
+    void* volatile q = std::malloc(4096);
+    failures += q == nullptr;
+    std::free(q);
+  } else {
+    failures += cudaMalloc(&p, 4096) != cudaSuccess;
+    failures += cudaFree(p) != cudaSuccess;
+  }
+  return failures;
+}
+
 __attribute__((noinline)) long pairs_at_depth(int depth, long pairs) {
   if (depth > 1) {
     long r = pairs_at_depth(depth - 1, pairs);
@@ -44,23 +66,7 @@ __attribute__((noinline)) long pairs_at_depth(int depth, long pairs) {
     return r;
   }
   long failures = 0;
-  for (long i = 0; i < pairs; ++i) {
-    void* p = nullptr;
-    if (g_mode == Mode::Launch) {
-      failures += cudaGraphLaunch(g_exec, nullptr) != cudaSuccess;
-    } else if (g_mode == Mode::Async) {
-      failures += cudaMallocAsync(&p, 4096, nullptr) != cudaSuccess;
-      failures += cudaFreeAsync(p, nullptr) != cudaSuccess;
-    } else if (g_mode == Mode::Malloc) {
-      // volatile: the compiler may not pair the two calls away.
-      void* volatile q = std::malloc(4096);
-      failures += q == nullptr;
-      std::free(q);
-    } else {
-      failures += cudaMalloc(&p, 4096) != cudaSuccess;
-      failures += cudaFree(p) != cudaSuccess;
-    }
-  }
+  for (long i = 0; i < pairs; ++i) failures += one_pair();
   return failures;
 }
 
@@ -71,22 +77,7 @@ char* g_evict = nullptr;
 __attribute__((noinline)) long path_a(int depth, unsigned path);
 __attribute__((noinline)) long path_b(int depth, unsigned path);
 __attribute__((noinline)) long path_step(int depth, unsigned path) {
-  if (depth <= 1) {
-    void* p = nullptr;
-    long failures = 0;
-    if (g_mode == Mode::Async) {
-      failures += cudaMallocAsync(&p, 4096, nullptr) != cudaSuccess;
-      failures += cudaFreeAsync(p, nullptr) != cudaSuccess;
-    } else if (g_mode == Mode::Malloc) {
-      void* volatile q = std::malloc(4096);
-      failures += q == nullptr;
-      std::free(q);
-    } else {
-      failures += cudaMalloc(&p, 4096) != cudaSuccess;
-      failures += cudaFree(p) != cudaSuccess;
-    }
-    return failures;
-  }
+  if (depth <= 1) return one_pair();
   // Levels depth..2 choose by bits depth - 2..0: up to 2^12 distinct paths at 28 frames.
   long r = (path >> ((depth - 2) & 15)) & 1 ? path_b(depth - 1, path) : path_a(depth - 1, path);
   g_sink = g_sink + 3;

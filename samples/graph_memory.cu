@@ -34,10 +34,8 @@ constexpr std::size_t kGenericBytes = 32 * kMiB;
 }  // namespace
 
 SAMPLE_FRAME void explicit_nodes(int device, cudaStream_t s) {
-  cudaGraph_t graph;
-  CHECK_CUDA(cudaGraphCreate(&graph, 0));
   void* addresses[kNodes];
-  add_alloc_nodes(graph, device, kNodeBytes, kNodes, addresses);
+  cudaGraph_t graph = graph_of_alloc_nodes(device, kNodeBytes, kNodes, addresses);
   cudaGraphExec_t exec;
   CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   CHECK_CUDA(cudaGraphLaunch(exec, s));
@@ -123,10 +121,8 @@ SAMPLE_FRAME void* relaunched(int device, cudaStream_t s) {
 }
 
 int main() {
-  int device = 0;
-  CHECK_CUDA(cudaSetDevice(device));
-  cudaStream_t s;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int device = 0;
+  cudaStream_t s = graph_stream(device);
   explicit_nodes(device, s);
   captured(s);
   const std::size_t generic_freed = generic_nodes(device, s);

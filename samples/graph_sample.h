@@ -26,6 +26,22 @@ inline void add_alloc_nodes(cudaGraph_t graph, int device, std::size_t bytes, in
   }
 }
 
+// A new graph of `n` allocation nodes of `bytes` each, as add_alloc_nodes adds them.
+inline cudaGraph_t graph_of_alloc_nodes(int device, std::size_t bytes, int n, void** addresses) {
+  cudaGraph_t graph;
+  CHECK_CUDA(cudaGraphCreate(&graph, 0));
+  add_alloc_nodes(graph, device, bytes, n, addresses);
+  return graph;
+}
+
+// `device` made current, and a stream of its own (non-blocking) to launch the graphs on.
+inline cudaStream_t graph_stream(int device) {
+  CHECK_CUDA(cudaSetDevice(device));
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
 // One line of the driver's graph-pool figures for `device`, e.g. "graph pool before trim: used
 // 138412032 reserved 536870912 used_high 536870912 reserved_high 536870912".
 inline void print_graph_pool(int device, const char* when) {

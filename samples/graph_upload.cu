@@ -28,11 +28,9 @@ constexpr std::size_t kUploadedOnlyBytes = 16 * kMiB;
 }  // namespace
 
 SAMPLE_FRAME void uploaded_then_launched(int device, cudaStream_t s) {
-  cudaGraph_t graph;
-  CHECK_CUDA(cudaGraphCreate(&graph, 0));
   void* small[kSmallNodes];
   void* large = nullptr;
-  add_alloc_nodes(graph, device, kSmallBytes, kSmallNodes, small);
+  cudaGraph_t graph = graph_of_alloc_nodes(device, kSmallBytes, kSmallNodes, small);
   add_alloc_nodes(graph, device, kLargeBytes, 1, &large);
   cudaGraphExec_t exec;
   CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
@@ -52,10 +50,8 @@ SAMPLE_FRAME void uploaded_then_launched(int device, cudaStream_t s) {
 }
 
 SAMPLE_FRAME void uploaded_at_instantiation(int device, cudaStream_t s) {
-  cudaGraph_t graph;
-  CHECK_CUDA(cudaGraphCreate(&graph, 0));
   void* never_launched = nullptr;
-  add_alloc_nodes(graph, device, kUploadedOnlyBytes, 1, &never_launched);
+  cudaGraph_t graph = graph_of_alloc_nodes(device, kUploadedOnlyBytes, 1, &never_launched);
   cudaGraphInstantiateParams params{};
   params.flags = cudaGraphInstantiateFlagUpload;
   params.uploadStream = s;
@@ -68,10 +64,8 @@ SAMPLE_FRAME void uploaded_at_instantiation(int device, cudaStream_t s) {
 }
 
 int main() {
-  int device = 0;
-  CHECK_CUDA(cudaSetDevice(device));
-  cudaStream_t s;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int device = 0;
+  cudaStream_t s = graph_stream(device);
   uploaded_then_launched(device, s);
   uploaded_at_instantiation(device, s);
   CHECK_CUDA(cudaDeviceGraphMemTrim(device));

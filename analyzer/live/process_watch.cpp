@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "analyzer/live/clocks.h"
+#include "analyzer/log/name_table.h"
 #include "analyzer/log/read_error.h"
 #include "analyzer/output/stack_text.h"
 #include "analyzer/output/text_format.h"
@@ -39,19 +40,7 @@ std::vector<TimelinePoint> window_points(const std::vector<TimelinePoint>& all, 
 }  // namespace
 
 const char* to_string(ProcessState state) {
-  switch (state) {
-    case ProcessState::Starting:
-      return "starting";
-    case ProcessState::Running:
-      return "running";
-    case ProcessState::Exited:
-      return "exited";
-    case ProcessState::Killed:
-      return "killed";
-    case ProcessState::Damaged:
-      return "damaged";
-  }
-  return "?";
+  return name_in(state, {"starting", "running", "exited", "killed", "damaged"});
 }
 
 void sort_site_lines(std::vector<SiteLine>& lines, SortBy by) {

@@ -85,10 +85,7 @@ std::string top_json(const TopView& view) {
   j.begin_object();
   j.field("run", view.run);
   j.field("taken_realtime_ns", view.taken_realtime_ns);
-  j.key("processes");
-  j.begin_array();
-  for (const ProcessView& p : view.processes) {
-    j.begin_object();
+  j.objects("processes", view.processes, [&](const ProcessView& p) {
     j.field("dir", p.dir);
     j.field("pid", p.pid);
     j.field("exe", p.exe);
@@ -99,10 +96,7 @@ std::string top_json(const TopView& view) {
     j.field("events", p.events);
     j.field("threads", p.threads);
     j.field("start_realtime_ns", p.start_realtime_ns);
-    j.key("devices");
-    j.begin_array();
-    for (const DeviceView& d : p.devices) {
-      j.begin_object();
+    j.objects("devices", p.devices, [&](const DeviceView& d) {
       j.key("device");
       if (d.key.device < 0)
         j.null();
@@ -122,24 +116,15 @@ std::string top_json(const TopView& view) {
       j.begin_array();
       for (const TimelinePoint& t : d.recent) j.inline_array({since_start(t.time_ns), t.bytes});
       j.end_array();
-      j.key("sites");
-      j.begin_array();
-      for (const SiteLine& s : d.sites) {
-        j.begin_object();
+      j.objects("sites", d.sites, [&](const SiteLine& s) {
         j.field("where", s.where);
         j.field("api", s.api);
         j.field("bytes", s.bytes);
         j.field("count", s.count);
         j.field("growth_bytes", s.growth);
-        j.end_object();
-      }
-      j.end_array();
-      j.end_object();
-    }
-    j.end_array();
-    j.end_object();
-  }
-  j.end_array();
+      });
+    });
+  });
   j.end_object();
   out += "\n";
   return out;

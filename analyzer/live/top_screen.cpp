@@ -15,6 +15,7 @@
 
 #include "analyzer/live/clocks.h"
 #include "analyzer/live/top_render.h"
+#include "analyzer/log/name_table.h"
 #include "analyzer/output/text_format.h"
 
 namespace gmemhook::analysis {
@@ -57,17 +58,7 @@ struct Selection {
   SortBy sort = SortBy::Bytes;
 };
 
-const char* sort_name(SortBy s) {
-  switch (s) {
-    case SortBy::Bytes:
-      return "live bytes";
-    case SortBy::Growth:
-      return "growth";
-    case SortBy::Count:
-      return "count";
-  }
-  return "?";
-}
+const char* sort_name(SortBy s) { return name_in(s, {"live bytes", "growth", "count"}); }
 
 // Waits up to `ms` for a key; 0 when none came. Arrow keys come as ESC [ A..D.
 int read_key(int ms) {

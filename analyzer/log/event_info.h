@@ -2,6 +2,7 @@
 // Logs may carry api ids this build does not know (a newer recorder); those stay readable.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -18,5 +19,11 @@ std::optional<format::EventKind> event_kind(const format::Event& ev);
 // The event's memory override when it carries one, else its entry point's default; nullopt
 // for an unknown id without an override.
 std::optional<format::MemoryType> memory_type(const format::Event& ev);
+// Whether `kind` is one of `kinds`: the kinds an observer follows, the calls a rule is about.
+constexpr bool is_one_of(format::EventKind kind, std::initializer_list<format::EventKind> kinds) {
+  for (format::EventKind k : kinds)
+    if (k == kind) return true;
+  return false;
+}
 
 }  // namespace gmemhook::analysis

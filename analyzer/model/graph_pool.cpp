@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "analyzer/log/event_info.h"
+
 namespace gmemhook::analysis {
 
 using format::EventKind;
@@ -24,15 +26,8 @@ std::optional<GraphPoolFigure> GraphPoolFigures::at(int32_t of, uint64_t seq) co
 
 bool GraphPoolFigures::calls_of(EventKind kind) const {
   // Allocator blocks carry totals too (PyTorch's): only graph calls carry the pool's.
-  switch (kind) {
-    case EventKind::GraphLaunch:
-    case EventKind::GraphUpload:
-    case EventKind::GraphMemTrim:
-    case EventKind::GraphInstantiate:
-      return true;
-    default:
-      return false;
-  }
+  return is_one_of(kind, {EventKind::GraphLaunch, EventKind::GraphUpload, EventKind::GraphMemTrim,
+                          EventKind::GraphInstantiate});
 }
 
 void GraphPoolFigures::call(const Replay&, const format::Event& ev, const format::ApiInfo& api) {

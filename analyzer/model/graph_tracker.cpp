@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "analyzer/log/event_info.h"
+
 namespace gmemhook::analysis {
 
 using format::EventKind;
@@ -11,16 +13,8 @@ using format::EventKind;
 // being captured or after a launch: the replay is asked for them then (a call per allocation
 // of a program without graphs was 1.5 % of `summary`).
 bool GraphTracker::calls_of(EventKind kind) const {
-  switch (kind) {
-    case EventKind::CaptureBegin:
-    case EventKind::CaptureEnd:
-    case EventKind::GraphLaunch:
-    case EventKind::GraphUpload:
-    case EventKind::GraphInstantiate:
-      return true;
-    default:
-      return false;
-  }
+  return is_one_of(kind, {EventKind::CaptureBegin, EventKind::CaptureEnd, EventKind::GraphLaunch,
+                          EventKind::GraphUpload, EventKind::GraphInstantiate});
 }
 
 void GraphTracker::call(const Replay& r, const format::Event& ev, const format::ApiInfo& api) {

@@ -657,7 +657,7 @@ void Replay::unmap(const format::Event& ev, uint32_t stack) {
   if (it == mappings_.end() || it->first != begin)
     return unmatched(ev, begin, stack, anomalies_.unknown_unmaps);
   while (it != mappings_.end() && it->first < end) {
-    const Mapping m = it->second;
+    const AddressRange m = it->second;
     it = mappings_.erase(it);
     if (mappings_.empty()) update_usual_paths();
     Series& s = series_[m.series];
@@ -678,7 +678,8 @@ void Replay::reserve(const format::Event& ev, uint32_t stack) {
   Series& s = series_[index];
   s.reserved_bytes += ev.f.size;
   s.max_reserved_bytes = std::max(s.max_reserved_bytes, s.reserved_bytes);
-  reservations_[ev.f.address] = {ev.f.size, ev.seq, stack, index, ev.api};
+  reservations_[ev.f.address] = {
+      .size = ev.f.size, .seq = ev.seq, .stack = stack, .series = index, .api = ev.api};
 }
 
 void Replay::address_free(const format::Event& ev, uint32_t stack) {

@@ -142,17 +142,11 @@ struct PhysicalHandle {
   bool imported = false;  // another allocation's memory: no bytes of this process, no site
 };
 
-struct Mapping {
+// A range the VMM calls keep: mapped (cuMemMap: `handle` is the memory mapped there), reserved
+// (cuMemAddressReserve) or imported (IPC, pool pointers); handle 0 for the last two.
+struct AddressRange {
   uint64_t size = 0;
   uint64_t handle = 0;
-  uint64_t seq = 0;
-  uint32_t stack = 0;
-  uint16_t series = 0;
-  uint8_t api = 0;
-};
-
-struct Reservation {
-  uint64_t size = 0;
   uint64_t seq = 0;
   uint32_t stack = 0;
   uint16_t series = 0;
@@ -251,10 +245,10 @@ class Replay : public EventVisitor {
   size_t site_count() const { return sites_.size(); }
   const AddressMap<LiveAllocation>& live() const { return live_; }
   const std::unordered_map<uint64_t, PhysicalHandle>& handles() const { return handles_; }
-  const std::map<uint64_t, Mapping>& mappings() const { return mappings_; }
-  const std::map<uint64_t, Reservation>& reservations() const { return reservations_; }
+  const std::map<uint64_t, AddressRange>& mappings() const { return mappings_; }
+  const std::map<uint64_t, AddressRange>& reservations() const { return reservations_; }
   // Imported memory opened by address (IPC, pool pointers), mapped until closed or freed.
-  const std::map<uint64_t, Mapping>& imports() const { return imports_; }
+  const std::map<uint64_t, AddressRange>& imports() const { return imports_; }
   const Anomalies& anomalies() const { return anomalies_; }
   const StackInterner& stacks() const { return *stacks_; }
   // The interned stack of the event being applied, for an observer's call() (only there: the
@@ -409,9 +403,9 @@ class Replay : public EventVisitor {
   uint32_t add_site(uint32_t stack, uint16_t series, uint8_t api, LiveKind kind);
   AddressMap<LiveAllocation> live_;
   std::unordered_map<uint64_t, PhysicalHandle> handles_;
-  std::map<uint64_t, Mapping> mappings_;
-  std::map<uint64_t, Reservation> reservations_;
-  std::map<uint64_t, Mapping> imports_;
+  std::map<uint64_t, AddressRange> mappings_;
+  std::map<uint64_t, AddressRange> reservations_;
+  std::map<uint64_t, AddressRange> imports_;
   GraphMemory graphs_;
   uint32_t launch_stack_ = 0;  // while a launch or an upload applies its nodes
   uint8_t launch_api_ = 0;     // and its api

@@ -5,6 +5,7 @@
 // at all until then.
 #pragma once
 
+#include "analyzer/log/event_info.h"
 #include "analyzer/model/replay.h"
 #include "gmemhook/codec.h"
 
@@ -13,18 +14,9 @@ namespace gmemhook::analysis {
 // The kinds of call that stand for segments whatever the event: none changes a segment.
 inline bool always_stands_for_segments(format::EventKind kind) {
   using format::EventKind;
-  switch (kind) {
-    case EventKind::Create:
-    case EventKind::Release:
-    case EventKind::Reserve:
-    case EventKind::AddressFree:
-    case EventKind::Retain:
-    case EventKind::Export:
-    case EventKind::GraphMemTrim:
-      return true;
-    default:
-      return false;
-  }
+  return is_one_of(
+      kind, {EventKind::Create, EventKind::Release, EventKind::Reserve, EventKind::AddressFree,
+             EventKind::Retain, EventKind::Export, EventKind::GraphMemTrim});
 }
 
 // The kinds that may or may not stand for segments, event by event; the others always do

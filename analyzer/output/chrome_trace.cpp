@@ -31,10 +31,7 @@ template <typename T>
 void ChromeTrace::metadata(uint64_t pid, uint64_t tid, std::string_view name, const char* key,
                            const T& value) {
   begin_event("M", pid, tid, name);
-  json_.key("args");
-  json_.begin_object();
-  json_.field(key, value);
-  json_.end_object();
+  json_.object("args", [&] { json_.field(key, value); });
   json_.end_object();
 }
 
@@ -54,10 +51,9 @@ void ChromeTrace::counter(uint64_t pid, std::string_view name, uint64_t ts_ns,
                           const std::vector<std::pair<std::string, uint64_t>>& series) {
   begin_event("C", pid, 0, name);
   timestamp(ts_ns);
-  json_.key("args");
-  json_.begin_object();
-  for (const auto& [key, value] : series) json_.field(key, value);
-  json_.end_object();
+  json_.object("args", [&] {
+    for (const auto& [key, value] : series) json_.field(key, value);
+  });
   json_.end_object();
 }
 
@@ -66,10 +62,9 @@ void ChromeTrace::instant(uint64_t pid, uint64_t tid, std::string_view name, uin
   begin_event("i", pid, tid, name);
   timestamp(ts_ns);
   json_.field("s", tid ? "t" : "p");  // the thread's track, or the whole process
-  json_.key("args");
-  json_.begin_object();
-  for (const auto& [key, value] : args) json_.field(key, value);
-  json_.end_object();
+  json_.object("args", [&] {
+    for (const auto& [key, value] : args) json_.field(key, value);
+  });
   json_.end_object();
 }
 

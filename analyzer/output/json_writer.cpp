@@ -69,31 +69,17 @@ void JsonWriter::raw(std::string_view json_text) {
   out_ += json_text;
 }
 
-void JsonWriter::begin_object() {
+void JsonWriter::open(char bracket) {
   before_value();
-  out_ += '{';
+  out_ += bracket;
   nonempty_.push_back(false);
 }
 
-void JsonWriter::end_object() {
+void JsonWriter::close(char bracket) {
   const bool had = nonempty_.back();
   nonempty_.pop_back();
   if (had) newline();
-  out_ += '}';
-  if (nonempty_.empty()) out_ += '\n';
-}
-
-void JsonWriter::begin_array() {
-  before_value();
-  out_ += '[';
-  nonempty_.push_back(false);
-}
-
-void JsonWriter::end_array() {
-  const bool had = nonempty_.back();
-  nonempty_.pop_back();
-  if (had) newline();
-  out_ += ']';
+  out_ += bracket;
   if (nonempty_.empty()) out_ += '\n';
 }
 

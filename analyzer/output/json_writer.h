@@ -15,10 +15,10 @@ class JsonWriter {
  public:
   explicit JsonWriter(std::string& out) : out_(out) {}
 
-  void begin_object();
-  void end_object();
-  void begin_array();
-  void end_array();
+  void begin_object() { open('{'); }
+  void end_object() { close('}'); }
+  void begin_array() { open('['); }
+  void end_array() { close(']'); }
   // The key of the next value, inside an object.
   JsonWriter& key(std::string_view k);
 
@@ -50,8 +50,30 @@ class JsonWriter {
     key(k);
     value(v);
   }
+  // k: an object whose members `members()` writes.
+  template <typename Members>
+  void object(std::string_view k, Members members) {
+    key(k);
+    begin_object();
+    members();
+    end_object();
+  }
+  // k: an array of one object per item of `items`, whose members `members(item)` writes.
+  template <typename Items, typename Members>
+  void objects(std::string_view k, const Items& items, Members members) {
+    key(k);
+    begin_array();
+    for (const auto& item : items) {
+      begin_object();
+      members(item);
+      end_object();
+    }
+    end_array();
+  }
 
  private:
+  void open(char bracket);
+  void close(char bracket);
   void before_value();
   void newline();
 

@@ -52,23 +52,14 @@ std::string SpeedscopeProfile::finish() {
   JsonWriter json(out);
   json.begin_object();
   json.field("$schema", "https://www.speedscope.app/file-format-schema.json");
-  json.key("shared");
-  json.begin_object();
-  json.key("frames");
-  json.begin_array();
-  for (const SharedFrame& f : frames_) {
-    json.begin_object();
-    json.field("name", f.name);
-    if (f.file) json.field("file", *f.file);
-    if (f.line) json.field("line", *f.line);
-    json.end_object();
-  }
-  json.end_array();
-  json.end_object();
-  json.key("profiles");
-  json.begin_array();
-  for (const Profile& p : profiles_) {
-    json.begin_object();
+  json.object("shared", [&] {
+    json.objects("frames", frames_, [&](const SharedFrame& f) {
+      json.field("name", f.name);
+      if (f.file) json.field("file", *f.file);
+      if (f.line) json.field("line", *f.line);
+    });
+  });
+  json.objects("profiles", profiles_, [&](const Profile& p) {
     json.field("type", "sampled");
     json.field("name", p.name);
     json.field("unit", "bytes");
@@ -86,9 +77,7 @@ std::string SpeedscopeProfile::finish() {
     json.begin_array();
     for (uint64_t w : p.weights) json.value(w);
     json.end_array();
-    json.end_object();
-  }
-  json.end_array();
+  });
   json.field("name", title_);
   json.field("activeProfileIndex", uint64_t{0});
   json.field("exporter", "gmemhook");

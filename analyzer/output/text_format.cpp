@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ctime>
 
 namespace gmemhook::analysis {
 
@@ -40,6 +41,15 @@ std::string human_duration(uint64_t ns, uint64_t step_ns) {
   const uint64_t ms = (ns + 500000) / 1000000;
   if (ms < 1000) return fmt::format("{} ms", ms);
   return human_duration(ms * 1000000);
+}
+
+std::string utc_time(uint64_t realtime_ns) {
+  std::time_t secs = static_cast<std::time_t>(realtime_ns / 1000000000);
+  std::tm tm{};
+  if (!gmtime_r(&secs, &tm)) return "?";
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:06}Z", buf, realtime_ns % 1000000000 / 1000);
 }
 
 std::string series_label(const SeriesKey& key) {

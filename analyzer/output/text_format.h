@@ -1,5 +1,6 @@
 // How the text reports write numbers people read: sizes in binary units ("48.0 MiB"), times
-// since the process started ("1.25 ms"), a sparkline of a timeline, and labels of memory kinds.
+// since the process started ("1.25 ms"), wall-clock times in UTC, a sparkline of a timeline, and
+// labels of memory kinds.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,8 @@ std::string human_duration(uint64_t ns);
 // with steps of 1 ms or more, whole ms ("0 ms", "592 ms", "12.348 s"), as finer digits would be
 // noise of the step; with finer steps as above.
 std::string human_duration(uint64_t ns, uint64_t step_ns);
+// A wall-clock time in UTC: "2026-01-30T14:15:03.123456Z" ("?" past what gmtime can say).
+std::string utc_time(uint64_t realtime_ns);
 // "device 0", "device ?" (unknown), "pinned host memory", "managed memory on device 1".
 std::string series_label(const SeriesKey& key);
 // A fixed-width sparkline of live bytes between `start_ns` and `end_ns` (absolute times).

@@ -192,16 +192,11 @@ std::string cached_line(const CachedSegments& c) {
 }
 
 void write_cached(JsonWriter& json, const std::vector<CachedSegments>& cached) {
-  json.key("cached_by_allocator");
-  json.begin_array();
-  for (const CachedSegments& c : cached) {
-    json.begin_object();
+  json.objects("cached_by_allocator", cached, [&](const CachedSegments& c) {
     json.field("device", c.device);
     json.field("bytes", c.bytes);
     json.field("segments", c.segments);
-    json.end_object();
-  }
-  json.end_array();
+  });
 }
 
 void append_segment_view(std::string& text, const std::vector<SegmentUse>& use) {
@@ -232,19 +227,14 @@ void append_segment_view(std::string& text, const std::vector<SegmentUse>& use) 
 }
 
 void write_segment_view(JsonWriter& json, const std::vector<SegmentUse>& use) {
-  json.key("allocator_segments");
-  json.begin_array();
-  for (const SegmentUse& u : use) {
-    json.begin_object();
+  json.objects("allocator_segments", use, [&](const SegmentUse& u) {
     json.field("address", u.address);
     json.field("size", u.size);
     json.field("allocated_bytes", u.allocated_bytes);
     json.field("blocks", u.blocks);
     json.field("free_bytes", u.free_bytes);
     json.field("largest_free_bytes", u.largest_free_bytes);
-    json.end_object();
-  }
-  json.end_array();
+  });
 }
 
 }  // namespace gmemhook::analysis

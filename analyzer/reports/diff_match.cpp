@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "analyzer/log/name_table.h"
 #include "analyzer/output/text_format.h"
 
 namespace gmemhook::analysis {
@@ -44,19 +45,7 @@ SiteStatus site_status(const SiteDiff& d) {
 }
 
 const char* status_name(SiteStatus status) {
-  switch (status) {
-    case SiteStatus::Grown:
-      return "grown";
-    case SiteStatus::Shrunk:
-      return "shrunk";
-    case SiteStatus::New:
-      return "new";
-    case SiteStatus::Gone:
-      return "gone";
-    case SiteStatus::Same:
-      return "same";
-  }
-  return "?";
+  return name_in(status, {"grown", "shrunk", "new", "gone", "same"});
 }
 
 std::vector<SiteDiff> diff_sites(const DeviceSites* base, const DeviceSites* now, bool lines) {

@@ -190,14 +190,7 @@ class DiffModel final : public ReportModel {
       write_comparison(j, comparisons_.front());
     j.field("mode", o_.leaks ? "leaks" : "peak");
     j.field("match_lines", o_.match_lines);
-    j.key("processes");
-    j.begin_array();
-    for (const Comparison& c : comparisons_) {
-      j.begin_object();
-      write_comparison(j, c);
-      j.end_object();
-    }
-    j.end_array();
+    j.objects("processes", comparisons_, [&](const Comparison& c) { write_comparison(j, c); });
     j.end_object();
   }
 
@@ -224,28 +217,27 @@ class DiffModel final : public ReportModel {
 
   void write_side(JsonWriter& j, const char* key, const std::string& run, const ProcessSites* p,
                   uint64_t bytes) const {
-    j.key(key);
-    j.begin_object();
-    j.field("peak_bytes", bytes);
-    j.field("run", run);
-    j.key("pid");
-    if (p)
-      j.value(p->pid);
-    else
-      j.null();
-    j.key("exe");
-    if (p)
-      j.value(p->exe);
-    else
-      j.null();
-    j.key("rank");
-    if (!p || p->rank.empty())
-      j.null();
-    else if (p->rank.size() < 10 && p->rank.find_first_not_of("0123456789") == std::string::npos)
-      j.value(uint64_t(std::stoull(p->rank)));
-    else
-      j.value(p->rank);
-    j.end_object();
+    j.object(key, [&] {
+      j.field("peak_bytes", bytes);
+      j.field("run", run);
+      j.key("pid");
+      if (p)
+        j.value(p->pid);
+      else
+        j.null();
+      j.key("exe");
+      if (p)
+        j.value(p->exe);
+      else
+        j.null();
+      j.key("rank");
+      if (!p || p->rank.empty())
+        j.null();
+      else if (p->rank.size() < 10 && p->rank.find_first_not_of("0123456789") == std::string::npos)
+        j.value(uint64_t(std::stoull(p->rank)));
+      else
+        j.value(p->rank);
+    });
   }
 
   void write_comparison(JsonWriter& j, const Comparison& c) const {

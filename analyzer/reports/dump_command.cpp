@@ -7,12 +7,12 @@
 
 #include <fmt/format.h>
 
-#include <ctime>
 #include <string>
 #include <string_view>
 
 #include "analyzer/log/event_info.h"
 #include "analyzer/log/reader.h"
+#include "analyzer/output/text_format.h"
 #include "analyzer/reports/process_walk.h"
 #include "analyzer/symbols/python_lines.h"
 
@@ -61,15 +61,6 @@ std::string since_start(uint64_t t_ns, uint64_t start_ns) {
   fmt::memory_buffer buf;
   append_since_start(buf, t_ns, start_ns);
   return fmt::to_string(buf);
-}
-
-std::string utc_time(uint64_t realtime_ns) {
-  std::time_t secs = static_cast<std::time_t>(realtime_ns / 1000000000);
-  std::tm tm{};
-  if (!gmtime_r(&secs, &tm)) return "?";
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:06}Z", buf, realtime_ns % 1000000000 / 1000);
 }
 
 std::string segment_flags(uint64_t flags) {

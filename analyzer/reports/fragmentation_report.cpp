@@ -79,18 +79,15 @@ std::string device_name(int32_t device) {
 
 // What `fragmentation` found in one process: per device the live set's layout at each moment,
 // PyTorch's segments, and the remedies that follow; rendered as text or JSON.
-class FragmentationModel final : public ReportModel {
+class FragmentationModel final : public ProcessModel {
  public:
   FragmentationModel(const ReportOptions& options, ProcessHeader header, FrameLookup frames,
                      std::vector<DeviceFrames> devices, std::vector<std::string> remedies)
-      : options_(options),
-        h_(std::move(header)),
-        frames_(frames),
+      : ProcessModel(options, std::move(header), frames),
         devices_(std::move(devices)),
         remedies_(std::move(remedies)) {}
 
   void text(std::string& text) const override { write_text(text); }
-  void json(JsonWriter& json) const override { write_json(json); }
 
  private:
   std::string moment_text(const DeviceFrames& d, const Snapshot& s) const {
@@ -187,10 +184,8 @@ class FragmentationModel final : public ReportModel {
     }
   }
 
-  void write_json(JsonWriter& json) const {
+  void members(JsonWriter& json) const override {
     const std::vector<DeviceFrames>& devices = devices_;
-    json.begin_object();
-    write_process_fields(json, h_);
     json.key("devices");
     json.begin_array();
     for (const DeviceFrames& d : devices) {
@@ -202,11 +197,10 @@ class FragmentationModel final : public ReportModel {
         json.field("seq", s.seq);
         json.field("time_ns", since_start(h_, s.time_ns));
         if (s.at == Moment::FirstFailure) {
-          json.key("failed_request");
-          json.begin_object();
-          json.field("api", api_name(d.first_failure->api));
-          json.field("bytes", d.first_failure->bytes);
-          json.end_object();
+          json.object("failed_request", [&] {
+            json.field("api", api_name(d.first_failure->api));
+            json.field("bytes", d.first_failure->bytes);
+          });
         }
         json.field("live_bytes", f.live_bytes);
         json.field("live_count", f.live_count);
@@ -219,32 +213,21 @@ class FragmentationModel final : public ReportModel {
         json.field("gap_count", f.gap_count);
         json.field("largest_gap_bytes", f.largest_gap_bytes);
         json.field("fragmentation", f.fragmentation);
-        json.key("histogram");
-        json.begin_array();
-        for (const SizeBucket& b : f.histogram) {
-          json.begin_object();
+        json.objects("histogram", f.histogram, [&](const SizeBucket& b) {
           json.field("min_bytes", b.min_bytes);
           json.field("max_bytes", b.max_bytes);
           json.field("count", b.count);
           json.field("bytes", b.bytes);
-          json.end_object();
-        }
-        json.end_array();
-        json.key("virtual_memory");
-        json.begin_object();
-        json.field("reserved_bytes", f.reserved_bytes);
-        json.field("mapped_bytes", f.mapped_bytes);
-        json.field("physical_bytes", f.physical_bytes);
-        json.end_object();
-        json.key("pools");
-        json.begin_array();
-        for (const PoolView& p : f.pools) {
-          json.begin_object();
+        });
+        json.object("virtual_memory", [&] {
+          json.field("reserved_bytes", f.reserved_bytes);
+          json.field("mapped_bytes", f.mapped_bytes);
+          json.field("physical_bytes", f.physical_bytes);
+        });
+        json.objects("pools", f.pools, [&](const PoolView& p) {
           write_pool_handle(json, p.handle);
           write_pool_occupancy(json, p);
-          json.end_object();
-        }
-        json.end_array();
+        });
         json.end_object();
       }
     }
@@ -268,13 +251,8 @@ class FragmentationModel final : public ReportModel {
     json.begin_array();
     for (const std::string& r : remedies_) json.value(r);
     json.end_array();
-    write_warnings(json, h_.facts, frames_.resolver());
-    json.end_object();
   }
 
-  const ReportOptions& options_;
-  ProcessHeader h_;
-  FrameLookup frames_;
   std::vector<DeviceFrames> devices_;
   std::vector<std::string> remedies_;
 };

@@ -169,17 +169,12 @@ void write_track(JsonWriter& json, const SiteTrack& t) {
   json.field("label", series_label(t.key));
   write_series_fields(json, t.key);
   json.field("layer", t.allocated_layer ? "allocated" : "live");
-  json.key("rows");
-  json.begin_array();
-  for (const TimelineRow& r : t.rows) {
-    json.begin_object();
+  json.objects("rows", t.rows, [&](const TimelineRow& r) {
     json.field("site", r.site);
     json.field("kind", r.kind);
     json.key("stack");
     write_stack_lines(json, r.frames);
-    json.end_object();
-  }
-  json.end_array();
+  });
   json.key("t");
   write_numbers(json, t.time_ns);
   json.key("seq");
@@ -206,19 +201,14 @@ void write_track(JsonWriter& json, const SiteTrack& t) {
   json.field("peak_bucket", static_cast<uint64_t>(t.peak_bucket));
   json.field("reserved_peak_bytes", t.reserved_peak_bytes);
   json.field("end_bytes", t.end_bytes);
-  json.key("failures");
-  json.begin_array();
-  for (const TimelineFailure& f : t.failures) {
-    json.begin_object();
+  json.objects("failures", t.failures, [&](const TimelineFailure& f) {
     json.field("time_ns", f.time_ns);
     json.field("seq", f.seq);
     json.field("bucket", static_cast<uint64_t>(f.bucket));
     json.field("bytes", f.bytes);
     json.field("what", f.what);
     json.field("site", f.site);
-    json.end_object();
-  }
-  json.end_array();
+  });
   json.key("flame");
   write_peak_flame(json, t);
   json.end_object();
@@ -287,13 +277,12 @@ int html_page(const HtmlOptions& options, std::string& page, std::FILE* err) {
       });
   if (status != kExitOk) return status;  // (the reports' futures wait for their threads)
   json.end_array();
-  json.key("reports");
-  json.begin_object();
-  for (auto& [report, text] : reports) {
-    json.key(report);
-    json.raw(text.get());
-  }
-  json.end_object();
+  json.object("reports", [&] {
+    for (auto& [report, text] : reports) {
+      json.key(report);
+      json.raw(text.get());
+    }
+  });
   json.key("run_json");
   const std::string run_json = read_text_file(options.run / "run.json");
   json.raw(run_json.empty() ? "null" : minified(run_json));

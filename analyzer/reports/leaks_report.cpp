@@ -7,6 +7,7 @@
 #include <array>
 
 #include "analyzer/log/event_info.h"
+#include "analyzer/log/name_table.h"
 #include "analyzer/model/block_layer.h"
 #include "analyzer/model/checkpoints.h"
 #include "analyzer/output/stack_text.h"
@@ -28,17 +29,7 @@ bool is_memory(const SiteGroup& g) {
 }
 
 const char* kind_name(LiveKind k) {
-  switch (k) {
-    case LiveKind::Allocation:
-      return "allocation";
-    case LiveKind::Physical:
-      return "physical";
-    case LiveKind::Mapping:
-      return "mapping";
-    case LiveKind::Reservation:
-      return "reservation";
-  }
-  return "?";
+  return name_in(k, {"allocation", "physical", "mapping", "reservation"});
 }
 
 // "(cudaMalloc, device 0)", "(cudaMallocHost, pinned host memory)".
@@ -73,18 +64,15 @@ struct LeakRows {
 };
 
 // What `leaks` found in one process; rendered as text, JSON or weighted stacks.
-class LeaksModel final : public ReportModel {
+class LeaksModel final : public ProcessModel {
  public:
   LeaksModel(const ReportOptions& options, ProcessHeader header, FrameLookup frames,
              std::vector<SeriesKey> series, LiveAtMoment live)
-      : options_(options),
-        h_(std::move(header)),
-        frames_(frames),
+      : ProcessModel(options, std::move(header), frames),
         series_(std::move(series)),
         m_(std::move(live)) {}
 
   void text(std::string& text) const override { write_text(text); }
-  void json(JsonWriter& json) const override { write_json(json); }
 
   // --format folded / speedscope: memory only (address space holds none), a profile per series.
   void stacks(StackExport& out) const override {
@@ -210,12 +198,10 @@ class LeaksModel final : public ReportModel {
     text += ".\n";
   }
 
-  void write_json(JsonWriter& json) const {
+  void members(JsonWriter& json) const override {
     const LiveAtMoment& m = m_;
     const size_t top = top_limit(options_, kTextTop);
     const size_t depth = depth_limit(options_, kTextDepth);
-    json.begin_object();
-    write_process_fields(json, h_);
     json.field("at", moment_name(m.at));
     json.field("at_seq", m.seq);
     json.field("at_time_ns", since_start(h_, m.time_ns));
@@ -230,16 +216,13 @@ class LeaksModel final : public ReportModel {
       }
     json.field("total_bytes", total.bytes);
     json.field("total_count", total.count);
-    json.key("by_memory");
-    json.begin_object();
-    for (size_t i = 0; i < 3; ++i) {
-      json.key(format::to_string(static_cast<format::MemoryType>(i)));
-      json.begin_object();
-      json.field("bytes", by_memory[i].bytes);
-      json.field("count", by_memory[i].count);
-      json.end_object();
-    }
-    json.end_object();
+    json.object("by_memory", [&] {
+      for (size_t i = 0; i < 3; ++i)
+        json.object(format::to_string(static_cast<format::MemoryType>(i)), [&] {
+          json.field("bytes", by_memory[i].bytes);
+          json.field("count", by_memory[i].count);
+        });
+    });
     for (int pass = 0; pass < 2; ++pass) {
       const bool memory = pass == 0;
       json.key(memory ? "leaks" : "address_space");
@@ -265,8 +248,6 @@ class LeaksModel final : public ReportModel {
     }
     write_rows(json, top);
     write_cached(json, m.cached);
-    write_warnings(json, h_.facts, frames_.resolver());
-    json.end_object();
   }
 
   LeakRows leak_rows() const {
@@ -304,17 +285,13 @@ class LeaksModel final : public ReportModel {
     });
     // Said, not left to be worked out from the totals: the page prints it under its table.
     const Total omitted = left_out(rows, top);
-    json.key("rows_omitted");
-    json.begin_object();
-    json.field("rows", top && rows.rows.size() > top ? rows.rows.size() - top : 0);
-    json.field("bytes", omitted.bytes);
-    json.field("count", omitted.count);
-    json.end_object();
+    json.object("rows_omitted", [&] {
+      json.field("rows", top && rows.rows.size() > top ? rows.rows.size() - top : 0);
+      json.field("bytes", omitted.bytes);
+      json.field("count", omitted.count);
+    });
   }
 
-  const ReportOptions& options_;
-  ProcessHeader h_;
-  FrameLookup frames_;
   std::vector<SeriesKey> series_;  // in report order, as --device and --memory leave them
   LiveAtMoment m_;
 };

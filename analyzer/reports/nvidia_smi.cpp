@@ -79,17 +79,16 @@ void write_nvidia_smi(JsonWriter& json, const std::vector<NvidiaSmiPeak>& peaks,
     json.begin_object();
     json.field("device", p.device);
     json.field("listed", p.listed);
-    json.key("peak");
-    json.begin_object();
-    json.field("time_ns", at.time_delta_ns);
-    json.field("seq", at.seq);
-    json.field("process_bytes", at.process_used);
-    json.field("allocated_bytes", p.at.allocated);
-    json.field("untracked_bytes", p.listed ? p.untracked() : 0);
-    json.field("device_total_bytes", at.total);
-    json.field("device_used_bytes", at.used);
-    json.field("device_free_bytes", p.device_free());
-    json.end_object();
+    json.object("peak", [&] {
+      json.field("time_ns", at.time_delta_ns);
+      json.field("seq", at.seq);
+      json.field("process_bytes", at.process_used);
+      json.field("allocated_bytes", p.at.allocated);
+      json.field("untracked_bytes", p.listed ? p.untracked() : 0);
+      json.field("device_total_bytes", at.total);
+      json.field("device_used_bytes", at.used);
+      json.field("device_free_bytes", p.device_free());
+    });
     if (samples) {
       json.key("samples");
       json.begin_array();

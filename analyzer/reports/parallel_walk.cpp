@@ -118,13 +118,7 @@ int walk_processes_parallel(
   workers.clear();  // joins: a worker still busy with a later process finishes it unseen
   if (failure) std::rethrow_exception(failure);
   if (status != kExitOk) return status;
-  say_skipped_no_cuda(err, no_cuda);
-  say_not_read(err, run, std::move(not_started));
-  if (only_pid && visited == 0) {
-    fmt::print(err, "gmemhook: no process with pid {} in {}\n", *only_pid, run.string());
-    return kExitReportFailure;
-  }
-  return kExitOk;
+  return finish_walk(err, run, only_pid, visited, no_cuda, std::move(not_started));
 }
 
 }  // namespace gmemhook::analysis

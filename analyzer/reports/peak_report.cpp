@@ -56,14 +56,13 @@ Held held(uint64_t seq, const std::vector<SiteGroup>& sites) {
 }
 
 // What `peak` found in one process; rendered as text, JSON or weighted stacks.
-class PeakModel final : public ReportModel {
+class PeakModel final : public ProcessModel {
  public:
   PeakModel(const ReportOptions& options, ProcessHeader header, FrameLookup frames,
             std::vector<SeriesPeak> peaks)
-      : options_(options), h_(std::move(header)), frames_(frames), peaks_(std::move(peaks)) {}
+      : ProcessModel(options, std::move(header), frames), peaks_(std::move(peaks)) {}
 
   void text(std::string& text) const override { write_text(text); }
-  void json(JsonWriter& json) const override { write_json(json); }
 
   // --format folded / speedscope: the sites at each peak (the first failure is text and JSON's).
   // With PyTorch's blocks the tensors at the allocated peak come first: that is the profile a
@@ -231,13 +230,8 @@ class PeakModel final : public ReportModel {
     json.end_object();
   }
 
-  void write_json(JsonWriter& json) const {
-    json.begin_object();
-    write_process_fields(json, h_);
-    json.key("devices");
-    json.begin_array();
-    for (const SeriesPeak& p : peaks_) {
-      json.begin_object();
+  void members(JsonWriter& json) const override {
+    json.objects("devices", peaks_, [&](const SeriesPeak& p) {
       write_series_fields(json, p.key);
       json.field("peak_bytes", p.peak_bytes);
       json.field("peak_time_ns", since_start(h_, p.peak_time_ns));
@@ -258,17 +252,10 @@ class PeakModel final : public ReportModel {
         write_sites(json, p.at_failure, p.at_failure.bytes);
         json.end_object();
       }
-      json.end_object();
-    }
-    json.end_array();
+    });
     write_nvidia_smi(json, smi, options_.device, false);
-    write_warnings(json, h_.facts, frames_.resolver());
-    json.end_object();
   }
 
-  const ReportOptions& options_;
-  ProcessHeader h_;
-  FrameLookup frames_;
   std::vector<SeriesPeak> peaks_;
 
  public:

@@ -12,6 +12,7 @@
 #include "analyzer/log/reader.h"
 #include "analyzer/model/replay.h"
 #include "analyzer/model/stack_interner.h"
+#include "analyzer/output/report_model.h"
 #include "analyzer/reports/report_common.h"
 #include "analyzer/symbols/stack_resolver.h"
 
@@ -31,6 +32,30 @@ class FrameLookup {
  private:
   StackResolver* resolver_;
   const StackInterner* interned_;
+};
+
+// The model a report fills from one process (summary, leaks, peak, fragmentation): the options it
+// ran with, the process's header, the frames of its stacks, and its JSON object — the process's
+// fields, then what the report found (members()), then the warnings.
+class ProcessModel : public ReportModel {
+ public:
+  ProcessModel(const ReportOptions& options, ProcessHeader header, FrameLookup frames)
+      : options_(options), h_(std::move(header)), frames_(frames) {}
+
+  void json(JsonWriter& json) const final {
+    json.begin_object();
+    write_process_fields(json, h_);
+    members(json);
+    write_warnings(json, h_.facts, frames_.resolver());
+    json.end_object();
+  }
+
+  const ReportOptions& options_;
+  ProcessHeader h_;
+  FrameLookup frames_;
+
+ private:
+  virtual void members(JsonWriter& json) const = 0;
 };
 
 class ProcessContext {

@@ -12,18 +12,6 @@ namespace {
 // The first format whose hook made a process's directory at its first CUDA call.
 constexpr uint16_t kDirectoryAtFirstCudaCall = 3;
 
-}  // namespace
-
-bool made_no_cuda_call(const ProcessReader& reader) {
-  return reader.process().header.version < kDirectoryAtFirstCudaCall &&
-         reader.thread_count() == 0 && reader.nvml_samples().empty() &&
-         !(reader.end() && reader.end()->cuda_used);
-}
-
-bool names_whole_run(const std::filesystem::path& run) {
-  return !std::filesystem::exists(run / "process.gmh") && !std::filesystem::is_regular_file(run);
-}
-
 void say_skipped_no_cuda(std::FILE* err, size_t skipped) {
   if (!skipped) return;
   fmt::print(err,
@@ -61,6 +49,18 @@ void say_not_read(std::FILE* err, const std::filesystem::path& run,
                list(headless));
 }
 
+}  // namespace
+
+bool made_no_cuda_call(const ProcessReader& reader) {
+  return reader.process().header.version < kDirectoryAtFirstCudaCall &&
+         reader.thread_count() == 0 && reader.nvml_samples().empty() &&
+         !(reader.end() && reader.end()->cuda_used);
+}
+
+bool names_whole_run(const std::filesystem::path& run) {
+  return !std::filesystem::exists(run / "process.gmh") && !std::filesystem::is_regular_file(run);
+}
+
 int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> only_pid,
                    std::FILE* out, std::FILE* err, const std::function<void(ProcessReader&)>& visit,
                    bool say_skipped) {
@@ -92,7 +92,13 @@ int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> onl
     fmt::print(err, "gmemhook: {}\n", e.what());
     return kExitUnreadable;
   }
-  if (say_skipped) say_skipped_no_cuda(err, skipped);
+  return finish_walk(err, run, only_pid, visited, say_skipped ? skipped : 0,
+                     std::move(not_started));
+}
+
+int finish_walk(std::FILE* err, const std::filesystem::path& run, std::optional<uint64_t> only_pid,
+                size_t visited, size_t skipped_no_cuda, std::vector<std::string> not_started) {
+  say_skipped_no_cuda(err, skipped_no_cuda);
   say_not_read(err, run, std::move(not_started));
   if (only_pid && visited == 0) {
     fmt::print(err, "gmemhook: no process with pid {} in {}\n", *only_pid, run.string());

@@ -39,15 +39,15 @@ bool made_no_cuda_call(const ProcessReader& reader);
 // Whether `run` names a whole run (not one process directory or file): only then are old
 // no-CUDA directories skipped, since a directory named on its own is shown whatever it holds.
 bool names_whole_run(const std::filesystem::path& run);
-// The one line that says how many such directories were skipped (nothing when none).
-void say_skipped_no_cuda(std::FILE* err, size_t skipped);
-
-// On stderr, once, after a walk of `run`: the processes that were killed while starting and were
-// skipped, by directory name — `not_started` (their logs hold nothing, NothingRecordedError) and
-// the empty process directories of a whole run — then the directories whose process.gmh is
-// missing although they hold thread files (find_dirs_without_process_file): nothing a traced
-// process left is passed over without a word.
-void say_not_read(std::FILE* err, const std::filesystem::path& run,
-                  std::vector<std::string> not_started);
+// The end of a walk of `run` whose logs were all read, on `err`: the number of old no-CUDA
+// directories skipped (`skipped_no_cuda`, nothing when none); once, the processes that were
+// killed while starting and were skipped, by directory name — `not_started` (their logs hold
+// nothing, NothingRecordedError) and the empty process directories of a whole run — then the
+// directories whose process.gmh is missing although they hold thread files
+// (find_dirs_without_process_file): nothing a traced process left is passed over without a word.
+// Returns kExitOk, or kExitReportFailure after saying so when `only_pid` was asked for and none
+// of the processes was `visited`.
+int finish_walk(std::FILE* err, const std::filesystem::path& run, std::optional<uint64_t> only_pid,
+                size_t visited, size_t skipped_no_cuda, std::vector<std::string> not_started);
 
 }  // namespace gmemhook::analysis

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "analyzer/log/event_info.h"
+#include "analyzer/log/name_table.h"
 #include "analyzer/output/command_name.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/symbols/user_code.h"
@@ -99,19 +100,7 @@ ProcessEnd process_end(const ProcessReader& reader, const ReadFacts& facts, cons
 const char* end_name(EndKind kind) { return kind == EndKind::Exited ? "exited" : "unknown"; }
 
 const char* moment_name(Moment moment) {
-  switch (moment) {
-    case Moment::Peak:
-      return "peak";
-    case Moment::FirstFailure:
-      return "first-failure";
-    case Moment::Time:
-      return "time";
-    case Moment::Seq:
-      return "seq";
-    case Moment::End:
-      return "end";
-  }
-  return "?";
+  return name_in(moment, {"peak", "first-failure", "time", "seq", "end"});
 }
 
 std::string process_title(const ProcessInfo& p) {
@@ -220,11 +209,10 @@ void append_made_live(std::string& text, uint8_t api, const std::vector<Frame>& 
 
 void write_made_live(JsonWriter& json, uint8_t api, const std::vector<Frame>& frames,
                      size_t depth) {
-  json.key("launched");
-  json.begin_object();
-  json.field("api", api_name(api));
-  write_frames(json, frames, depth);
-  json.end_object();
+  json.object("launched", [&] {
+    json.field("api", api_name(api));
+    write_frames(json, frames, depth);
+  });
 }
 
 void write_frames(JsonWriter& json, const std::vector<Frame>& frames, size_t depth) {

@@ -38,11 +38,10 @@ std::string by_api(const ApiCounts& counts) {
 }
 
 void write_by_api(JsonWriter& json, const char* key, const ApiCounts& counts) {
-  json.key(key);
-  json.begin_object();
-  for (size_t api = 0; api < counts.size(); ++api)
-    if (counts[api]) json.field(api_name(api), counts[api]);
-  json.end_object();
+  json.object(key, [&] {
+    for (size_t api = 0; api < counts.size(); ++api)
+      if (counts[api]) json.field(api_name(api), counts[api]);
+  });
 }
 
 bool has_vmm(const Series& s) {
@@ -51,16 +50,12 @@ bool has_vmm(const Series& s) {
 
 // What `summary` found in one process: the series in report order, the observers' findings and
 // the replay's anomalies; rendered as text or JSON.
-struct SummaryModel final : public ReportModel {
-  explicit SummaryModel(const ReportOptions& options, FrameLookup frames)
-      : options_(options), frames_(frames) {}
+struct SummaryModel final : public ProcessModel {
+  SummaryModel(const ReportOptions& options, FrameLookup frames)
+      : ProcessModel(options, ProcessHeader{}, frames) {}
 
   void text(std::string& text) const override { write_text(text); }
-  void json(JsonWriter& json) const override { write_json(json); }
 
-  const ReportOptions& options_;
-  FrameLookup frames_;
-  ProcessHeader h_;
   std::vector<Series> series_;                          // in report order (ordered_series)
   std::vector<std::optional<std::string>> pool_notes_;  // framework_pool_note(), per series_
   std::vector<std::optional<GraphPoolView>> graph_pools_;  // the device's graph pool, per series_
@@ -236,21 +231,18 @@ struct SummaryModel final : public ReportModel {
     }
   }
 
-  void write_json(JsonWriter& json) const {
+  void members(JsonWriter& json) const override {
     const GraphActivity& g = graphs_.activity();
-    json.begin_object();
-    write_process_fields(json, h_);
     json.field("events", events_);
     json.field("threads", static_cast<uint64_t>(h_.threads));
-    json.key("cuda_graphs");
-    json.begin_object();
-    json.field("captures", g.captures);
-    json.field("capture_allocations", g.capture_allocations);
-    json.field("capture_bytes", g.capture_bytes);
-    json.field("launches", g.launches);
-    json.field("uploads", g.uploads);
-    json.field("allocations_after_first_launch", g.allocations_between_launches);
-    json.end_object();
+    json.object("cuda_graphs", [&] {
+      json.field("captures", g.captures);
+      json.field("capture_allocations", g.capture_allocations);
+      json.field("capture_bytes", g.capture_bytes);
+      json.field("launches", g.launches);
+      json.field("uploads", g.uploads);
+      json.field("allocations_after_first_launch", g.allocations_between_launches);
+    });
     json.key("devices");
     json.begin_array();
     for (size_t i = 0; i < series_.size(); ++i) {
@@ -265,29 +257,23 @@ struct SummaryModel final : public ReportModel {
       json.field("allocated_bytes", s.allocated_bytes);
       json.field("freed_bytes", s.freed_bytes);
       json.field("failed_allocations", s.failed);
-      json.key("failures");
-      json.begin_array();
-      for (const Failure& f : s.failures) {
-        json.begin_object();
+      json.objects("failures", s.failures, [&](const Failure& f) {
         write_failure_fields(json, h_, f, frames_(f.stack), depth_limit(options_, 0));
-        json.end_object();
-      }
-      json.end_array();
+      });
       json.field("peak_bytes", s.peak_bytes);
       json.field("peak_time_ns", since_start(h_, s.peak_time_ns));
       json.field("peak_seq", s.peak_seq);
       json.field("live_bytes_at_end", s.live_bytes);
       json.field("live_count_at_end", s.live_count);
       write_allocated_summary(json, blocks_, s);
-      json.key("virtual_memory");
-      json.begin_object();
-      json.field("physical_bytes", s.physical_bytes);
-      json.field("mapped_bytes", s.mapped_bytes);
-      json.field("reserved_bytes", s.reserved_bytes);
-      json.field("max_physical_bytes", s.max_physical_bytes);
-      json.field("max_mapped_bytes", s.max_mapped_bytes);
-      json.field("max_reserved_bytes", s.max_reserved_bytes);
-      json.end_object();
+      json.object("virtual_memory", [&] {
+        json.field("physical_bytes", s.physical_bytes);
+        json.field("mapped_bytes", s.mapped_bytes);
+        json.field("reserved_bytes", s.reserved_bytes);
+        json.field("max_physical_bytes", s.max_physical_bytes);
+        json.field("max_mapped_bytes", s.max_mapped_bytes);
+        json.field("max_reserved_bytes", s.max_reserved_bytes);
+      });
       write_graph_pool(json, graph_pools_[i]);
       json.key("timeline");
       json.begin_array();
@@ -310,22 +296,19 @@ struct SummaryModel final : public ReportModel {
     }
     json.end_array();
     const Anomalies& a = anomalies_;
-    json.key("anomalies");
-    json.begin_object();
-    json.field("unknown_frees", a.unknown_frees);
-    json.field("unknown_unmaps", a.unknown_unmaps);
-    json.field("unknown_releases", a.unknown_releases);
-    json.field("unknown_address_frees", a.unknown_address_frees);
-    json.field("unknown_handle_maps", a.unknown_handle_maps);
-    json.field("failed_frees", a.failed_frees);
-    json.field("null_frees", a.null_frees);
-    json.field("reused_addresses", a.reused_addresses);
-    json.field("unlaunched_graph_frees", a.unlaunched_graph_frees);
-    json.field("unknown_api_events", a.unknown_api_events);
-    json.end_object();
+    json.object("anomalies", [&] {
+      json.field("unknown_frees", a.unknown_frees);
+      json.field("unknown_unmaps", a.unknown_unmaps);
+      json.field("unknown_releases", a.unknown_releases);
+      json.field("unknown_address_frees", a.unknown_address_frees);
+      json.field("unknown_handle_maps", a.unknown_handle_maps);
+      json.field("failed_frees", a.failed_frees);
+      json.field("null_frees", a.null_frees);
+      json.field("reused_addresses", a.reused_addresses);
+      json.field("unlaunched_graph_frees", a.unlaunched_graph_frees);
+      json.field("unknown_api_events", a.unknown_api_events);
+    });
     write_nvidia_smi(json, smi_, options_.device, true, options_.nvml_samples);
-    write_warnings(json, h_.facts, frames_.resolver());
-    json.end_object();
   }
 };
 

@@ -12,27 +12,11 @@
 #include <stdexcept>
 
 #include "analyzer/output/json_writer.h"
+#include "analyzer/output/text_format.h"
 
 namespace gmemhook::analysis {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-// "2026-01-30T14:15:03.123456Z", the same shape `gmemhook dump` prints.
-std::string utc_time(uint64_t realtime_ns) {
-  std::time_t secs = static_cast<std::time_t>(realtime_ns / 1000000000);
-  std::tm tm{};
-  if (!gmtime_r(&secs, &tm)) return "?";
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%06uZ", date,
-                static_cast<unsigned>(realtime_ns % 1000000000 / 1000));
-  return out;
-}
-
-}  // namespace
 
 std::string run_record_json(const RunRecord& r) {
   std::string out;

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "analyzer/log/name_table.h"
+
 namespace gmemhook::analysis {
 namespace {
 
@@ -160,19 +162,7 @@ const Rule* scan_rules(const Frame& frame) {
 }  // namespace
 
 const char* to_string(CodeOwner owner) {
-  switch (owner) {
-    case CodeOwner::User:
-      return "user";
-    case CodeOwner::Cuda:
-      return "cuda";
-    case CodeOwner::Framework:
-      return "framework";
-    case CodeOwner::Interpreter:
-      return "interpreter";
-    case CodeOwner::Runtime:
-      return "runtime";
-  }
-  return "?";
+  return name_in(owner, {"user", "cuda", "framework", "interpreter", "runtime"});
 }
 
 CodeOwner owner_of(const Frame& frame) {
