@@ -649,9 +649,9 @@ def check_torch_loop_bench(c, py):
     """The CPU-bound torch loop with every block recorded (native and Python stacks) costs at
     most +5 % over plain. Run one after another, a process on the H200 is either fast or ~40 %
     slower for its whole life and the machine has slow spells, so plain against plain again moves
-    -3..+13 %; with the modes of a round run at the same time, each on its own CPU
-    (torch_loop_bench.py --together), and each 50-step window compared with plain's window of
-    the same round (plain-again the control), it still moves +2.9 .. +14.7 % between runs. So the
+    -3..+13 %; with the modes run at the same time, each on its own CPU
+    (torch_loop_bench.py --together), and each 50-step window compared with plain's window run
+    beside it (plain-again the control), it still moves +2.9 .. +14.7 % between runs. So the
     judged figure is taken inside one process, recording on and paused (gmemhook_pause_events) in
     turns of 10-step windows (gmemhook-ab), with the same turns never paused as its control
     (gmemhook-aa); the paired windows of processes are printed beside it (info)."""
