@@ -117,7 +117,8 @@ def write_results(c, groups, all_groups):
     versions = os.path.join(c.out, "versions.txt")  # written by scripts/gpu-check.sh
     if os.path.exists(versions):  # the GPUs' csv lines and each framework's version line
         lines = [l.strip() for l in open(versions)
-                 if l.startswith(("torch ", "cupy ", "jax ")) or l.count(", ") == 2]
+                 if l.startswith(("torch ", "cupy ", "jax "))
+                 or (l.count(", ") == 2 and l.rstrip().endswith("MiB"))]
         software = "; ".join(dict.fromkeys(lines))
     results = {"kind": kind, "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
                "build": build or "unknown", "software": software, "groups": groups,
