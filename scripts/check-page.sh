@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The browser checks of the html page for any run directory (issue 11), e.g. a GPT-2 run brought
+# The browser checks of the html page for any run directory, e.g. a GPT-2 run brought
 # back from the GPU machine: makes OUT_DIR/page.html, checks it in headless Chromium against
 # `gmemhook summary|leaks --json` and leaves screenshots in OUT_DIR (scripts/check_page.py).
 #   scripts/check-page.sh RUN_DIR [OUT_DIR] [--max-processes N]

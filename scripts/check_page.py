@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The browser checks of `gmemhook html`'s page (issue 11), for any run directory.
+"""The browser checks of `gmemhook html`'s page, for any run directory.
 
     scripts/check_page.py [--gmemhook BIN] [--max-processes N] RUN_DIR OUT_DIR
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Do the GPU host's cores differ? The same `gmemhook summary` of the synthetic run reads ~1.5x
-# slower on that host at times (docs/performance.md, session 15); the benches pin to one core
-# (run_reader_bench.sh to core 0, host-bench.sh's synthetic rounds to the last). This asks:
+# slower on that host at times (docs/performance.md, "The two machines"); the benches pin to one
+# core (run_reader_bench.sh to core 0, host-bench.sh's synthetic rounds to the last). This asks:
 #   1. which cores are SMT siblings inside the VM: core 0's dependent adds, alone and while
 #      bench/clock_probe runs on each other core (a sibling halves them, another core does not);
 #   2. whether a core is slower for its own reasons (interrupts, the host's other work): ROUNDS

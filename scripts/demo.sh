@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${GMEMHOOK_BUILD:-build}
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/gmemhook-demo.XXXXXX")
-# The build's log is kept aside: the demo is the report, not compiler lines (issue 10).
+# The build's log is kept aside: the demo is the report, not compiler lines.
 echo "== building gmemhook into $BUILD (log: $RUN.build.log)"
 if ! scripts/build.sh >"$RUN.build.log" 2>&1; then
   tail -n 40 "$RUN.build.log"

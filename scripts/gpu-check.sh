@@ -3,9 +3,11 @@
 #   scripts/gpu-check.sh [BUILD_DIR] [OUT_DIR]
 # BUILD_DIR holds bin/gmemhook, lib/libgmemhook.so and bin/samples/ (build here with
 # scripts/build.sh, or carry a build made elsewhere: the hook and the CLI are self-contained).
-# Prints the check table and saves every log and report under OUT_DIR, and the table, the reports
-# and the pages (files under 4 MiB; not the recorded runs) in OUT_DIR.tgz: one file to bring back
-# from a machine that returns few (the device tool returns 8).
+# Prints the check table, saves every log and report under OUT_DIR, and writes the results into
+# this checkout's docs/verification.md (the section of this kind of machine: scripts/verification.py).
+# OUT_DIR.tgz holds the table, results.json, the reports and the pages (files under 4 MiB; not the
+# recorded runs): one file to bring back from a GPU machine that returns few files, then
+# `scripts/verification.py OUT_DIR` writes the results into docs/verification.md there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -20,6 +22,7 @@ mkdir -p "$OUT"
 } | tee "$OUT/versions.txt"
 python3 scripts/gpu_check.py --build "$BUILD" --out "$OUT" "${@:3}"
 status=$?
+python3 scripts/verification.py "$OUT" || echo "gpu-check: docs/verification.md not updated" >&2
 (cd "$OUT" && find . -maxdepth 1 -type f -size -4M \( -name '*.md' -o -name '*.txt' -o -name '*.json' \
     -o -name '*.html' -o -name '*.log' \) -print0 | tar czf "../$(basename "$OUT").tgz" --null -T -) ||
   echo "gpu-check: could not write $OUT.tgz" >&2

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_check_nvml  # noqa: E402
@@ -29,12 +30,15 @@ class Checker:
         self.build = os.path.abspath(build)
         self.out = os.path.abspath(out)
         self.rows = []
+        self.groups = []  # the `--only` group of each row, for docs/verification.md
+        self.group = ""
         self.hook = os.path.join(self.build, "lib", "libgmemhook.so")
         self.cli = os.path.join(self.build, "bin", "gmemhook")
 
     def row(self, check, expected, measured, ok, note=""):
         note = " ".join(str(note).split())  # one table row per check, whatever the note holds
         self.rows.append((check, str(expected), str(measured), "PASS" if ok else "FAIL", note))
+        self.groups.append(self.group)
 
     def traced(self, name, cmd, env=None, timeout=300):
         """Runs cmd under the hook into OUT/runs/name; returns (stdout, run dir)."""
@@ -90,6 +94,38 @@ class Checker:
         for r in self.rows:
             lines.append("| " + " | ".join(r) + " |")
         return "\n".join(lines)
+
+
+def write_results(c, groups, all_groups):
+    """OUT/results.json: the rows with their groups and the machine they ran on, which
+    scripts/verification.py writes into docs/verification.md."""
+    def output(cmd):
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            return p.stdout.strip() if p.returncode == 0 else ""
+        except OSError:
+            return ""
+    gpus = [l.strip() for l in output(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+            .splitlines() if l.strip()]
+    kind = "no GPU"
+    if gpus:
+        kind = "%s, %d GPU%s" % (gpus[0], len(gpus), "" if len(gpus) == 1 else "s")
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    build = (output(["git", "-C", root, "describe", "--always", "--dirty"])
+             or output([c.cli, "--version"]))
+    software = ""
+    versions = os.path.join(c.out, "versions.txt")  # written by scripts/gpu-check.sh
+    if os.path.exists(versions):  # the GPUs' csv lines and each framework's version line
+        lines = [l.strip() for l in open(versions)
+                 if l.startswith(("torch ", "cupy ", "jax "))
+                 or (l.count(", ") == 2 and l.rstrip().endswith("MiB"))]
+        software = "; ".join(dict.fromkeys(lines))
+    results = {"kind": kind, "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+               "build": build or "unknown", "software": software, "groups": groups,
+               "all_groups": all_groups,
+               "rows": [[g] + list(r) for g, r in zip(c.groups, c.rows)]}
+    with open(os.path.join(c.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
 
 
 def stats_line(stdout, tag):
@@ -213,6 +249,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     c = Checker(a.build, a.out)
     only = a.only.split(",")
+    all_groups = []
     for name, fn in (("torch", lambda: check_torch(c, a.python)), ("samples", lambda: check_samples(c)),
                      ("cupy", lambda: check_cupy(c, a.python)), ("jax", lambda: check_jax(c, a.python)),
                      # The CuPy and JAX peaks read the runs of the cupy and jax groups: run those
@@ -244,7 +281,9 @@ def main():
                      ("launchbench", lambda: gpu_memory_kinds.check_launch_bench(c)),
                      ("asyncbench", lambda: gpu_memory_kinds.check_async_bench(c)),
                      ("cupti", lambda: gpu_memory_kinds.check_cupti(c, a.python))):
+        all_groups.append(name)
         if name in only:
+            c.group = name
             try:
                 fn()
             except Exception as e:  # a broken workload is a FAIL row, not a crash of the check
@@ -253,12 +292,13 @@ def main():
     print(t)
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(t + "\n")
+    write_results(c, [g for g in all_groups if g in only], all_groups)
     sys.exit(0 if all(r[3] == "PASS" for r in c.rows) else 1)
 
 
 
 # ----------------------------------------------------------------------------------------------
-# Report-level oracles (issues 3, 5, 6): numbers from `gmemhook summary|peak|leaks --json`.
+# Report-level oracles: numbers from `gmemhook summary|peak|leaks --json`.
 
 def device_entry(summary, device=0, memory="device", pid=None):
     for proc in summary["processes"]:
@@ -391,7 +431,7 @@ def paused_gpt2(c, py, name, alloc_conf=None, steps=4, stop_after=2):
 
 
 def check_blocks(c, py):
-    """Issue 9: PyTorch's caching-allocator blocks against torch's own counters, with the default
+    """PyTorch's caching-allocator blocks against torch's own counters, with the default
     allocator and with expandable_segments (where segments come from cuMemCreate/cuMemMap), then
     a SIGKILLed GPT-2 run with the default allocator. Small step counts: the GPU time is short."""
     samples = os.path.join(os.path.dirname(__file__), "..", "samples")
@@ -438,7 +478,7 @@ def check_blocks(c, py):
 
 
 def check_user_first(c, py):
-    """Issue 10: in the text reports of a GPT-2 run (default allocator, killed after step 2; the
+    """In the text reports of a GPT-2 run (default allocator, killed after step 2; the
     blocks check's run), each site with Python frames is headed by a modeling_gpt2.py line.
     The texts are kept in OUT for the README's excerpt."""
     run = os.path.join(c.out, "runs", "gpt2-blocks-killed")
@@ -540,8 +580,7 @@ def check_gpu_ctests(c):
              GMEMHOOK_TEST_SCENARIO=os.path.join(c.build, "bin", "gmemhook_scenario"),
              GMEMHOOK_TEST_HOOK=c.hook)
     which = "--gtest_filter=AllPaths*:EntryPointCoverage*"
-    # As many as the filter selects (8 before the exit summary's test joined every path, 15
-    # after): every one of them must pass.
+    # As many as the filter selects (the count grows with the tests): every one must pass.
     listed = subprocess.run([exe, which, "--gtest_list_tests"], env=e, capture_output=True,
                             text=True, timeout=60).stdout
     expected = "%d passed, 0 failed" % sum(1 for l in listed.splitlines() if l.startswith("  "))
@@ -581,8 +620,8 @@ def check_ddp(c, py):
         if os.path.isdir(d):
             apis.update(k for k, v in c.counts(d).items() for _ in range(v))
     c.row("ddp: entry points seen (info)", "-", dict(apis), True, "NCCL's buffers: cuMem* VMM calls")
-    # Issue 12: NCCL maps its peers' memory through imported handles; before the import hooks
-    # each rank showed 242 cuMemRelease of unknown handles and 48 cuMemMap of handles never made.
+    # NCCL maps its peers' memory through imported handles: without the import hooks each rank
+    # would show cuMemRelease of unknown handles and cuMemMap of handles never made.
     bad = collections.Counter()
     for proc in summary["processes"]:
         for k in ("unknown_frees", "unknown_releases", "unknown_handle_maps", "unknown_unmaps"):
@@ -608,16 +647,15 @@ def check_python_bench(c, py):
 
 
 def check_torch_loop_bench(c, py):
-    """Issue 9 point 5 / issue 14: the CPU-bound torch loop with every block recorded (native and
-    Python stacks) costs at most +5 % over plain. Run one after another, a process on the H200
-    is either fast or ~40 % slower for its whole life and the machine has slow spells, so that
-    plain against plain again moved -3..+13 % (2026-12-01): the modes of a round now run at the
-    same time, each on its own CPU (torch_loop_bench.py --together), and each 50-step window is
-    compared with plain's window of the same round; plain-again is the control that says how
-    large the noise of that estimator is. That still moved +2.9 % .. +14.7 % between runs
-    (2026-12-02): the judged figure is now taken inside one process, recording on and paused
-    (gmemhook_pause_events) in turns of 10-step windows (gmemhook-ab), with the same turns never
-    paused as its control (gmemhook-aa)."""
+    """The CPU-bound torch loop with every block recorded (native and Python stacks) costs at
+    most +5 % over plain. Run one after another, a process on the H200 is either fast or ~40 %
+    slower for its whole life and the machine has slow spells, so plain against plain again moves
+    -3..+13 %; with the modes run at the same time, each on its own CPU
+    (torch_loop_bench.py --together), and each 50-step window compared with plain's window run
+    beside it (plain-again the control), it still moves +2.9 .. +14.7 % between runs. So the
+    judged figure is taken inside one process, recording on and paused (gmemhook_pause_events) in
+    turns of 10-step windows (gmemhook-ab), with the same turns never paused as its control
+    (gmemhook-aa); the paired windows of processes are printed beside it (info)."""
     bench = os.path.join(os.path.dirname(__file__), "..", "bench", "run_torch_loop_bench.sh")
     modes = "plain,gmemhook,plain-again,gmemhook-event-stats,gmemhook-ab,gmemhook-aa"
     last = max(os.sched_getaffinity(0))
@@ -689,7 +727,7 @@ def tables(text, modes):
 
 
 def check_top(c, py):
-    """Issue 17: `gmemhook top --json` on a GPT-2 job that is still running (default allocator,
+    """`gmemhook top --json` on a GPT-2 job that is still running (default allocator,
     paused after step 2 in a sleep), then after it was SIGKILLed: PyTorch's live blocks must be
     exactly what torch.cuda.memory_allocated() printed at the pause, both times."""
     p, run, printed = paused_gpt2(c, py, "gpt2-top")
@@ -721,7 +759,7 @@ def check_top(c, py):
 
 
 def check_top_bench(c):
-    """Issue 17: a job writing over a million events a second (simulated device, so the GPU does
+    """A job writing over a million events a second (simulated device, so the GPU does
     not set the pace; this machine's idle cores do), timed alone and with `gmemhook top`
     following it, 3 times each, interleaved: top keeps up on at most one core and reads every
     event, and the job's speed (median) moves by no more than the machine's noise (5%)."""
@@ -751,7 +789,7 @@ def check_top_bench(c):
 
 
 def check_html(c, py):
-    """Issue 11: `gmemhook html --format memory-viz` read by PyTorch's own viewer (trace_plot makes
+    """`gmemhook html --format memory-viz` read by PyTorch's own viewer (trace_plot makes
     the page, stats asserts every segment is tiled by its blocks, trace walks the actions), for
     the default caching allocator (blocks) and the cudaMallocAsync backend (which PyTorch cannot
     snapshot itself); then the HTML page and the Perfetto trace of a GPT-2 run: made, under

@@ -1,4 +1,4 @@
-"""GPU rows for nvidia-smi reconciled (issue 13), run by scripts/gpu_check.py --only nvml:
+"""GPU rows for nvidia-smi reconciled, run by scripts/gpu_check.py --only nvml:
 
 - nvml-external: while a torch program holds memory in three long phases, `nvidia-smi
   --query-compute-apps=pid,used_memory` is polled from outside; every reading for the traced pid

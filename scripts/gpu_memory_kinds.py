@@ -1,9 +1,9 @@
-"""GPU checks of issue 12, called by scripts/gpu_check.py (rows `graphmem`, `graphupload`, `ipc`,
-`arrays`, `static`, `cupti`): every way CUDA memory comes into being — graph memory nodes, memory shared
-between processes, CUDA arrays, a program built with the static CUDA runtime — against
-compute-sanitizer's leak totals and the samples' own arithmetic, and the CUPTI oracle
-(tests/oracle/cupti_memory.cpp): every allocation the driver performed, by address and size, must
-be in gmemhook's records."""
+"""GPU checks of the less common kinds of CUDA memory, called by scripts/gpu_check.py (rows
+`graphmem`, `graphupload`, `ipc`, `arrays`, `static`, `cupti`): every way CUDA memory comes into
+being — graph memory nodes, memory shared between processes, CUDA arrays, a program built with
+the static CUDA runtime — against compute-sanitizer's leak totals and the samples' own
+arithmetic, and the CUPTI oracle (tests/oracle/cupti_memory.cpp): every allocation the driver
+performed, by address and size, must be in gmemhook's records."""
 
 import collections
 import glob
@@ -86,8 +86,8 @@ def graph_pool_printed(stdout):
 
 # The graph pool's physical granule: CUPTI shows its reservations as 32 MiB records on the H200.
 # The driver's used figure counts the live nodes of one graph packed into whole granules: the
-# 2026-11-30 run showed 160 MiB used for 2 x 64 MiB of one graph + 4 MiB of another, the
-# 2026-12-01 run 64 MiB for a graph of 3 x 4 MiB + 40 MiB (not 160 MiB, node by node).
+# H200 showed 160 MiB used for 2 x 64 MiB of one graph + 4 MiB of another, and 64 MiB for a
+# graph of 3 x 4 MiB + 40 MiB (not 160 MiB, node by node).
 GRAPH_POOL_GRANULE = 32 << 20
 
 
@@ -157,14 +157,14 @@ def check_graph_memory(c):
     exp = sorted(nodes.values())
     c.row("graph_memory: compute-sanitizer's leaked allocations = gmemhook's allocation nodes, "
           "one per address (sizes)", exp, san, san == exp,
-          "the H200 run of 2026-12-01 showed compute-sanitizer lists every allocation node's address "
-          "once (the largest allocation made there), including those freed by cudaFree: it does "
-          "not see cudaFree of graph memory as a free; the driver's used figure (row above) shows "
-          "them freed")
+          "on the H200 compute-sanitizer lists every allocation node's address once (the "
+          "largest allocation made there), including those freed by cudaFree: it does not see "
+          "cudaFree of graph memory as a free; the driver's used figure (row above) shows them "
+          "freed")
     a = anomalies(c.report("summary", run))
     bad = a["unknown_frees"] + a["unlaunched_graph_frees"]
     c.row("graph_memory: frees of addresses that were not live", 0, bad, bad == 0,
-          "the H200 showed 8 before issue 12")
+          "a free of graph memory must find the node its launch made live")
     counts = c.counts(run)
     n = counts["cudaGraphAddMemAllocNode"]
     c.row("graph_memory: allocation nodes recorded", 9, n, n == 9,
@@ -205,8 +205,8 @@ def check_graph_upload(c):
         at = c.report("leaks", run, "--at-seq", str(upload_seq))
         live = sum(p["total_bytes"] for p in at["processes"])
     driver_used = printed.get("after upload", (None,))[0]
-    # The driver counts whole pool granules: on 2026-12-01 the H200 showed 64 MiB used for the
-    # 52 MiB of nodes an upload had allocated (gmemhook then had 0: it allocated at the launch).
+    # The driver counts whole pool granules: the H200 showed 64 MiB used for the 52 MiB of nodes
+    # an upload had allocated, before any launch.
     granules = None if live is None else in_granules(live)
     c.row("graph_upload: bytes allocated right after cudaGraphUpload (driver's used figure)",
           driver_used, granules, driver_used is not None and granules == driver_used,
@@ -513,7 +513,7 @@ def bench_medians(c, args, rounds=5, hook=None):
 
 
 def check_launch_bench(c):
-    """What recording a graph launch costs on the GPU (issue 12: a launch is recorded with its
+    """What recording a graph launch costs on the GPU (a launch is recorded with its
     stack and the graph pool's figures, two cuDeviceGetGraphMemAttribute calls): bench/hook_bench
     in mode `launch`, 32 frames deep, plain and hooked interleaved, 5 runs each, medians."""
     r = bench_medians(c, ["32", "20000", "launch"])
@@ -528,7 +528,7 @@ def check_launch_bench(c):
 
 
 def check_async_bench(c):
-    """What the hook adds per event on a real GPU (issue 14 point 1): bench/hook_bench in mode
+    """What the hook adds per event on a real GPU: bench/hook_bench in mode
     `async` (cudaMallocAsync + cudaFreeAsync of 4 KiB from the default pool, two events a pair)
     at 8, 32 and 64 frames, plain and hooked interleaved, 5 runs each, medians. With
     GMEMHOOK_BENCH_BASE_HOOK=LIB in the environment, that library is measured the same way in

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Issue 14's CPU-side benchmarks in one go, for a quiet machine: the GPU machine's host (a VM of
-# its own; the development machine is shared, and one process to the next moves ±20 % there).
+# The CPU-side benchmarks of docs/performance.md in one go, for a quiet machine: the GPU
+# machine's host (a VM of its own; the development machine is shared, and one process to the
+# next moves ±20 % there).
 #   scripts/host-bench.sh DIST OUT [BASE_DIST]
 # DIST is what scripts/make-dist.sh makes (the hook, the CLI, hook_bench, analyzer_bench, the
 # simulated device, heaptrack packed under peers/). BASE_DIST, optional, holds another build's
 # lib/libgmemhook.so and bin/gmemhook: a before/after in the same rounds. Runs:
-#   1. bench/run_hook_bench.sh (the hook next to heaptrack at 8/32/64 frames; point 1): the
+#   1. bench/run_hook_bench.sh (the hook next to heaptrack at 8/32/64 frames): the
 #      separate-process table, then the paired one, each process's figure taken inside itself
 #      (traced against direct windows); BASE_DIST's hook is paired in processes of its own,
 #      interleaved with this build's (two hooks cannot share a process: both export the same names);
 #   2. bench/run_reader_bench.sh (gmemhook summary next to heaptrack_print on that loop's logs);
 #      BASE_DIST's CLI in the same rounds;
-#   3. analyzer_bench on the synthetic run (2 M events, 8 threads; point 3), then the whole
+#   3. analyzer_bench on the synthetic run (2 M events, 8 threads), then the whole
 #      `gmemhook summary` command on it, pinned to one core, interleaved with BASE_DIST's.
 # Everything printed is also saved under OUT.
 set -euo pipefail
@@ -75,8 +76,8 @@ done
 } | tee -a "$OUT/synthetic.txt"
 echo "core $CORE's clock before each round (GHz, bench/clock_probe): $clocks" | tee -a "$OUT/synthetic.txt"
 [ -n "$BASE" ] || exit 0
-# The host's cores run this command in two states, ~0.21 and ~0.30 s for one build (2026-12-02:
-# twelve interleaved rounds of three settings, the fast runs together at the start and the end,
+# The host's cores run this command in two states, ~0.21 and ~0.30 s for one build (twelve
+# interleaved rounds of three settings put the fast runs together at the start and the end,
 # whatever the setting: the host's state, not the program's). The base measures the state of each
 # round: the rounds where it ran within 15 % of its fastest are the uncontended ones, and this
 # build's figure in those rounds is its figure in that state. Printed beside the medians above,

@@ -13,7 +13,7 @@ PACKAGES=(
   libunwind-dev libdw-dev libelf-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   autoconf automake libtool
-  chromium  # the HTML report's tests render the page headless (issue 11)
+  chromium  # the HTML report's tests render the page headless
   heaptrack  # no dependency: the peer bench/run_hook_bench.sh and run_reader_bench.sh time
   time  # /usr/bin/time, for the CPU time of bench/run_reader_bench.sh
 )
