@@ -1,7 +1,7 @@
 // Event times from the time-stamp counter (interposer/event_time.h) against the clock they stand
 // for: every reading must lie where clock_gettime(CLOCK_MONOTONIC) read just before and just
 // after it allow, within a margin far below the microseconds reports show.
-#include "event_time.h"
+#include "interposer/base/event_time.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "vdso_clock.h"
+#include "interposer/base/vdso_clock.h"
 
 namespace {
 

@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "fast_unwinder.h"
-#include "frame_rules.h"
-#include "stack_words.h"
+#include "interposer/capture/fast_unwinder.h"
+#include "interposer/capture/frame_rules.h"
+#include "interposer/capture/stack_words.h"
 #include "unwind_shapes.h"
 
 namespace {
