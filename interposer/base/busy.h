@@ -1,7 +1,7 @@
 // Which thread is inside the recorder's non-reentrant parts: a log append, the process-file or
 // registry lock. A signal handler that calls CUDA on that thread must not record (it would
 // interleave two appends to one chunk, or spin forever on a lock its own thread holds); its call
-// passes through and is counted as not recorded instead (issue 15).
+// passes through and is counted as not recorded instead.
 #pragma once
 
 #include "interposer/base/thread_state.h"

@@ -1,6 +1,6 @@
 // Reads GMEMHOOK_* variables. Runs in the library constructor, before the program's main. A value
-// that makes no sense is replaced by the default and said once (issue 15); the warning waits for
-// the process's first CUDA call, so a process that never uses CUDA prints nothing (issue 10).
+// that makes no sense is replaced by the default and said once; the warning waits for the
+// process's first CUDA call, so a process that never uses CUDA prints nothing.
 #include "interposer/base/config.h"
 
 #include <strings.h>
@@ -14,14 +14,17 @@
 
 namespace gmemhook {
 
-Config g_config;
+constinit Config g_config;
 
 namespace {
-FixedString<2048> g_warnings;
+// What load_config() found wrong, said at the first CUDA call. Constant-initialized: a dynamic
+// initializer's turn would follow the link order, and load_config() might write here first.
+constinit FixedString<2048> g_config_warnings;
 
 void warn(const char* name, const char* value, const char* expected, const char* used) {
-  g_warnings.append("gmemhook: ").append(name).append("=").append(value).append(": expected ");
-  g_warnings.append(expected).append("; using ").append(used).append("\n");
+  FixedString<2048>& w = g_config_warnings;
+  w.append("gmemhook: ").append(name).append("=").append(value).append(": expected ");
+  w.append(expected).append("; using ").append(used).append("\n");
 }
 
 // 1/0, true/false, yes/no, on/off. Unset or empty: `def`.
@@ -128,9 +131,9 @@ void load_config() {
 }
 
 void print_config_warnings() {
-  if (g_warnings.size() == 0) return;
-  write_stderr(g_warnings.c_str(), g_warnings.size());
-  g_warnings.clear();
+  if (g_config_warnings.size() == 0) return;
+  write_stderr(g_config_warnings.c_str(), g_config_warnings.size());
+  g_config_warnings.clear();
 }
 
 }  // namespace gmemhook

@@ -29,13 +29,13 @@ struct alignas(64) Config {
   // costs, as little disturbed by the measuring as may be).
   bool stack_stats = false;  // the capture's figures
   bool event_stats = false;  // the events' time
-  // GMEMHOOK_FAST_UNWIND=0: every stack through libunwind, as before the fast unwinder (an escape
+  // GMEMHOOK_FAST_UNWIND=0: every stack through libunwind, never the fast unwinder (an escape
   // hatch, and the "before" of bench/run_hook_bench.sh's comparison).
   bool fast_unwind = true;
   // GMEMHOOK_FULL_NATIVE_STACKS=1: an event with Python frames keeps its whole native stack. By
   // default its native walk ends at the innermost CPython interpreter-loop frame: the Python
   // frames say who called from there, and the interpreter's own frames above it were about half
-  // of a PyTorch stack's frames and of its unwinding time (issue 9 point 5).
+  // of a PyTorch stack's frames and of its unwinding time.
   bool full_native_stacks = false;
   // GMEMHOOK_RECENT_WALKS=0: the fast unwinder walks every stack frame by frame instead of first
   // looking for it among the thread's recent walks (for measuring what they save; see README
@@ -46,24 +46,23 @@ struct alignas(64) Config {
   bool tsc = true;
   // Event times from CLOCK_MONOTONIC_COARSE, the kernel's clock as of its last tick (its
   // resolution, 1–4 ms), by default; GMEMHOOK_TIME=precise: to the ns (event_time.h; the counter
-  // read and its encoding were ~27 ns of the ~70 an event cost on the GPU machine's host, issue
-  // 14). The events' order is their sequence numbers' either way.
+  // read and its encoding were ~27 ns of the ~70 an event cost on the GPU machine's host). The
+  // events' order is their sequence numbers' either way.
   bool coarse_time = true;
   // Worked out by load_config from those above: whether an allocation, or a free, is recorded
   // the plain way, with no setting asking for more (the events' timing, a test delay, the
   // capture's counts; a free's stack) and, for an allocation, with a native stack taken by the
-  // fast unwinder. One test on every event instead of four or five, each a load and a branch
-  // (issue 14).
+  // fast unwinder. One test on every event instead of four or five, each a load and a branch.
   bool plain_allocations = true;
   bool plain_frees = true;
 
   // The settings below are read once; the paths last. Every event reads those above, which then
-  // share one cache line (the 4 KiB paths had put the stack settings and the test delay on a
-  // second one, issue 14).
+  // share one cache line (ahead of the 4 KiB paths, which would push the stack settings and the
+  // test delay onto a second one).
   // GMEMHOOK_TEST_DISK_FULL_AFTER=N: the log writer acts as if the disk filled up after N chunks
   // of this process (tests the write-failure path where no small file system can be mounted).
   long test_disk_full_after = -1;
-  // GMEMHOOK_PAGE_THREAD=0: each thread maps its log's new pages itself, as before the
+  // GMEMHOOK_PAGE_THREAD=0: each thread maps its log's new pages itself, without the
   // "gmemhook-pages" thread (log_pages.h; for measuring what the thread takes off the program's).
   bool page_thread = true;
   // GMEMHOOK_TEST_PAGE_DELAY_US=N: that thread waits N µs after taking each request, before
@@ -89,8 +88,8 @@ static_assert(offsetof(Config, plain_frees) < 64);
 inline constexpr int kMaxDepth = 256;
 
 // Filled by load_config() before any hook records; read-only afterwards. Hidden in the
-// declaration too: -fvisibility=hidden covers only definitions, and a plain extern was reached
-// through its GOT entry, an address load before each of the event path's reads (issue 14).
+// declaration too: -fvisibility=hidden covers only definitions, and a plain extern is reached
+// through its GOT entry, an address load before each of the event path's reads.
 extern Config g_config __attribute__((visibility("hidden")));
 void load_config();
 // Prints what load_config() found wrong with the environment, once; malloc-free.

@@ -1,11 +1,10 @@
 // What every recorded event reads of the process's own state, on one cache line: whether
 // recording is on (and not paused), the fork generation, whether there is an interpreter to walk,
 // where times come from, the driver's cuCtxGetDevice, the unload generation, and what the NVML
-// sampler's test after an event reads (nvml_sampler.h). Spread
-// over the modules that own them they lay on five lines (one of them the sequence number's, which
-// every event writes): in a program whose own work evicts the hook's lines between two events, each
-// was a miss (issue 14). Each module still names its own under its old name (a reference to the
-// field here).
+// sampler's test after an event reads (nvml_sampler.h). Kept with the modules that own them these
+// words would lie on several lines, and in a program whose own work evicts the hook's lines
+// between two events each line is a cache miss an event. Each field is written by the module
+// named beside it only; every module reads and writes its own here, as g_event_globals.<field>.
 #pragma once
 
 #include <time.h>

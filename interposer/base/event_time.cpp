@@ -28,19 +28,19 @@ constexpr uint64_t kWindowTicks = uint64_t{1} << 29;
 // interrupted in between) says too little about which tick it was read at: read again.
 constexpr uint64_t kMaxAnchorTicks = uint64_t{1} << 10;
 
-// ns per tick, times 2^32; 0 until measured. Each thread copies it into its anchor.
-std::atomic<uint64_t> g_mult{0};
-// What event_time_step_ns() reports: set once at start-up, read when a file is created.
-uint64_t g_time_step_ns = 0;
-// Where the current measurement of the rate started; a sequence lock, odd while a thread moves it.
-std::atomic<uint64_t> g_window_version{0};
-std::atomic<uint64_t> g_window_tsc{0}, g_window_ns{0};
-
-uint64_t clock_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+// The process's side of the event clock (what every event reads is in event_globals.h and each
+// thread's anchor).
+struct EventClockState {
+  // ns per tick, times 2^32; 0 until measured. Each thread copies it into its anchor.
+  std::atomic<uint64_t> mult{0};
+  // What event_time_step_ns() reports: set once at start-up, read when a file is created.
+  uint64_t time_step_ns = 0;
+  // Where the current measurement of the rate started; a sequence lock, odd while a thread moves
+  // it.
+  std::atomic<uint64_t> window_version{0};
+  std::atomic<uint64_t> window_tsc{0}, window_ns{0};
+};
+constinit EventClockState g_clock;
 
 bool clocksource_is_tsc() {
   int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
@@ -54,21 +54,22 @@ bool clocksource_is_tsc() {
 
 // Restarts the window at `now`, unless another thread is moving it.
 void start_window(uint64_t version, const Anchor& now) {
-  if (!g_window_version.compare_exchange_strong(version, version + 1, std::memory_order_acquire))
+  if (!g_clock.window_version.compare_exchange_strong(version, version + 1,
+                                                      std::memory_order_acquire))
     return;
-  g_window_tsc.store(now.tsc, std::memory_order_relaxed);
-  g_window_ns.store(now.ns, std::memory_order_relaxed);
-  g_window_version.store(version + 2, std::memory_order_release);
+  g_clock.window_tsc.store(now.tsc, std::memory_order_relaxed);
+  g_clock.window_ns.store(now.ns, std::memory_order_relaxed);
+  g_clock.window_version.store(version + 2, std::memory_order_release);
 }
 
 // Measures the rate from the window's start to `now`.
 void measure_rate(const Anchor& now) {
-  const uint64_t version = g_window_version.load(std::memory_order_acquire);
+  const uint64_t version = g_clock.window_version.load(std::memory_order_acquire);
   if (version & 1) return;
-  const uint64_t start_tsc = g_window_tsc.load(std::memory_order_relaxed);
-  const uint64_t start_ns = g_window_ns.load(std::memory_order_relaxed);
+  const uint64_t start_tsc = g_clock.window_tsc.load(std::memory_order_relaxed);
+  const uint64_t start_ns = g_clock.window_ns.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (g_window_version.load(std::memory_order_relaxed) != version) return;
+  if (g_clock.window_version.load(std::memory_order_relaxed) != version) return;
   const uint64_t ticks = now.tsc - start_tsc;
   if (version == 0 || now.tsc < start_tsc || now.ns < start_ns) return start_window(version, now);
   if (ticks < kMinRateTicks) return;
@@ -76,7 +77,7 @@ void measure_rate(const Anchor& now) {
   const uint64_t mult = static_cast<uint64_t>(scaled / ticks);
   // A counter between 250 MHz and 16 GHz; anything else is not the clock we think it is.
   if (mult >= (uint64_t{1} << 28) && mult <= (uint64_t{1} << 34))
-    g_mult.store(mult, std::memory_order_relaxed);
+    g_clock.mult.store(mult, std::memory_order_relaxed);
   if (ticks >= kWindowTicks) start_window(version, now);
 }
 
@@ -84,41 +85,50 @@ void measure_rate(const Anchor& now) {
 __attribute__((noinline)) uint64_t reanchor() {
   for (int attempt = 0; attempt < 4; ++attempt) {
     const uint64_t before = __rdtsc();
-    const uint64_t ns = clock_ns();
+    const uint64_t ns = monotonic_ns();
     const uint64_t after = __rdtsc();
     if (after - before > kMaxAnchorTicks) continue;
     const Anchor now{before + (after - before) / 2, ns, 0};
     measure_rate(now);
-    const uint64_t mult = g_mult.load(std::memory_order_relaxed);
+    const uint64_t mult = g_clock.mult.load(std::memory_order_relaxed);
     // Without a rate yet, an anchor no tick comes near: every event reads the real clock.
     t_anchor = {mult ? now.tsc : now.tsc + (uint64_t{1} << 63), ns, mult};
     return ns;
   }
-  return clock_ns();  // no anchor this time: the next event tries again
+  return monotonic_ns();  // no anchor this time: the next event tries again
 }
 
 }  // namespace
 
-void init_event_time(bool tsc_allowed, bool coarse) {
-  g_tsc_usable = tsc_allowed && clocksource_is_tsc();
-  g_coarse_time = coarse;
-  if (ClockRead vdso = find_vdso_clock_gettime()) g_coarse_clock = vdso;
-  g_time_step_ns = 1;
-  timespec res{};
-  if (coarse && clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0)
-    g_time_step_ns = std::max<uint64_t>(1, res.tv_sec * 1000000000ull + res.tv_nsec);
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-uint64_t event_time_step_ns() { return g_time_step_ns; }
+void init_event_time(bool tsc_allowed, bool coarse) {
+  g_event_globals.tsc_usable = tsc_allowed && clocksource_is_tsc();
+  g_event_globals.coarse_time = coarse;
+  if (ClockRead vdso = find_vdso_clock_gettime()) g_event_globals.coarse_clock = vdso;
+  g_clock.time_step_ns = 1;
+  timespec res{};
+  if (coarse && clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0)
+    g_clock.time_step_ns = std::max<uint64_t>(1, res.tv_sec * 1000000000ull + res.tv_nsec);
+}
 
-uint64_t event_clock_start_ns() { return g_coarse_time ? coarse_ns() : clock_ns(); }
+uint64_t event_time_step_ns() { return g_clock.time_step_ns; }
+
+uint64_t event_clock_start_ns() {
+  return g_event_globals.coarse_time ? coarse_ns() : monotonic_ns();
+}
 
 namespace event_time_detail {
-uint64_t precise_time_slow() { return g_tsc_usable ? reanchor() : clock_ns(); }
+uint64_t precise_time_slow() { return g_event_globals.tsc_usable ? reanchor() : monotonic_ns(); }
 }  // namespace event_time_detail
 
 bool event_time_from_tsc() {
-  return !g_coarse_time && g_tsc_usable && g_mult.load(std::memory_order_relaxed) != 0;
+  return !g_event_globals.coarse_time && g_event_globals.tsc_usable &&
+         g_clock.mult.load(std::memory_order_relaxed) != 0;
 }
 
 }  // namespace gmemhook

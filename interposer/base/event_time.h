@@ -1,7 +1,7 @@
 // The time of an event: CLOCK_MONOTONIC in ns, by default as of the kernel's last tick (the
 // coarse clock), with GMEMHOOK_TIME=precise read from the CPU's time-stamp counter where the
 // kernel's own clock is that counter (one rdtsc instead of the vDSO's ordered read: ~30 of the
-// ~100 ns an event cost on the EPYC VM, issue 14).
+// ~100 ns an event cost on the EPYC VM).
 #pragma once
 
 #include <time.h>
@@ -18,8 +18,7 @@ namespace gmemhook {
 // CLOCK_MONOTONIC_COARSE, the kernel's clock as of its last tick (1–4 ms ago: its resolution,
 // clock_getres), read from the vDSO's data page with no counter read. On the GPU machine's Xeon
 // host the counter read alone was ~20 ns, the coarse read ~7 ns, and an event cost ~27 ns less
-// with coarse times: 44.6 against 71.2 ns at 32 frames (issue 14); heaptrack's own times are 10
-// ms steps.
+// with coarse times: 44.6 against 71.2 ns at 32 frames; heaptrack's own times are 10 ms steps.
 
 // Decides at start-up where event times come from: the coarse clock when `coarse`, else the
 // precise clock. That one (precise_time_ns, also what GMEMHOOK_STACK_STATS times events with)
@@ -52,6 +51,10 @@ inline uint64_t precise_time_ns();
 // Whether event_time_ns() reads the TSC now (tests).
 bool event_time_from_tsc();
 
+// CLOCK_MONOTONIC now, in ns, from clock_gettime: the real clock itself, for what is timed apart
+// from events (waits, NVML samples, the end record, GMEMHOOK_STACK_STATS's capture timing).
+uint64_t monotonic_ns();
+
 namespace event_time_detail {
 
 // A thread reads the real clock again after this many ticks (65–130 µs at 2–4 GHz): the rate's
@@ -66,16 +69,13 @@ struct Anchor {
 };
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc.
 inline thread_local Anchor t_anchor __attribute__((tls_model("initial-exec")));
-inline bool& g_coarse_time = g_event_globals.coarse_time;  // event_globals.h
-inline bool& g_tsc_usable = g_event_globals.tsc_usable;  // whether precise_time_ns reads the TSC
-inline auto& g_coarse_clock = g_event_globals.coarse_clock;
 
 // The real clock, or a new anchor read from it (event_time.cpp).
 uint64_t precise_time_slow();
 
 inline uint64_t coarse_ns() {
   timespec ts{};
-  g_coarse_clock(CLOCK_MONOTONIC_COARSE, &ts);
+  g_event_globals.coarse_clock(CLOCK_MONOTONIC_COARSE, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
@@ -87,15 +87,14 @@ inline uint64_t coarse_ns() {
 // a subtraction and a compare, a multiply; rdtsc, not rdtscp or a fence: nothing is serialised
 // (see above).
 inline uint64_t event_time_ns() {
-  using namespace event_time_detail;
-  if (g_coarse_time) [[likely]]
-    return coarse_ns();
+  if (g_event_globals.coarse_time) [[likely]]
+    return event_time_detail::coarse_ns();
   return precise_time_ns();
 }
 
 inline uint64_t precise_time_ns() {
   using namespace event_time_detail;
-  if (g_tsc_usable) [[likely]] {
+  if (g_event_globals.tsc_usable) [[likely]] {
     const Anchor& a = t_anchor;
     const uint64_t dt = __builtin_ia32_rdtsc() - a.tsc;
     if (dt < kAnchorTicks) [[likely]]

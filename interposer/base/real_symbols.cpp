@@ -7,11 +7,22 @@
 #include <atomic>
 #include <cstring>
 
-#include "interposer/capture/unwinder.h"
-
 namespace gmemhook {
 
 namespace {
+int find_self(dl_phdr_info* info, size_t, void* data) {
+  auto self_base = reinterpret_cast<uintptr_t>(data);
+  if (info->dlpi_addr != self_base) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+    uint64_t hi = lo + ph.p_memsz;
+    if (!g_own_range.lo || lo < g_own_range.lo) g_own_range.lo = lo;
+    if (hi > g_own_range.hi) g_own_range.hi = hi;
+  }
+  return 1;
+}
 using DlsymFn = void* (*)(void*, const char*);
 
 // dlsym is interposed by us, so glibc's is reached by version: GLIBC_2.34 where libdl was merged
@@ -62,6 +73,14 @@ void* search(const char* prefix, const char* name) {
   return nullptr;
 }
 }  // namespace
+
+void find_own_range() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&find_own_range), &info) && info.dli_fbase) {
+    // dli_fbase is the mapping start, which for a shared object equals its load bias.
+    dl_iterate_phdr(find_self, info.dli_fbase);
+  }
+}
 
 void* glibc_dlsym_address() { return reinterpret_cast<void*>(glibc_dlsym()); }
 

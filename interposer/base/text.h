@@ -4,13 +4,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace gmemhook {
 
 template <size_t N>
 class FixedString {
  public:
-  FixedString() { buf_[0] = '\0'; }
+  // constexpr: a FixedString with static storage is constant-initialized. Only a constant
+  // evaluation fills the buffer; at run time the terminator is all that is written.
+  constexpr FixedString() {
+    if (std::is_constant_evaluated()) {
+      for (char& c : buf_) c = '\0';
+    } else {
+      buf_[0] = '\0';
+    }
+  }
   FixedString& append(const char* s) { return append(s, std::strlen(s)); }
   FixedString& append(const char* s, size_t n) {
     if (n > N - 1 - len_) {

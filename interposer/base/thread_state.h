@@ -1,6 +1,6 @@
 // What every hooked call reads and writes of its own thread, in one thread-local struct: each
 // initial-exec variable of a shared library costs a load of its own TLS offset from the GOT, and
-// a recorded pair of calls touched these ~20 times (issue 14).
+// a recorded pair of calls touches these ~20 times.
 #pragma once
 
 #include <cstdint>

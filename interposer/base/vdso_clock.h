@@ -1,6 +1,6 @@
 // The kernel's own clock_gettime, found in its vDSO, so that an event's coarse time is one call
 // into the vDSO instead of a call into glibc's wrapper, which checks the clock id and converts
-// the result before and after the same vDSO call (issue 14).
+// the result before and after the same vDSO call.
 #pragma once
 
 #include <time.h>

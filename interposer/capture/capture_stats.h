@@ -1,5 +1,5 @@
-// Where the time of stack capture goes, for GMEMHOOK_STACK_STATS=1 (issue 14 / issue 9 point 5:
-// the cost of recording in a real program, measured inside it rather than guessed from probes).
+// Where the time of stack capture goes, for GMEMHOOK_STACK_STATS=1: the cost of recording in a
+// real program, measured inside it rather than guessed from probes.
 #pragma once
 
 #include <cstddef>

@@ -144,9 +144,9 @@ class FrameRuleCache {
   // A whole walk kept for reuse, found by where it started (the first frame's rsp and return
   // address, and the caller's salt). A training loop repeats the same call paths at the same
   // stack depths, but one after another rather than twice in a row: the last walk alone rarely
-  // matched, and walking frame by frame is a chain of dependent rule lookups that the program's
-  // own work between two events has evicted from the caches (~40 ns a frame on the H200, issue 9
-  // point 5). Checking a recent walk's loads instead is a run of independent reads of the hot
+  // matches, and walking frame by frame is a chain of dependent rule lookups that the program's
+  // own work between two events has evicted from the caches (~40 ns a frame on the H200).
+  // Checking a recent walk's loads instead is a run of independent reads of the hot
   // stack. Same argument as for the last walk: equal registers and equal loaded values make the
   // same walk. The first frame is the recorder's own, so its registers tell little more than
   // the depth: the salt (the innermost Python frame, when there is one) tells paths apart, and
@@ -160,7 +160,7 @@ class FrameRuleCache {
   // What a hit reads comes first: the first line says whether the walk starts here, the second
   // holds the note the recorder reads next, and the loads' values and places follow with no gap
   // (a hit reads every line of them, and a walk the program's work pushed out of the near caches
-  // costs a miss a line: issue 14 point 2). The first frame's return address and rbp are
+  // costs a miss a line). The first frame's return address and rbp are
   // fast_backtrace's own saved words: they are checked among the loads (rbp only when
   // `uses_rbp`), not apart.
   struct alignas(64) RecentWalk {
@@ -307,7 +307,7 @@ class FrameRuleCache {
 // return address of this call), and returns their count. Where the walk reaches a frame of the
 // last walk in the same state (rsp, rbp, return address), the rest is that walk's frames once
 // every return address and rbp it read further up is checked to be unchanged: independent loads
-// instead of a chain of dependent ones (a shadow stack, issue 14). Returns -1 when a frame needs
+// instead of a chain of dependent ones (a shadow stack). Returns -1 when a frame needs
 // libunwind: no rule of the simple shape (signal frames, DWARF expressions, code without unwind
 // tables), a step that would not move outward or would leave the thread's stack mapping. Every load
 // stays inside that mapping, between this frame and its top: a wrong rule gives a wrong frame,

@@ -7,7 +7,6 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
@@ -17,18 +16,16 @@
 #include <string_view>
 #include <utility>
 
-#include "interposer/base/config.h"
 #include "gmemhook/codec.h"
+#include "interposer/base/config.h"
+#include "interposer/base/real_symbols.h"
+#include "interposer/base/text.h"
+#include "interposer/capture/python_layout.h"
 #include "interposer/log/log_file.h"
 #include "interposer/log/module_map.h"
 #include "interposer/log/process_log.h"
-#include "interposer/capture/python_layout.h"
-#include "interposer/base/real_symbols.h"
-#include "interposer/base/text.h"
 
 namespace gmemhook {
-
-namespace fmt = gmemhook::format;
 
 namespace {
 
@@ -41,18 +38,25 @@ struct Interpreter {
   uint64_t loop_lo = 0, loop_hi = 0;  // _PyEval_EvalFrameDefault's code; equal: unknown
 };
 
-std::atomic<int> g_state{kNotTried};
-// Every change of g_state goes through here: g_python_walk (python_frames.h) follows it.
+// What this process knows of its interpreter.
+struct PythonState {
+  std::atomic<int> state{kNotTried};
+  Interpreter py;  // written before `state` becomes kSupported (release), read-only afterwards
+  LoadCounters checked_at{~0ull, ~0ull};  // the loader's counters at the last detection
+  // The note for an unsupported interpreter. A plain array: detection runs in the library
+  // constructor, possibly before this file's own dynamic initializers would have run.
+  char reason[192] = {};
+  std::atomic<uint64_t> noted_generation{~0ull};  // the fork generation the note was written in
+};
+constinit PythonState g_python;
+
+// Every change of the state goes through here: the event line's python_walk
+// (event_globals.h) follows it.
 void set_state(State s) {
-  g_state.store(s, std::memory_order_release);
-  g_python_walk.store(s == kSupported || s == kUnsupported, std::memory_order_release);
+  g_python.state.store(s, std::memory_order_release);
+  g_event_globals.python_walk.store(s == kSupported || s == kUnsupported,
+                                    std::memory_order_release);
 }
-Interpreter g_py;  // written before g_state becomes kSupported (release), read-only afterwards
-LoadCounters g_checked_at{~0ull, ~0ull};
-// The note for an unsupported interpreter. A plain array: detection runs in the library
-// constructor, possibly before this file's own dynamic initializers would have run.
-char g_reason[192];
-std::atomic<uint64_t> g_noted_generation{~0ull};
 
 // PySeenFrame::flags: the frame's owner (0–3), and this bit for is_entry (3.11).
 constexpr uint8_t kSeenEntry = 0x80;
@@ -96,11 +100,11 @@ uint16_t version_from_string(const char* s) {
 }
 
 void unsupported(uint16_t version, const char* what) {
-  FixedString<sizeof g_reason> m;
+  FixedString<sizeof g_python.reason> m;
   m.append("python ");
   if (version) m.append_uint(version >> 8).append(".").append_uint(version & 0xff).append(" ");
   m.append(what).append(": native stacks only");
-  std::memcpy(g_reason, m.c_str(), m.size() + 1);
+  std::memcpy(g_python.reason, m.c_str(), m.size() + 1);
   set_state(kUnsupported);
 }
 
@@ -144,7 +148,7 @@ void find_interpreter_loop(Interpreter& py) {
 }
 
 void detect() {
-  g_checked_at = current_load_counters();
+  g_python.checked_at = current_load_counters();
   auto get = reinterpret_cast<void* (*)()>(symbol("PyGILState_GetThisThreadState"));
   if (!get) {
     set_state(kAbsent);
@@ -188,22 +192,22 @@ void detect() {
   if (version == 0x030d)
     if (const char* why = check_debug_offsets_313(L)) return unsupported(version, why);
   find_interpreter_loop(py);
-  g_py = py;
+  g_python.py = py;
   set_state(kSupported);
 }
 
 void note_unsupported_once() {
   uint64_t gen = fork_generation();
-  if (g_noted_generation.load(std::memory_order_relaxed) == gen) return;
-  if (g_noted_generation.exchange(gen, std::memory_order_relaxed) == gen) return;
-  write_process_note(g_reason);
+  if (g_python.noted_generation.load(std::memory_order_relaxed) == gen) return;
+  if (g_python.noted_generation.exchange(gen, std::memory_order_relaxed) == gen) return;
+  write_process_note(g_python.reason);
 }
 
 // --- Reading str and bytes objects ------------------------------------------------------------
 
 std::string_view read_str(const uint8_t* obj) {
-  const PyLayout& L = *g_py.layout;
-  if (!has_type(obj, g_py.unicode_type)) return {};
+  const PyLayout& L = *g_python.py.layout;
+  if (!has_type(obj, g_python.py.unicode_type)) return {};
   uint32_t state = load<uint32_t>(obj, kUnicodeState);
   const char* data = nullptr;
   int64_t n = 0;
@@ -221,62 +225,33 @@ std::string_view read_str(const uint8_t* obj) {
 }
 
 std::string_view read_bytes(const uint8_t* obj, size_t limit) {
-  if (!has_type(obj, g_py.bytes_type)) return {};
+  if (!has_type(obj, g_python.py.bytes_type)) return {};
   int64_t n = load<int64_t>(obj, kObSize);
   if (n < 0 || static_cast<uint64_t>(n) > limit) return {};  // a partial table would mislead
   return std::string_view(reinterpret_cast<const char*>(obj + kBytesData), static_cast<size_t>(n));
-}
-
-inline uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  h *= 0xff51afd7ed558ccdull;
-  return h ^ (h >> 29);
 }
 
 }  // namespace
 
 // --- PyCodeTable ----------------------------------------------------------------------------
 
-bool PyCodeTable::grow() {
-  size_t cap = capacity_ ? capacity_ * 2 : kFirstCapacity;
-  void* m =
-      mmap(nullptr, cap * sizeof(Slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return false;
-  auto* fresh = static_cast<Slot*>(m);
-  for (size_t i = 0; i < capacity_; ++i) {
-    if (!slots_[i].code) continue;
-    size_t j = mix(slots_[i].code, slots_[i].line_table) & (cap - 1);
-    while (fresh[j].code) j = (j + 1) & (cap - 1);
-    fresh[j] = slots_[i];
-  }
-  if (slots_) munmap(slots_, capacity_ * sizeof(Slot));
-  slots_ = fresh;
-  capacity_ = cap;
-  return true;
-}
-
 uint32_t PyCodeTable::id_of(const uint8_t* code, uintptr_t line_table, int64_t first_line,
                             LogFile& log) {
-  if ((used_ + 1) * 2 > capacity_ && !grow()) return 0;
-  auto key = reinterpret_cast<uintptr_t>(code);
-  size_t i = mix(key, line_table) & (capacity_ - 1);
-  while (slots_[i].code) {
-    const Slot& s = slots_[i];
-    if (s.code == key && s.line_table == line_table && s.first_line == first_line) return s.id;
-    i = (i + 1) & (capacity_ - 1);
-  }
-  uint32_t id = write_record(code, log);
-  if (id) {
-    slots_[i] = Slot{key, line_table, first_line, id};
-    ++used_;
-  }
+  if (!slots_.reserve_one()) return 0;
+  const auto key = reinterpret_cast<uintptr_t>(code);
+  Slot& at = slots_.find(mix_hash(key, line_table), [&](const Slot& s) {
+    return s.code == key && s.line_table == line_table && s.first_line == first_line;
+  });
+  if (!at.empty()) return at.id;
+  const uint32_t id = write_record(code, log);
+  if (id) slots_.fill(at, Slot{key, line_table, first_line, id});
   return id;
 }
 
 uint32_t PyCodeTable::write_record(const uint8_t* code, LogFile& log) {
-  const PyLayout& L = *g_py.layout;
+  const PyLayout& L = *g_python.py.layout;
   int32_t first_line = load<int32_t>(code, L.code_firstlineno);
-  fmt::PyCodePayload c{
+  format::PyCodePayload c{
       .id = next_id_,
       .py_version = L.version,
       .filename = read_str(load_ptr(code, L.code_filename)),
@@ -284,25 +259,21 @@ uint32_t PyCodeTable::write_record(const uint8_t* code, LogFile& log) {
       .qualname =
           L.code_qualname >= 0 ? read_str(load_ptr(code, L.code_qualname)) : std::string_view(),
       .first_line = first_line > 0 ? static_cast<uint32_t>(first_line) : 0,
-      .line_table = read_bytes(load_ptr(code, L.code_linetable), fmt::kMaxString),
+      .line_table = read_bytes(load_ptr(code, L.code_linetable), format::kMaxString),
   };
   if (!log.append(c)) return 0;
   return next_id_++;
 }
 
 void PyCodeTable::reset() {
-  if (capacity_ > kFirstCapacity) return release();
-  if (slots_) std::memset(slots_, 0, capacity_ * sizeof(Slot));
-  used_ = 0;
+  slots_.clear();
   next_id_ = 1;
   for (PySeenFrame& f : seen_) f = PySeenFrame{};
   seen_count_ = 0;
 }
 
 void PyCodeTable::release() {
-  if (slots_) munmap(slots_, capacity_ * sizeof(Slot));
-  slots_ = nullptr;
-  capacity_ = used_ = 0;
+  slots_.release();
   next_id_ = 1;
   for (PySeenFrame& f : seen_) f = PySeenFrame{};
   seen_count_ = 0;
@@ -316,28 +287,29 @@ void init_python_frames() {
     return;
   }
   int expected = kNotTried;
-  if (!g_state.compare_exchange_strong(expected, kDetecting)) return;
+  if (!g_python.state.compare_exchange_strong(expected, kDetecting)) return;
   detect();
-  if (g_config.python_force_unsupported && g_state.load() == kSupported)
-    unsupported(g_py.layout->version, "refused (GMEMHOOK_PYTHON_FORCE_UNSUPPORTED)");
+  if (g_config.python_force_unsupported && g_python.state.load() == kSupported)
+    unsupported(g_python.py.layout->version, "refused (GMEMHOOK_PYTHON_FORCE_UNSUPPORTED)");
 }
 
 void retry_python_detection() {
-  if (g_state.load(std::memory_order_acquire) != kAbsent) return;
+  if (g_python.state.load(std::memory_order_acquire) != kAbsent) return;
   // An embedding program may dlopen libpython after start; look again once objects were loaded.
-  if (current_load_counters() == g_checked_at) return;
+  if (current_load_counters() == g_python.checked_at) return;
   int expected = kAbsent;
-  if (!g_state.compare_exchange_strong(expected, kDetecting)) return;
+  if (!g_python.state.compare_exchange_strong(expected, kDetecting)) return;
   detect();
-  if (g_config.python_force_unsupported && g_state.load() == kSupported)
-    unsupported(g_py.layout->version, "refused (GMEMHOOK_PYTHON_FORCE_UNSUPPORTED)");
+  if (g_config.python_force_unsupported && g_python.state.load() == kSupported)
+    unsupported(g_python.py.layout->version, "refused (GMEMHOOK_PYTHON_FORCE_UNSUPPORTED)");
 }
 
 bool interpreter_loop_range(uint64_t* lo, uint64_t* hi) {
-  if (g_state.load(std::memory_order_acquire) != kSupported || g_py.loop_lo == g_py.loop_hi)
+  if (g_python.state.load(std::memory_order_acquire) != kSupported ||
+      g_python.py.loop_lo == g_python.py.loop_hi)
     return false;
-  *lo = g_py.loop_lo;
-  *hi = g_py.loop_hi;
+  *lo = g_python.py.loop_lo;
+  *hi = g_python.py.loop_hi;
   return true;
 }
 
@@ -355,7 +327,7 @@ template <size_t kRow>
 FrameRead read_frame(const uint8_t* f, const uint8_t* code, uintptr_t instr, uint8_t flags,
                      PySeenFrame& seen, PyCodeTable& codes, LogFile& log, uint64_t* word) {
   constexpr const PyLayout& L = kPyLayouts[kRow];
-  if (!has_type(code, g_py.code_type)) return FrameRead::kStop;
+  if (!has_type(code, g_python.py.code_type)) return FrameRead::kStop;
   uint64_t offset = 0;
   bool entry = true;  // 3.10 runs every frame in its own _PyEval_EvalFrameDefault call
   if constexpr (L.model == PyFrameModel::FrameObject) {
@@ -381,10 +353,10 @@ FrameRead read_frame(const uint8_t* f, const uint8_t* code, uintptr_t instr, uin
   // The same code object as the one seen here last time (another instruction): its id is known.
   uint32_t id = seen.code == reinterpret_cast<uintptr_t>(code) && seen.line_table == line_table &&
                         seen.first_line == first_line
-                    ? fmt::py_frame_code_id(seen.word)
+                    ? format::py_frame_code_id(seen.word)
                     : codes.id_of(code, line_table, first_line, log);
   if (!id) return FrameRead::kStop;
-  *word = fmt::py_frame_word(id, static_cast<uint32_t>(offset << 1 | (entry ? 1 : 0)));
+  *word = format::py_frame_word(id, static_cast<uint32_t>(offset << 1 | (entry ? 1 : 0)));
   seen = PySeenFrame{.frame = reinterpret_cast<uintptr_t>(f),
                      .code = reinterpret_cast<uintptr_t>(code),
                      .instr = instr,
@@ -419,7 +391,7 @@ size_t walk_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max) 
     __builtin_prefetch(code + L.code_firstlineno);
     __builtin_prefetch(code + L.code_linetable);
   }
-  const auto* ts = static_cast<const uint8_t*>(g_py.this_thread_state());
+  const auto* ts = static_cast<const uint8_t*>(g_python.py.this_thread_state());
   // The thread state must be this thread's: a stale or foreign one has frames that move under us.
   if (!plausible(ts) || load<unsigned long>(ts, L.tstate_thread_id) != pthread_self()) return 0;
   const uint8_t* f = load_ptr(ts, L.tstate_frame);
@@ -443,7 +415,7 @@ size_t walk_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max) 
     uintptr_t instr = 0;
     uint8_t flags = 0;
     if constexpr (L.model == PyFrameModel::FrameObject) {
-      if (!has_type(f, g_py.frame_type)) break;
+      if (!has_type(f, g_python.py.frame_type)) break;
       instr = static_cast<uint32_t>(load<int32_t>(f, L.frame_instr));
     } else {
       flags = load<uint8_t>(f, static_cast<uint32_t>(L.frame_owner));
@@ -490,12 +462,12 @@ constexpr auto kWalks = walks_of(std::make_index_sequence<std::size(kPyLayouts)>
 }  // namespace
 
 size_t walk_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max) {
-  int state = g_state.load(std::memory_order_acquire);
+  int state = g_python.state.load(std::memory_order_acquire);
   if (state != kSupported) {
     if (state == kUnsupported) note_unsupported_once();
     return 0;
   }
-  return kWalks[static_cast<size_t>(g_py.layout - kPyLayouts)](codes, log, out, max);
+  return kWalks[static_cast<size_t>(g_python.py.layout - kPyLayouts)](codes, log, out, max);
 }
 
 }  // namespace gmemhook

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "interposer/base/event_globals.h"
+#include "interposer/capture/mapped_table.h"
 
 namespace gmemhook {
 
@@ -51,19 +52,17 @@ class PyCodeTable {
   void reset();
 
  private:
-  static constexpr size_t kFirstCapacity = 1024;
   struct Slot {
     uintptr_t code;  // 0 = empty
     uintptr_t line_table;
     int64_t first_line;
     uint32_t id;
+    bool empty() const { return code == 0; }
+    uint64_t home() const { return mix_hash(code, line_table); }
   };
-  bool grow();
   uint32_t write_record(const uint8_t* code, LogFile& log);
 
-  Slot* slots_ = nullptr;
-  size_t capacity_ = 0;
-  size_t used_ = 0;
+  MappedTable<Slot> slots_;
   uint32_t next_id_ = 1;
   PySeenFrame seen_[kMaxPyDepth] = {};
   size_t seen_count_ = 0;
@@ -80,11 +79,6 @@ void retry_python_detection();
 // its innermost call: the Python frames carry the callers from there (GMEMHOOK_FULL_NATIVE_STACKS).
 bool interpreter_loop_range(uint64_t* lo, uint64_t* hi);
 
-// Whether capture_python_frames has anything to do: an interpreter was found (supported, or not
-// and a note says so once). Inline: asked on every event, and most processes that call CUDA from
-// C++ have no interpreter at all (one load and a branch then).
-inline std::atomic<bool>& g_python_walk = g_event_globals.python_walk;  // event_globals.h
-
 size_t walk_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max);
 
 // Fills `out` with the calling thread's Python frames, innermost first, as codec.h's
@@ -92,8 +86,11 @@ size_t walk_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_
 // writing PyCode records for code objects `log` has not described yet. Returns the count; 0 when
 // the thread runs no Python, capture is off, or the interpreter is not supported (then a process
 // note says so, once).
+// Inline: asked on every event, and most processes that call CUDA from C++ have no interpreter at
+// all: then one load (event_globals.h, python_walk: an interpreter was found, supported or not)
+// and a branch.
 inline size_t capture_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max) {
-  if (!g_python_walk.load(std::memory_order_acquire)) return 0;
+  if (!g_event_globals.python_walk.load(std::memory_order_acquire)) return 0;
   return walk_python_frames(codes, log, out, max);
 }
 

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "interposer/capture/mapped_table.h"
+
 namespace gmemhook {
 
 class StackTable {
@@ -23,29 +25,27 @@ class StackTable {
   uint32_t epoch() const { return epoch_; }
 
  private:
-  static constexpr size_t kFirstCapacity = 1024;
   struct Slot {
     uint64_t hash;  // 0 = empty
     uint32_t id;
     uint16_t frames;
     uint16_t py_frames;
+    bool empty() const { return hash == 0; }
+    uint64_t home() const { return hash; }
   };
-  bool grow();
   uint32_t find_or_add(const uint64_t* frames, size_t n, const uint64_t* py, size_t npy,
                        bool* is_new);
 
   // Stacks are compared by a 64-bit hash of their frames and their depths, not frame by frame:
   // keeping every frame would cost 0.5 KiB per stack per thread, and a false match needs two
   // different stacks to collide in 64 bits within one thread.
-  Slot* slots_ = nullptr;
-  size_t capacity_ = 0;
-  size_t used_ = 0;
+  MappedTable<Slot> slots_;
   uint32_t next_id_ = 1;
   uint32_t epoch_ = 0;
 
   // The last stack interned, frame by frame: a loop allocates from one place over and over, and
-  // comparing with it is a few cycles where hashing every frame was a tenth of an event's cost
-  // (issue 14). last_id_ 0: none.
+  // comparing with it is a few cycles where hashing every frame costs a tenth of an event.
+  // last_id_ 0: none.
   uint32_t last_id_ = 0;
   uint16_t last_frames_ = 0;
   uint16_t last_py_frames_ = 0;

@@ -18,9 +18,9 @@ bool cpu_runs_avx2();
 // value[2 * pairs + j]. A two is read with one 16-byte load, and its one place is all it keeps;
 // a place is 4 bytes, the distance from `base` (the walk's own frame: every word a walk reads
 // lies above it, within its stack). So the table a check reads is 12 bytes a lone word, 20 a
-// two, where it was 16 and 24 with whole addresses: a recent walk of libtorch's 27 frames
-// without frame pointers is ~28 lone words, and on a hit every line of its table is read
-// (issue 14 point 2). `value` is 16-byte aligned. Every address must be readable.
+// two, not 16 and 24 as with whole addresses: a recent walk of libtorch's 27 frames without
+// frame pointers is ~28 lone words, and on a hit every line of its table is read. `value` is
+// 16-byte aligned. Every address must be readable.
 
 // The bits in which those words differ from their values now: 0 when every one is unchanged.
 // Inline: the walk compiled for SSE2 (fast_unwinder.cpp) makes no call in its usual case.

@@ -13,16 +13,13 @@
 namespace gmemhook {
 namespace {
 
-using DlcloseFn = int (*)(void*);
-std::atomic<DlcloseFn> g_dlclose{nullptr};
-
 DlcloseFn real_dlclose() {
-  DlcloseFn f = g_dlclose.load(std::memory_order_acquire);
+  DlcloseFn f = g_unload_watch.real_dlclose.load(std::memory_order_acquire);
   if (!f) {
     // Called before our constructor (another preloaded library's): through the dlsym trampoline
     // with RTLD_NEXT, glibc's definition, the one after ours.
     f = reinterpret_cast<DlcloseFn>(dlsym(RTLD_NEXT, "dlclose"));
-    g_dlclose.store(f, std::memory_order_release);
+    g_unload_watch.real_dlclose.store(f, std::memory_order_release);
   }
   return f;
 }
@@ -31,7 +28,7 @@ DlcloseFn real_dlclose() {
 
 void init_unload_watch() {
   real_dlclose();
-  g_unload_counter.store(current_load_counters().subs, std::memory_order_relaxed);
+  g_unload_watch.subs_seen.store(current_load_counters().subs, std::memory_order_relaxed);
 }
 
 }  // namespace gmemhook

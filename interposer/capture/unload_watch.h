@@ -15,8 +15,15 @@ inline uint64_t unload_generation() {
   return g_event_globals.unload_generation.load(std::memory_order_acquire);
 }
 
-// glibc's dlpi_subs as last seen. Off the events' line: read only where the loader's counters are.
-inline std::atomic<uint64_t> g_unload_counter{0};
+using DlcloseFn = int (*)(void*);
+
+// What the watch keeps, off the events' line: read only where the loader's counters are, and by
+// the dlclose wrapper.
+struct UnloadWatch {
+  std::atomic<uint64_t> subs_seen{0};  // glibc's dlpi_subs as last seen
+  std::atomic<DlcloseFn> real_dlclose{nullptr};
+};
+inline constinit UnloadWatch g_unload_watch;
 
 // `subs`: glibc's dlpi_subs now. glibc reports it as objects added minus objects loaded in the
 // first namespace, so it is no count: a dlmopen into another namespace moves it too, even
@@ -25,9 +32,9 @@ inline std::atomic<uint64_t> g_unload_counter{0};
 // (every thread relearns once), never a missed one (the dlclose wrapper reads it after the
 // unload, and returns after moving the generation).
 inline void note_unload_counter(uint64_t subs) {
-  uint64_t was = g_unload_counter.load(std::memory_order_relaxed);
+  uint64_t was = g_unload_watch.subs_seen.load(std::memory_order_relaxed);
   while (was != subs) {
-    if (g_unload_counter.compare_exchange_weak(was, subs, std::memory_order_relaxed)) {
+    if (g_unload_watch.subs_seen.compare_exchange_weak(was, subs, std::memory_order_relaxed)) {
       g_event_globals.unload_generation.fetch_add(1, std::memory_order_release);
       return;
     }

@@ -4,31 +4,14 @@
 #define UNW_LOCAL_ONLY
 #include "interposer/capture/unwinder.h"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <libunwind.h>
 
-
-#include "interposer/capture/capture_stats.h"
 #include "interposer/base/config.h"
+#include "interposer/capture/capture_stats.h"
 
 namespace gmemhook {
 
 namespace {
-int find_self(dl_phdr_info* info, size_t, void* data) {
-  auto self_base = reinterpret_cast<uintptr_t>(data);
-  if (info->dlpi_addr != self_base) return 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    uint64_t lo = info->dlpi_addr + ph.p_vaddr;
-    uint64_t hi = lo + ph.p_memsz;
-    if (!g_self_lo || lo < g_self_lo) g_self_lo = lo;
-    if (hi > g_self_hi) g_self_hi = hi;
-  }
-  return 1;
-}
-
 int step_backtrace(void** out, int max, StopRange stop) {
   unw_context_t context;
   unw_cursor_t cursor;
@@ -46,11 +29,7 @@ int step_backtrace(void** out, int max, StopRange stop) {
 
 void init_unwinder() {
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&init_unwinder), &info) && info.dli_fbase) {
-    // dli_fbase is the mapping start, which for a shared object equals its load bias.
-    dl_iterate_phdr(find_self, info.dli_fbase);
-  }
+  find_own_range();
 }
 
 namespace {
@@ -60,15 +39,18 @@ namespace {
 // unwinder's rules were. A thread that saw an unload steps instead (libunwind's DWARF cache does
 // follow unw_flush_cache): slower, but only where the fast walk gives up.
 // A thread whose trace cache is still empty (it never called unw_backtrace) goes on using it.
-__attribute__((tls_model("initial-exec"))) thread_local bool t_trace_cache_used = false;
-__attribute__((tls_model("initial-exec"))) thread_local bool t_trace_cache_stale = false;
+struct TraceCache {
+  bool used = false;   // the thread called unw_backtrace
+  bool stale = false;  // objects were unloaded since: the thread steps instead
+};
+__attribute__((tls_model("initial-exec"))) thread_local TraceCache t_trace_cache;
 }  // namespace
 
 void forget_unloaded_code_in_libunwind() {
   // The DWARF cache's generation; it unmaps only .debug_frame copies, which this build never
   // makes (no malloc, no lock).
   unw_flush_cache(unw_local_addr_space, 0, 0);
-  if (t_trace_cache_used) t_trace_cache_stale = true;
+  if (t_trace_cache.used) t_trace_cache.stale = true;
 }
 
 namespace {
@@ -76,9 +58,9 @@ namespace {
 // same stack whichever walk took it, one interned id).
 int libunwind_backtrace(uint64_t* raw, int want, StopRange stop) {
   static_assert(sizeof(void*) == sizeof(uint64_t));
-  if (t_trace_cache_stale) [[unlikely]]
+  if (t_trace_cache.stale) [[unlikely]]
     return step_backtrace(reinterpret_cast<void**>(raw), want, stop);
-  t_trace_cache_used = true;
+  t_trace_cache.used = true;
   int n = unw_backtrace(reinterpret_cast<void**>(raw), want);
   for (int i = 0; i < n; ++i)
     if (stop.holds(raw[i])) n = i + 1;

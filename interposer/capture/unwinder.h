@@ -6,12 +6,14 @@
 #include <cstdint>
 
 #include "interposer/base/config.h"
-#include "interposer/capture/fast_unwinder.h"
+#include "interposer/base/real_symbols.h"
 #include "interposer/base/thread_state.h"
+#include "interposer/capture/fast_unwinder.h"
 
 namespace gmemhook {
 
-// Prepares libunwind's per-thread caches and learns this library's own address range.
+// Prepares libunwind's per-thread caches and learns this library's own address range
+// (real_symbols.h, is_own_address).
 void init_unwinder();
 
 // Objects were unloaded (unload_watch.h): libunwind forgets what it decoded from their code, and
@@ -21,17 +23,11 @@ void forget_unloaded_code_in_libunwind();
 // Room `scratch` must have for capture_stack: the recorder's own frames come first.
 inline constexpr size_t kCaptureScratch = kMaxDepth + 16;
 
-// libgmemhook.so's address range, [lo, hi): set by init_unwinder().
-inline uint64_t g_self_lo = 0, g_self_hi = 0;
-
-// True when `address` lies inside libgmemhook.so. Inline: asked of every frame recorded.
-inline bool is_own_address(uint64_t address) { return address - g_self_lo < g_self_hi - g_self_lo; }
-
 // unw_backtrace's fast path keeps a per-thread trace cache that libunwind maps and fills (a few
 // hundred KiB) at a thread's first capture and unmaps when the thread exits: for a thread that
-// makes one allocation that was most of its cost (issue 15: 2000 short-lived threads took 40×
-// the plain run). A thread's first captures step through the frames instead, which needs no
-// per-thread memory; only a thread that keeps allocating pays for the cache, once.
+// makes one allocation that was most of its cost (2000 short-lived threads took 40× the plain
+// run). A thread's first captures step through the frames instead, which needs no per-thread
+// memory; only a thread that keeps allocating pays for the cache, once.
 // The count is ThreadState::captures (thread_state.h): the recorder loads that struct's TLS offset
 // anyway, a thread_local of its own cost a load of one more.
 inline constexpr uint32_t kStepCaptures = 32;

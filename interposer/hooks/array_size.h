@@ -1,4 +1,4 @@
-// Bytes of a CUDA array, computed from the descriptor the program passed (issue 12). A lower
+// Bytes of a CUDA array, computed from the descriptor the program passed. A lower
 // bound: the driver lays arrays out in its own tiled format, padded and aligned as it likes, and
 // says nowhere how much it took; format::size_is_lower_bound() marks these entry points.
 #pragma once

@@ -9,16 +9,14 @@
 #include <new>
 #include <type_traits>
 
-#include "interposer/hooks/array_size.h"
-#include "interposer/record/event_body.h"
 #include "interposer/base/real_symbols.h"
-#include "interposer/record/recorder.h"
+#include "interposer/hooks/array_size.h"
 #include "interposer/hooks/resolvers.h"
+#include "interposer/record/event_body.h"
+#include "interposer/record/recorder.h"
 
 namespace gmemhook {
 namespace {
-
-namespace fmt = gmemhook::format;
 
 // What a wrapper returns when no loaded library defines the real function: the same error a
 // program gets from CUDA before it is initialised.
@@ -35,7 +33,7 @@ enum HookIndex : size_t {
 };
 
 // cuMemCreate's location decides both the device and whether the memory is on the host.
-struct HookFields : fmt::EventFields {
+struct HookFields : format::EventFields {
   void set_vmm_location(const CUmemAllocationProp* prop) {
     if (prop) set_pool_location(prop->location);
   }
@@ -46,7 +44,7 @@ struct HookFields : fmt::EventFields {
     if (static_cast<int>(location.type) == CU_MEM_LOCATION_TYPE_DEVICE) {
       set_device(location.id);
     } else {
-      set_memory(fmt::MemoryType::HostPinned);
+      set_memory(format::MemoryType::HostPinned);
       set_device(-1);
     }
   }
@@ -92,7 +90,7 @@ struct HookFields : fmt::EventFields {
 
 // A wrapper's fields with only the mask, address and size cleared. Every reader of fields uses one
 // only where the mask says it was set (codec.h's encoder, fill_device, the NVML sampler), so
-// zeroing the other ~80 bytes bought nothing: ~14 instructions an event (issue 14). Address and
+// zeroing the other ~80 bytes would buy nothing for ~14 instructions an event. Address and
 // size stay cleared: the usual event's encoder scales both before it looks at the mask (what it
 // writes does not depend on them, but valgrind's memcheck would see a branch on unset bytes). The
 // bytes are an unsigned char array, which implicitly creates the HookFields (an aggregate) in
@@ -138,7 +136,7 @@ inline constexpr int8_t kC10DeviceCuda = 1;  // c10::DeviceType::CUDA
 
 // The exported wrapper only tells a nested call (cudaMalloc reaching cuMemAlloc_v2 through our
 // wrapper) from an outermost one: the nested call jumps straight to the real function, with no
-// frame of its own (it cost ~40 instructions, a pair has two, issue 14). The outermost call is
+// frame of its own (one would cost ~40 instructions, and a pair has two). The outermost call is
 // recorded by record_NAME, which calls the real function inside a CallScope.
 #define GMEMHOOK_CUDA_WRAPPER(ID, NAME, LAYER, KIND, MEMORY, PARAMS, ARGS, READ)               \
   namespace gmemhook {                                                                         \
@@ -200,11 +198,11 @@ namespace gmemhook {
 
 HookSlot g_hook_slots[] = {
 #define GMEMHOOK_SLOT(ID, NAME, LAYER, ...) \
-  {#NAME, fmt::Layer::LAYER, reinterpret_cast<void*>(&::NAME), {nullptr}},
+  {#NAME, format::Layer::LAYER, reinterpret_cast<void*>(&::NAME), {nullptr}},
     GMEMHOOK_FOR_EACH_API(GMEMHOOK_SLOT)
 #undef GMEMHOOK_SLOT
 #define GMEMHOOK_RESOLVER_SLOT(NAME, LAYER) \
-  {#NAME, fmt::Layer::LAYER, reinterpret_cast<void*>(&::NAME), {nullptr}},
+  {#NAME, format::Layer::LAYER, reinterpret_cast<void*>(&::NAME), {nullptr}},
     GMEMHOOK_FOR_EACH_RESOLVER(GMEMHOOK_RESOLVER_SLOT)
 #undef GMEMHOOK_RESOLVER_SLOT
 };

@@ -8,16 +8,13 @@
 #include <atomic>
 #include <cstring>
 
-#include "interposer/hooks/hooks.h"
 #include "interposer/base/real_symbols.h"
-#include "interposer/record/recorder.h"
 #include "interposer/base/text.h"
-#include "interposer/capture/unwinder.h"
+#include "interposer/hooks/hooks.h"
+#include "interposer/record/recorder.h"
 
 namespace gmemhook {
 namespace {
-
-namespace fmt = gmemhook::format;
 
 HookSlot& slot_of(const char* name) { return *find_hook(name); }
 
@@ -29,7 +26,7 @@ void learn_driver_addresses(const void* sibling) {
   if (done.load(std::memory_order_acquire)) return;
   for (size_t i = 0; i < hook_slot_count(); ++i) {
     HookSlot& s = hook_slots()[i];
-    if (s.layer != fmt::Layer::Driver || s.real.load(std::memory_order_acquire)) continue;
+    if (s.layer != format::Layer::Driver || s.real.load(std::memory_order_acquire)) continue;
     if (void* p = find_symbol_beside(sibling, s.name)) {
       void* expected = nullptr;
       s.real.compare_exchange_strong(expected, p, std::memory_order_acq_rel);

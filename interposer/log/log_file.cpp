@@ -14,9 +14,9 @@
 #include <ctime>
 #include <type_traits>
 
+#include "gmemhook/crc32c.h"
 #include "interposer/base/config.h"
 #include "interposer/base/event_time.h"
-#include "gmemhook/crc32c.h"
 #include "interposer/base/text.h"
 
 namespace gmemhook {

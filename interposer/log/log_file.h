@@ -23,7 +23,7 @@ class LogFile {
   // Creates `name` in the directory open as `dir_fd` exclusively (0600, never through a
   // symlink) and writes its header; `dir` is that directory's path, for messages only. Every
   // later open is relative to `dir_fd` too: a directory renamed and replaced by a symlink after
-  // it was opened cannot redirect the file (issue 15). Returns false (and leaves the object
+  // it was opened cannot redirect the file. Returns false (and leaves the object
   // unusable) when the file can't be created; error() then says why (EEXIST only when the name
   // was taken), and no empty file is left behind.
   bool create(int dir_fd, const char* dir, const char* name, format::FileKind kind, uint64_t tid,
@@ -72,9 +72,9 @@ class LogFile {
   // bytes) and returns as a format::EncodedEvent: straight into the mapping while the chunk has
   // room for the largest event and its pages are prefaulted (one compare), else through a buffer
   // and append() above. The same bytes land in the same place either way; copying each event in
-  // was a tenth of recording it. Inline: called out of line (GCC's choice while the recorder's
-  // bodies held more), the encoder's lambda reached it through a frame of captures stored and
-  // loaded again, ~45 instructions an event (issue 14).
+  // would be a tenth of recording it. Inline: called out of line (GCC's choice when the recorder's
+  // bodies hold more), the encoder's lambda reaches it through a frame of captures stored and
+  // loaded again, ~45 instructions an event.
   template <class Encode>
   __attribute__((always_inline)) bool append_event(Encode encode) {
     static_assert(format::kMaxEventPayload <= format::kMaxSmallPayload);
@@ -149,15 +149,15 @@ class LogFile {
 
   // An event is written in place while pos_ < in_place_end_: the chunk has room for the largest
   // event and a ChunkEnd after it (as reserve() keeps), and the pages it may touch are
-  // prefaulted. Writing a log page the first time through the MAP_SHARED mapping was a page
+  // prefaulted. Writing a log page the first time through the MAP_SHARED mapping is a page
   // fault taken by the traced thread, one per ~700 events, and the kernel's work for a new page
   // (ext4's page_mkwrite, zeroing it: ~6 µs on the EPYC VM) stays even when prefaulted with
-  // MADV_POPULATE_WRITE (issue 14). So the "gmemhook-pages" thread (log_pages.h) prefaults the
+  // MADV_POPULATE_WRITE. So the "gmemhook-pages" thread (log_pages.h) prefaults the
   // next window of up to kThreadWindow bytes while the writer fills this one (one wake of the
   // thread a window: ~9 µs on the EPYC VM); the writer prefaults only kFirstPages itself where
   // no window was ready (a new chunk, a late or missing thread), and kPrefault at a time when
   // there is no thread. Only a hint: a page not prefaulted (other records, a kernel without
-  // MADV_POPULATE_WRITE) is faulted in when written, as before.
+  // MADV_POPULATE_WRITE) is faulted in when written.
   static constexpr size_t kPrefault = 64u << 10;
   static constexpr size_t kThreadWindow = 256u << 10;
   static constexpr size_t kFirstPages = 16u << 10;
@@ -173,7 +173,7 @@ class LogFile {
 
   // What every event reads comes first (append_event, alive()): with the ThreadLog's own first
   // fields it fills one cache line (recorder.cpp); the 4 KiB path, read only on failures and
-  // at the chunk's end, comes last (it had put these behind it, a line of their own, issue 14).
+  // at the chunk's end, comes last (first, it would put these behind it, on a line of their own).
   uint8_t* chunk_ = nullptr;
   size_t pos_ = 0;                 // offset of the next record inside the current chunk
   size_t in_place_end_ = 0;        // see set_in_place_end()

@@ -33,13 +33,17 @@ struct alignas(64) Slot {
   uint8_t* at = nullptr;
   size_t len = 0;
 };
-Slot g_slots[kSlots];
-std::atomic<uint32_t> g_generation{0};
-std::atomic<uint32_t> g_next_slot{0};  // where writers start looking for a free slot
+enum PagesThreadState : int { kNotStarted, kStarting, kRunning, kUnavailable };
 
-enum ThreadState : int { kNotStarted, kStarting, kRunning, kUnavailable };
-std::atomic<int> g_thread{kNotStarted};
-std::atomic<uint32_t> g_wake{0};  // futex word: bumped for every posted request
+// The requests and the thread that serves them.
+struct PageThread {
+  Slot slots[kSlots];
+  std::atomic<uint32_t> generation{0};
+  std::atomic<uint32_t> next_slot{0};  // where writers start looking for a free slot
+  std::atomic<int> thread{kNotStarted};
+  std::atomic<uint32_t> wake{0};  // futex word: bumped for every posted request
+};
+constinit PageThread g_pages;
 
 long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout = nullptr) {
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
@@ -60,9 +64,9 @@ void test_delay() {
 void* pages_main(void*) {
   prctl(PR_SET_NAME, "gmemhook-pages");  // what top, ps -L and py-spy show for it
   for (;;) {
-    const uint32_t word = g_wake.load(std::memory_order_acquire);
+    const uint32_t word = g_pages.wake.load(std::memory_order_acquire);
     bool took = false;
-    for (Slot& s : g_slots) {
+    for (Slot& s : g_pages.slots) {
       uint32_t posted = kPosted;
       if (!s.state.compare_exchange_strong(posted, kWorking, std::memory_order_acquire)) continue;
       took = true;
@@ -70,54 +74,55 @@ void* pages_main(void*) {
       // Errors are ignored: the writer's own writes then fault the pages in. A kernel older than
       // 5.14 knows no MADV_POPULATE_WRITE (EINVAL): writers then map their pages themselves.
       if (madvise(s.at, s.len, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
-        g_thread.store(kUnavailable, std::memory_order_relaxed);
+        g_pages.thread.store(kUnavailable, std::memory_order_relaxed);
       if (s.state.exchange(kDone, std::memory_order_release) == kWaited)
         futex(&s.state, FUTEX_WAKE_PRIVATE, 1);
     }
-    if (!took) futex(&g_wake, FUTEX_WAIT_PRIVATE, word);
+    if (!took) futex(&g_pages.wake, FUTEX_WAIT_PRIVATE, word);
   }
   return nullptr;
 }
 
 bool start_thread() {
-  int state = g_thread.load(std::memory_order_acquire);
+  int state = g_pages.thread.load(std::memory_order_acquire);
   if (state == kRunning) return true;
-  if (state != kNotStarted || !g_thread.compare_exchange_strong(state, kStarting)) return false;
+  if (state != kNotStarted || !g_pages.thread.compare_exchange_strong(state, kStarting))
+    return false;
   const bool ok = start_hook_thread(pages_main, kThreadStack);
-  g_thread.store(ok ? kRunning : kUnavailable, std::memory_order_release);
+  g_pages.thread.store(ok ? kRunning : kUnavailable, std::memory_order_release);
   return ok;
 }
 }  // namespace
 
 bool page_thread_usable() {
-  return g_config.page_thread && g_thread.load(std::memory_order_relaxed) != kUnavailable;
+  return g_config.page_thread && g_pages.thread.load(std::memory_order_relaxed) != kUnavailable;
 }
 
 PageRequest post_page_request(uint8_t* at, size_t len) {
   if (!g_config.page_thread || !start_thread()) return {};
-  const uint32_t first = g_next_slot.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t first = g_pages.next_slot.fetch_add(1, std::memory_order_relaxed);
   for (uint32_t i = 0; i < kSlots; ++i) {
     const int n = static_cast<int>((first + i) % kSlots);
-    Slot& s = g_slots[n];
+    Slot& s = g_pages.slots[n];
     uint32_t idle = kIdle;
     if (!s.state.compare_exchange_strong(idle, kClaimed, std::memory_order_acquire)) continue;
     s.at = at;
     s.len = len;
     s.state.store(kPosted, std::memory_order_release);
-    g_wake.fetch_add(1, std::memory_order_release);
-    futex(&g_wake, FUTEX_WAKE_PRIVATE, 1);
-    return {n, g_generation.load(std::memory_order_relaxed)};
+    g_pages.wake.fetch_add(1, std::memory_order_release);
+    futex(&g_pages.wake, FUTEX_WAKE_PRIVATE, 1);
+    return {n, g_pages.generation.load(std::memory_order_relaxed)};
   }
   return {};
 }
 
 PageRequestState finish_page_request(PageRequest& r, bool wait) {
   if (!r.held()) return PageRequestState::Cancelled;
-  if (r.generation != g_generation.load(std::memory_order_relaxed)) {
+  if (r.generation != g_pages.generation.load(std::memory_order_relaxed)) {
     r = {};  // posted before a fork, in the parent: this process has no thread working on it
     return PageRequestState::Cancelled;
   }
-  Slot& s = g_slots[r.slot];
+  Slot& s = g_pages.slots[r.slot];
   uint32_t state = kPosted;
   if (s.state.compare_exchange_strong(state, kIdle, std::memory_order_acquire)) {
     r = {};
@@ -141,8 +146,8 @@ PageRequestState finish_page_request(PageRequest& r, bool wait) {
 void page_requests_fork_child() {
   // The slots stay as copied (a Working one would never be Done here): no request of an older
   // generation is looked at again, and the child posts none.
-  g_thread.store(kUnavailable, std::memory_order_relaxed);
-  g_generation.fetch_add(1, std::memory_order_relaxed);
+  g_pages.thread.store(kUnavailable, std::memory_order_relaxed);
+  g_pages.generation.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace gmemhook

@@ -1,7 +1,7 @@
 // The log's next pages, mapped ahead of the writer by a background thread of the hook
 // ("gmemhook-pages"), so that the kernel's work for a new page of a log file (ext4's
-// page_mkwrite, zeroing the page: ~6 µs a page, ~11 ns of every event on the EPYC VM, issue 14)
-// is no longer done by the traced thread.
+// page_mkwrite, zeroing the page: ~6 µs a page, ~11 ns of every event on the EPYC VM) is not
+// done by the traced thread.
 //
 // A writer posts a window of its chunk (one request at a time); the thread maps it writable with
 // MADV_POPULATE_WRITE. The hand-over that makes this safe: a writer never unmaps a chunk while

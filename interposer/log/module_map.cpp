@@ -12,8 +12,6 @@
 
 namespace gmemhook {
 
-namespace fmt = gmemhook::format;
-
 namespace {
 int read_counters(dl_phdr_info* info, size_t size, void* data) {
   auto* c = static_cast<LoadCounters*>(data);
@@ -55,7 +53,7 @@ struct SnapshotWriter {
   LogFile* file;
   const char* exe_path;
   uint64_t remaining;  // never write more Module records than ModulesBegin announced
-  fmt::Segment segments[fmt::kMaxSegments];
+  format::Segment segments[format::kMaxSegments];
 };
 
 int write_object(dl_phdr_info* info, size_t, void* data) {
@@ -68,11 +66,11 @@ int write_object(dl_phdr_info* info, size_t, void* data) {
   std::string_view id = build_id_of(info);
   if (id.size() > 64) id = id.substr(0, 64);
   size_t nsegs = 0;
-  for (int i = 0; i < info->dlpi_phnum && nsegs < fmt::kMaxSegments; ++i) {
+  for (int i = 0; i < info->dlpi_phnum && nsegs < format::kMaxSegments; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type == PT_LOAD) w->segments[nsegs++] = {ph.p_vaddr, ph.p_memsz, ph.p_flags};
   }
-  w->file->append(fmt::ModulePayload{p, id, info->dlpi_addr, {w->segments, nsegs}});
+  w->file->append(format::ModulePayload{p, id, info->dlpi_addr, {w->segments, nsegs}});
   return 0;
 }
 }  // namespace
@@ -86,8 +84,8 @@ LoadCounters current_load_counters() {
 void write_module_snapshot(LogFile& file, uint64_t seq, const char* exe_path) {
   uint64_t count = 0;
   dl_iterate_phdr(count_objects, &count);
-  if (count > fmt::kMaxModules) count = fmt::kMaxModules;
-  file.append(fmt::ModulesBeginPayload{seq, count});
+  if (count > format::kMaxModules) count = format::kMaxModules;
+  file.append(format::ModulesBeginPayload{seq, count});
   // Off the stack (threads that call CUDA may have small ones); guarded by the caller. constinit:
   // a guarded static would take a lock and pull the C++ runtime into the library.
   constinit static SnapshotWriter w{};

@@ -13,13 +13,13 @@
 #include <cstring>
 #include <ctime>
 
+#include "gmemhook/codec.h"
 #include "interposer/base/busy.h"
 #include "interposer/base/config.h"
 #include "interposer/base/event_time.h"
-#include "gmemhook/codec.h"
+#include "interposer/base/text.h"
 #include "interposer/log/log_file.h"
 #include "interposer/log/module_map.h"
-#include "interposer/base/text.h"
 
 #ifndef GMEMHOOK_VERSION
 #define GMEMHOOK_VERSION "unknown"
@@ -27,20 +27,29 @@
 
 namespace gmemhook {
 
-namespace fmt = gmemhook::format;
-
 namespace {
 // Small: every process under LD_PRELOAD gets one (also `sh -c`), and blocks are reserved up front.
 constexpr uint32_t kProcessChunk = 64u << 10;
 
+// ensure_process_log(): not tried, being opened, open, failed.
+enum OpenState : int { kNotOpened, kOpening, kOpen, kFailed };
+
+// The process log's state: its directory, process.gmh and what was written to it. Everything in
+// it describes this process: a fork child resets it (on_fork_child).
 struct ProcessState {
   std::atomic<bool> ready{false};
+  std::atomic<int> open_state{kNotOpened};
+  // Guards process.gmh. A spinlock rather than a mutex: a fork child simply resets it, and it is
+  // only taken on cold paths (module changes, notes, exit). Lock order: glibc's loader lock (held
+  // inside dl_iterate_phdr) may be taken before this one, never after.
+  std::atomic_flag lock = ATOMIC_FLAG_INIT;
   int pid = 0;
+  uint64_t start_ns = 0;  // the process's start on the events' clock
   char dir[PATH_MAX] = {};
   char display_dir[PATH_MAX] = {};
   char exe[PATH_MAX] = {};
   // The process directory, opened once with O_DIRECTORY | O_NOFOLLOW: every log file is created
-  // relative to it (issue 15, see README "Trust model").
+  // relative to it (see README "Trust model").
   int dir_fd = -1;
   dev_t dir_dev = 0;  // which directory dir_fd is (process_dir_fd checks it is still that one)
   ino_t dir_ino = 0;
@@ -48,33 +57,27 @@ struct ProcessState {
   LoadCounters modules_written{~0ull, ~0ull};
   bool said_full = false;  // warn_if_process_file_full() has warned
 };
+constinit ProcessState g_process;
 
-ProcessState g_process;
-// ensure_process_log(): not tried, being opened, open, failed.
-enum OpenState : int { kNotOpened, kOpening, kOpen, kFailed };
-std::atomic<int> g_open_state{kNotOpened};
+// ProcessInfo's argv, read from /proc and cut into views; guarded by the process lock. Apart from
+// ProcessState: all zeros, it stays in .bss (96 KiB that would otherwise be file-backed .data).
+struct ProcessArgv {
+  char cmdline[kProcessChunk / 2] = {};  // ProcessInfo must fit in one chunk
+  std::string_view argv[format::kMaxArgs];
+};
+constinit ProcessArgv g_process_argv;
 __attribute__((tls_model("initial-exec"))) thread_local bool t_gave_up_waiting = false;
-uint64_t g_start_ns = 0;
 
-// Guards process.gmh. A spinlock rather than a mutex: a fork child simply resets it, and it is
-// only taken on cold paths (module changes, notes, exit). Lock order: glibc's loader lock (held
-// inside dl_iterate_phdr) may be taken before this one, never after.
-std::atomic_flag g_process_lock = ATOMIC_FLAG_INIT;
-
-// The thread holding it may be interrupted by a signal handler that calls CUDA: BusyScope makes
-// that call pass through instead of waiting here for its own thread (busy.h).
+// The thread holding the lock may be interrupted by a signal handler that calls CUDA: BusyScope
+// makes that call pass through instead of waiting here for its own thread (busy.h).
 struct ProcessLock {
   ProcessLock() {
-    while (g_process_lock.test_and_set(std::memory_order_acquire)) sched_yield_();
+    while (g_process.lock.test_and_set(std::memory_order_acquire)) sched_yield_();
   }
-  ~ProcessLock() { g_process_lock.clear(std::memory_order_release); }
+  ~ProcessLock() { g_process.lock.clear(std::memory_order_release); }
   static void sched_yield_() { usleep(0); }
   BusyScope busy;  // constructed first: set before the lock is tried
 };
-
-// ProcessInfo's argv, read from /proc and cut into views; guarded by the process lock.
-char g_cmdline[kProcessChunk / 2];  // ProcessInfo must fit in one chunk
-std::string_view g_argv[fmt::kMaxArgs];
 
 // Notes are one-line remarks; a longer text is cut.
 constexpr size_t kMaxNote = 1008;
@@ -95,8 +98,8 @@ bool make_dirs(const char* path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// Why the run directory (open as `fd`) is unsafe to create files in, or nullptr (issue 15, like
-// ssh refusing key files others can write): another user who can rename entries there could
+// Why the run directory (open as `fd`) is unsafe to create files in, or nullptr (like ssh
+// refusing key files others can write): another user who can rename entries there could
 // swap our directory for one of theirs. Checked on the descriptor we then create through, so
 // the directory checked is the one used.
 const char* unsafe_parent(int fd) {
@@ -149,8 +152,11 @@ void warn_if_process_file_full() {
   if (g_process.said_full || !g_process.file.full()) return;
   g_process.said_full = true;
   FixedString<PATH_MAX + 256> m;
-  m.append("gmemhook: cannot write ").append(g_process.display_dir).append("/")
-      .append(fmt::kProcessFileName).append(": ");
+  m.append("gmemhook: cannot write ")
+      .append(g_process.display_dir)
+      .append("/")
+      .append(format::kProcessFileName)
+      .append(": ");
   append_errno(m, g_process.file.error());
   m.append("; module maps, notes and NVML samples from here on are not recorded (the end record "
            "still is)\n");
@@ -165,9 +171,9 @@ uint32_t process_chunk() {
 // The largest End record there can be: room every chunk of process.gmh keeps for it.
 size_t largest_end_record() {
   constexpr uint64_t kMax = ~uint64_t{0};
-  return fmt::kSmallHeaderSize +
-         fmt::payload_size(fmt::EndPayload{fmt::EndHow::Exit, INT64_MIN, kMax, kMax, true, kMax,
-                                           kMax, kMax});
+  return format::kSmallHeaderSize +
+         format::payload_size(format::EndPayload{format::EndHow::Exit, INT64_MIN, kMax, kMax, true,
+                                                 kMax, kMax, kMax});
 }
 
 void write_process_info() {
@@ -175,25 +181,27 @@ void write_process_info() {
   ssize_t len = 0;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
-    len = read(fd, g_cmdline, sizeof(g_cmdline));
+    len = read(fd, g_process_argv.cmdline, sizeof(g_process_argv.cmdline));
     close(fd);
   }
   if (len < 0) len = 0;
   size_t argc = 0;
-  for (const char* p = g_cmdline; p < g_cmdline + len && argc < fmt::kMaxArgs; ++argc) {
-    size_t n = strnlen(p, static_cast<size_t>(g_cmdline + len - p));  // the last may be cut
-    g_argv[argc] = std::string_view(p, n);
+  for (const char* p = g_process_argv.cmdline;
+       p < g_process_argv.cmdline + len && argc < format::kMaxArgs; ++argc) {
+    size_t n =
+        strnlen(p, static_cast<size_t>(g_process_argv.cmdline + len - p));  // the last may be cut
+    g_process_argv.argv[argc] = std::string_view(p, n);
     p += n + 1;
   }
   auto env = [](const char* var) {
     const char* v = getenv(var);
     return v ? std::string_view(v).substr(0, 64) : std::string_view();
   };
-  g_process.file.append(fmt::ProcessInfoPayload{
+  g_process.file.append(format::ProcessInfoPayload{
       .pid = static_cast<uint64_t>(getpid()),
       .ppid = static_cast<uint64_t>(getppid()),
       .exe = g_process.exe,
-      .argv = {g_argv, argc},
+      .argv = {g_process_argv.argv, argc},
       .rank = env("RANK"),
       .local_rank = env("LOCAL_RANK"),
       .world_size = env("WORLD_SIZE"),
@@ -203,21 +211,15 @@ void write_process_info() {
 }
 
 void write_note_locked(const char* text) {
-  g_process.file.append(fmt::NotePayload{std::string_view(text).substr(0, kMaxNote)});
+  g_process.file.append(format::NotePayload{std::string_view(text).substr(0, kMaxNote)});
   warn_if_process_file_full();
 }
 }  // namespace
 
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 bool open_process_log(bool warn_on_failure) {
   g_process.ready.store(false, std::memory_order_release);
   g_process.pid = getpid();
-  g_start_ns = event_clock_start_ns();
+  g_process.start_ns = event_clock_start_ns();
   read_exe(g_process.exe, sizeof(g_process.exe));
 
   FixedString<PATH_MAX> parent;
@@ -304,9 +306,9 @@ bool open_process_log(bool warn_on_failure) {
   std::memcpy(g_process.display_dir, display.c_str(), display.size() + 1);
   test_swap_dir(g_process.dir);
 
-  if (!g_process.file.create(g_process.dir_fd, g_process.dir, fmt::kProcessFileName,
-                             fmt::FileKind::Process, 0, {process_chunk(), process_chunk()},
-                             g_start_ns)) {
+  if (!g_process.file.create(g_process.dir_fd, g_process.dir, format::kProcessFileName,
+                             format::FileKind::Process, 0, {process_chunk(), process_chunk()},
+                             g_process.start_ns)) {
     if (warn_on_failure) warn("cannot write", g_process.dir, g_process.file.error());
     // Nothing in it: it would only read as a process that left no log.
     if (!g_config.test_swap_dir[0]) rmdir(g_process.dir);
@@ -324,14 +326,14 @@ bool open_process_log(bool warn_on_failure) {
 }
 
 bool ensure_process_log() {
-  int state = g_open_state.load(std::memory_order_acquire);
+  int state = g_process.open_state.load(std::memory_order_acquire);
   if (state == kOpen) return true;
   if (state == kFailed) return false;
-  if (state == kNotOpened && g_open_state.compare_exchange_strong(state, kOpening)) {
+  if (state == kNotOpened && g_process.open_state.compare_exchange_strong(state, kOpening)) {
     print_config_warnings();
     if (g_config.test_delay_open_ms > 0) usleep(static_cast<useconds_t>(g_config.test_delay_open_ms * 1000));
     bool ok = open_process_log(true);
-    g_open_state.store(ok ? kOpen : kFailed, std::memory_order_release);
+    g_process.open_state.store(ok ? kOpen : kFailed, std::memory_order_release);
     if (ok) refresh_modules_if_changed();
     return ok;
   }
@@ -345,7 +347,7 @@ bool ensure_process_log() {
   if (t_gave_up_waiting) return false;
   const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(g_config.open_wait_ms) * 1000000;
   useconds_t pause = 50;
-  while ((state = g_open_state.load(std::memory_order_acquire)) == kOpening) {
+  while ((state = g_process.open_state.load(std::memory_order_acquire)) == kOpening) {
     if (monotonic_ns() > deadline) {
       t_gave_up_waiting = true;
       return false;
@@ -356,7 +358,9 @@ bool ensure_process_log() {
   return state == kOpen;
 }
 
-bool process_log_failed() { return g_open_state.load(std::memory_order_acquire) == kFailed; }
+bool process_log_failed() {
+  return g_process.open_state.load(std::memory_order_acquire) == kFailed;
+}
 bool process_log_ready() { return g_process.ready.load(std::memory_order_acquire); }
 bool owns_process_log() { return process_log_ready() && getpid() == g_process.pid; }
 const char* process_dir() { return g_process.dir; }
@@ -374,15 +378,15 @@ const char* process_dir_for_display() { return g_process.display_dir; }
 void on_fork_child() {
   // Everything inherited describes the parent. The child starts afresh and opens its own
   // directory lazily, at its first CUDA call (a child that only execs never needs one).
-  g_process_lock.clear();
+  g_process.lock.clear();
   g_process.ready.store(false, std::memory_order_relaxed);
-  g_open_state.store(kNotOpened, std::memory_order_relaxed);
+  g_process.open_state.store(kNotOpened, std::memory_order_relaxed);
   g_process.file = LogFile{};  // the parent's mapping is left alone: it is shared with the parent
   close_fd(g_process.dir_fd);  // the parent's directory: the child makes its own
   g_process.modules_written = LoadCounters{~0ull, ~0ull};
   g_process.said_full = false;
-  g_seq.store(0, std::memory_order_relaxed);
-  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+  g_seq_line.next.store(0, std::memory_order_relaxed);
+  g_event_globals.fork_generation.fetch_add(1, std::memory_order_relaxed);
 }
 
 void refresh_modules_if_changed() {
@@ -402,21 +406,21 @@ void write_process_note(const char* text) {
   write_note_locked(text);
 }
 
-void write_nvml_sample(fmt::NvmlSamplePayload sample, uint64_t now_ns) {
+void write_nvml_sample(format::NvmlSamplePayload sample, uint64_t now_ns) {
   if (!process_log_ready()) return;
-  sample.time_delta_ns = now_ns > g_start_ns ? now_ns - g_start_ns : 0;
+  sample.time_delta_ns = now_ns > g_process.start_ns ? now_ns - g_process.start_ns : 0;
   ProcessLock lock;
   g_process.file.append(sample);
   warn_if_process_file_full();
 }
 
-void write_end_record(fmt::EndHow how, int status, bool cuda_used, const LossReport& loss) {
+void write_end_record(format::EndHow how, int status, bool cuda_used, const LossReport& loss) {
   if (!process_log_ready() || getpid() != g_process.pid) return;
   ProcessLock lock;
   if (!cuda_used) write_note_locked("CUDA was never used: no allocation entry point was called");
-  g_process.file.append_final(fmt::EndPayload{how, status, last_seq(), monotonic_ns() - g_start_ns,
-                                        cuda_used, loss.not_recorded, loss.first_seq,
-                                        static_cast<uint64_t>(loss.error)});
+  g_process.file.append_final(
+      format::EndPayload{how, status, last_seq(), monotonic_ns() - g_process.start_ns, cuda_used,
+                         loss.not_recorded, loss.first_seq, static_cast<uint64_t>(loss.error)});
   // The file is complete now: seal it (a record written later, e.g. after a failed exec, maps
   // a fresh chunk).
   g_process.file.seal();

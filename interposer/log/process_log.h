@@ -5,8 +5,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "interposer/base/event_globals.h"
 #include "gmemhook/codec.h"
+#include "interposer/base/event_globals.h"
 #include "interposer/log/record_loss.h"
 
 namespace gmemhook {
@@ -16,8 +16,8 @@ namespace gmemhook {
 // the program then runs on untouched and nothing is recorded. Malloc-free (fork children).
 bool open_process_log(bool warn);
 
-// Opens the log at the process's first CUDA call (issue 10: a process that never uses CUDA leaves
-// no directory), once: concurrent first calls wait for the one opening it, a failure is warned
+// Opens the log at the process's first CUDA call (a process that never uses CUDA leaves no
+// directory), once: concurrent first calls wait for the one opening it, a failure is warned
 // about once and never retried. True when the log is usable.
 bool ensure_process_log();
 
@@ -34,24 +34,22 @@ const char* process_dir_for_display();
 
 // Process-wide sequence numbers, giving a total order of events across threads. Inline: every
 // event takes one. The one variable every recording thread writes on every event: its line moves
-// between their cores, so it has that line to itself. Left to the linker it shared one with
-// whatever came next in .bss (in main c6394e0 the exec and exit wrappers' real functions and the
-// disk-full test's chunk count, read at exec and exit only); a variable read on the event path
-// landing there would cost every other thread a miss an event (issue 14 point 1).
+// between their cores, so it has that line to itself. Left to the linker it would share one with
+// whatever comes next in .bss, and a variable read on the event path landing there would cost
+// every other thread a miss an event.
 struct alignas(64) SeqLine {
   std::atomic<uint64_t> next{0};
 };
 static_assert(sizeof(SeqLine) == 64);
-inline SeqLine g_seq_line;
-inline std::atomic<uint64_t>& g_seq = g_seq_line.next;
-inline uint64_t next_seq() { return g_seq.fetch_add(1, std::memory_order_relaxed) + 1; }
-inline uint64_t last_seq() { return g_seq.load(std::memory_order_relaxed); }
+inline constinit SeqLine g_seq_line;
+inline uint64_t next_seq() { return g_seq_line.next.fetch_add(1, std::memory_order_relaxed) + 1; }
+inline uint64_t last_seq() { return g_seq_line.next.load(std::memory_order_relaxed); }
 
-// Bumped in every fork child: per-thread logs inherited from the parent must not be reused.
-// Inline: every recorded event checks its thread's log against it.
-inline std::atomic<uint64_t>& g_fork_generation =
-    g_event_globals.fork_generation;  // event_globals.h
-inline uint64_t fork_generation() { return g_fork_generation.load(std::memory_order_relaxed); }
+// Bumped in every fork child (event_globals.h): per-thread logs inherited from the parent must not
+// be reused. Inline: every recorded event checks its thread's log against it.
+inline uint64_t fork_generation() {
+  return g_event_globals.fork_generation.load(std::memory_order_relaxed);
+}
 void on_fork_child();
 
 // Writes a new module snapshot if objects were loaded or unloaded since the last one.
@@ -61,7 +59,5 @@ void write_process_note(const char* text);
 // `sample` with its time_delta set from `now_ns` (CLOCK_MONOTONIC).
 void write_nvml_sample(format::NvmlSamplePayload sample, uint64_t now_ns);
 void write_end_record(format::EndHow how, int status, bool cuda_used, const LossReport& loss);
-
-uint64_t monotonic_ns();
 
 }  // namespace gmemhook

@@ -1,6 +1,6 @@
 // What the recorder could not write: once a log write fails (disk full, quota, file limit) the
 // failure latches, the program runs on untouched, and the events that follow are only counted,
-// so the end record and the exit line can say how much of the log is missing (issue 15).
+// so the end record and the exit line can say how much of the log is missing.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The exec family: an image replaced by exec ends its log with how = Exec (issue 10), so a report
+// The exec family: an image replaced by exec ends its log with how = Exec, so a report
 // says "replaced by exec" rather than "killed or crashed". glibc's exec functions call its
 // internal execve directly, so each public one is wrapped, not execve alone.
 // <unistd.h> is left out on purpose: it declares `arg` nonnull, and a program may still pass
@@ -20,9 +20,13 @@ using ExecveFn = int (*)(const char*, char* const[], char* const[]);
 using ExecvFn = int (*)(const char*, char* const[]);
 using FexecveFn = int (*)(int, char* const[], char* const[]);
 
-ExecveFn g_execve = nullptr, g_execvpe = nullptr;
-ExecvFn g_execv = nullptr, g_execvp = nullptr;
-FexecveFn g_fexecve = nullptr;
+// glibc's definitions, the ones after ours; resolved in the constructor.
+struct RealExec {
+  ExecveFn execve = nullptr, execvpe = nullptr;
+  ExecvFn execv = nullptr, execvp = nullptr;
+  FexecveFn fexecve = nullptr;
+};
+constinit RealExec g_real_exec;
 
 // Keeps errno as the failed exec left it: the caller reads it.
 struct AfterFailedExec {
@@ -44,11 +48,11 @@ size_t count_args(va_list ap) {
 
 void init_exec_hooks() {
   // Through the dlsym trampoline with RTLD_NEXT: glibc's definitions, the ones after ours.
-  g_execve = reinterpret_cast<ExecveFn>(dlsym(RTLD_NEXT, "execve"));
-  g_execvpe = reinterpret_cast<ExecveFn>(dlsym(RTLD_NEXT, "execvpe"));
-  g_execv = reinterpret_cast<ExecvFn>(dlsym(RTLD_NEXT, "execv"));
-  g_execvp = reinterpret_cast<ExecvFn>(dlsym(RTLD_NEXT, "execvp"));
-  g_fexecve = reinterpret_cast<FexecveFn>(dlsym(RTLD_NEXT, "fexecve"));
+  g_real_exec.execve = reinterpret_cast<ExecveFn>(dlsym(RTLD_NEXT, "execve"));
+  g_real_exec.execvpe = reinterpret_cast<ExecveFn>(dlsym(RTLD_NEXT, "execvpe"));
+  g_real_exec.execv = reinterpret_cast<ExecvFn>(dlsym(RTLD_NEXT, "execv"));
+  g_real_exec.execvp = reinterpret_cast<ExecvFn>(dlsym(RTLD_NEXT, "execvp"));
+  g_real_exec.fexecve = reinterpret_cast<FexecveFn>(dlsym(RTLD_NEXT, "fexecve"));
 }
 
 }  // namespace gmemhook
@@ -60,36 +64,36 @@ namespace gm = gmemhook;
 GMEMHOOK_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   gm::before_exec();
   gm::AfterFailedExec after;
-  if (!gm::g_execve) return errno = ENOSYS, -1;
-  return gm::g_execve(path, argv, envp);
+  if (!gm::g_real_exec.execve) return errno = ENOSYS, -1;
+  return gm::g_real_exec.execve(path, argv, envp);
 }
 
 GMEMHOOK_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   gm::before_exec();
   gm::AfterFailedExec after;
-  if (!gm::g_execvpe) return errno = ENOSYS, -1;
-  return gm::g_execvpe(file, argv, envp);
+  if (!gm::g_real_exec.execvpe) return errno = ENOSYS, -1;
+  return gm::g_real_exec.execvpe(file, argv, envp);
 }
 
 GMEMHOOK_EXPORT int execv(const char* path, char* const argv[]) {
   gm::before_exec();
   gm::AfterFailedExec after;
-  if (!gm::g_execv) return errno = ENOSYS, -1;
-  return gm::g_execv(path, argv);
+  if (!gm::g_real_exec.execv) return errno = ENOSYS, -1;
+  return gm::g_real_exec.execv(path, argv);
 }
 
 GMEMHOOK_EXPORT int execvp(const char* file, char* const argv[]) {
   gm::before_exec();
   gm::AfterFailedExec after;
-  if (!gm::g_execvp) return errno = ENOSYS, -1;
-  return gm::g_execvp(file, argv);
+  if (!gm::g_real_exec.execvp) return errno = ENOSYS, -1;
+  return gm::g_real_exec.execvp(file, argv);
 }
 
 GMEMHOOK_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   gm::before_exec();
   gm::AfterFailedExec after;
-  if (!gm::g_fexecve) return errno = ENOSYS, -1;
-  return gm::g_fexecve(fd, argv, envp);
+  if (!gm::g_real_exec.fexecve) return errno = ENOSYS, -1;
+  return gm::g_real_exec.fexecve(fd, argv, envp);
 }
 
 // The list forms gather their arguments on the stack (no malloc) and go through the forms above.

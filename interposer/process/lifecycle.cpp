@@ -11,25 +11,32 @@
 #include <atomic>
 #include <cstring>
 
-#include "interposer/capture/capture_stats.h"
 #include "interposer/base/config.h"
 #include "interposer/base/event_time.h"
-#include "interposer/log/log_pages.h"
-#include "interposer/record/nvml_sampler.h"
-#include "interposer/log/process_log.h"
-#include "interposer/capture/python_frames.h"
-#include "interposer/log/record_loss.h"
-#include "interposer/record/recorder.h"
 #include "interposer/base/text.h"
+#include "interposer/capture/capture_stats.h"
+#include "interposer/capture/python_frames.h"
 #include "interposer/capture/unload_watch.h"
 #include "interposer/capture/unwinder.h"
+#include "interposer/hooks/resolvers.h"
+#include "interposer/log/log_pages.h"
+#include "interposer/log/process_log.h"
+#include "interposer/log/record_loss.h"
+#include "interposer/record/nvml_sampler.h"
+#include "interposer/record/recorder.h"
 
 namespace gmemhook {
 namespace {
 
-namespace fmt = gmemhook::format;
+using ExitFn = void (*)(int);
 
-std::atomic<bool> g_ended{false};
+// How the process's log ends.
+struct ProcessEnd {
+  std::atomic<bool> ended{false};  // the end record is written (once; again after a failed exec)
+  // glibc's _exit, the definition after ours: the _exit and _Exit wrappers end with it.
+  ExitFn real_exit = nullptr;
+};
+constinit ProcessEnd g_end;
 
 void print_summary() {
   Totals t = totals();
@@ -53,15 +60,12 @@ void print_summary() {
   write_stderr(m.c_str(), m.size());
 }
 
-using ExitFn = void (*)(int);
-ExitFn g_real_exit = nullptr;
-
 }  // namespace
 
-void finish(fmt::EndHow how, int status) {
+void finish(format::EndHow how, int status) {
   // Only once, and only in the process that owns the log: a vfork child shares our memory and
   // must not mark the parent's log as ended.
-  if (!owns_process_log() || g_ended.exchange(true)) return;
+  if (!owns_process_log() || g_end.ended.exchange(true)) return;
   nvml_at_exit();
   seal_own_thread_log();
   write_end_record(how, status, totals().cuda_used, loss_report());
@@ -70,31 +74,31 @@ void finish(fmt::EndHow how, int status) {
 }
 
 void before_exec() {
-  if (recording_enabled()) finish(fmt::EndHow::Exec, 0);
+  if (recording_enabled()) finish(format::EndHow::Exec, 0);
 }
 
 // The reader keeps the last End record, so the one written at the real exit replaces this one.
 void exec_failed() {
-  if (owns_process_log()) g_ended.store(false);
+  if (owns_process_log()) g_end.ended.store(false);
 }
 
 namespace {
 
-void at_exit(int status, void*) { finish(fmt::EndHow::Exit, status); }
+void at_exit(int status, void*) { finish(format::EndHow::Exit, status); }
 
 void fork_child() {
   page_requests_fork_child();
   on_fork_child();
   recorder_fork_child();
   nvml_fork_child();
-  g_ended.store(false);
+  g_end.ended.store(false);
 }
 
 __attribute__((constructor)) void start() {
   load_config();
   init_resolvers();
   // Through the trampoline with RTLD_NEXT: glibc's _exit, the definition after ours.
-  g_real_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
+  g_end.real_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
   init_exec_hooks();
   init_unload_watch();
   if (g_config.disabled) return;
@@ -105,7 +109,7 @@ __attribute__((constructor)) void start() {
   init_python_frames();
   pthread_atfork(nullptr, nullptr, fork_child);
   on_exit(at_exit, nullptr);
-  g_recording.fetch_or(kRecordingOn, std::memory_order_release);
+  g_event_globals.recording.fetch_or(kRecordingOn, std::memory_order_release);
 }
 
 }  // namespace
@@ -118,7 +122,7 @@ __attribute__((constructor)) void start() {
   extern "C" __attribute__((visibility("default"), noreturn)) void NAME(int status) { \
     if (gmemhook::recording_enabled())                                                \
       gmemhook::finish(gmemhook::format::EndHow::UnderscoreExit, status);             \
-    if (gmemhook::g_real_exit) gmemhook::g_real_exit(status);                         \
+    if (gmemhook::g_end.real_exit) gmemhook::g_end.real_exit(status);                 \
     syscall(SYS_exit_group, status);                                                  \
     __builtin_unreachable();                                                          \
   }

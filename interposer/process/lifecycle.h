@@ -4,7 +4,6 @@
 #include "gmemhook/format.h"
 
 namespace gmemhook {
-void init_resolvers();
 
 // Records the end of the process (once) and prints the one-line summary.
 void finish(format::EndHow how, int status);

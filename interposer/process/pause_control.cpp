@@ -8,8 +8,9 @@
 extern "C" __attribute__((visibility("default"))) int gmemhook_pause_events(int paused) {
   using namespace gmemhook;
   if (!recording_enabled()) return -1;
-  const uint8_t before = paused ? g_recording.fetch_or(kRecordingPaused, std::memory_order_relaxed)
-                                : g_recording.fetch_and(static_cast<uint8_t>(~kRecordingPaused),
-                                                        std::memory_order_relaxed);
+  const uint8_t before =
+      paused ? g_event_globals.recording.fetch_or(kRecordingPaused, std::memory_order_relaxed)
+             : g_event_globals.recording.fetch_and(static_cast<uint8_t>(~kRecordingPaused),
+                                                   std::memory_order_relaxed);
   return (before & kRecordingPaused) != 0;
 }

@@ -1,7 +1,7 @@
 // The hot path of a recorded event: the thread's log, the device, the stack, the encoding and
 // the append. In a header so that each generated wrapper in hooks.cpp records its usual events
 // (EventKind::Alloc, EventKind::Free) in its own frame, with no call and second prologue between
-// the wrapper and the body (issue 14); recorder.cpp instantiates the same body for every other
+// the wrapper and the body; recorder.cpp instantiates the same body for every other
 // kind and for the settings that ask more of an event.
 #pragma once
 
@@ -12,21 +12,21 @@
 #include <cstdint>
 
 #include "interposer/base/busy.h"
-#include "interposer/capture/capture_stats.h"
 #include "interposer/base/config.h"
 #include "interposer/base/event_time.h"
-#include "interposer/record/nvml_sampler.h"
-#include "interposer/log/process_log.h"
 #include "interposer/base/real_symbols.h"
-#include "interposer/log/record_loss.h"
-#include "interposer/record/recorder.h"
-#include "interposer/record/thread_log.h"
+#include "interposer/capture/capture_stats.h"
 #include "interposer/capture/unload_watch.h"
 #include "interposer/capture/unwinder.h"
+#include "interposer/log/process_log.h"
+#include "interposer/log/record_loss.h"
+#include "interposer/record/nvml_sampler.h"
+#include "interposer/record/recorder.h"
+#include "interposer/record/thread_log.h"
 
 namespace gmemhook {
 
-using fmt::EventKind;
+using format::EventKind;
 
 // What a stack id noted on a recent walk (fast_unwinder.h, WalkNote) depends on besides the
 // walk's native frames: the Python frames, and the stack table that gave the id (reset when the
@@ -39,37 +39,42 @@ inline uint64_t stack_note_key(uint32_t table_epoch, const uint64_t* py, size_t 
   for (size_t i = 0; i < npy; ++i) h = (h ^ py[i]) * 0x100000001b3ull;
   return h | 1;
 }
-// Driver queries used to learn the device of an allocation. Resolved lazily: libcuda is loaded
-// by the time the first allocation returns.
+// Driver queries the recorder makes itself: the device of an allocation, the extent of imported
+// memory, the graph pool's figures. Resolved lazily: libcuda is loaded by the time the first
+// allocation returns. cuCtxGetDevice, asked on every allocation, lies with the rest of an
+// event's globals (event_globals.h), untyped there (its type needs cuda.h).
 using CtxGetDeviceFn = CUresult (*)(CUdevice*);
 using PointerGetAttributeFn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
-inline std::atomic<PointerGetAttributeFn> g_pointer_get_attribute{nullptr};
+using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+using GetGraphMemAttributeFn = CUresult (*)(CUdevice, CUgraphMem_attribute, void*);
+struct DriverQueries {
+  std::atomic<PointerGetAttributeFn> pointer_get_attribute{nullptr};
+  std::atomic<GetAddressRangeFn> get_address_range{nullptr};
+  std::atomic<GetGraphMemAttributeFn> get_graph_mem_attribute{nullptr};
+};
+inline constinit DriverQueries g_driver;
 
 // Inline: cuCtxGetDevice's is asked on every allocation.
 template <typename Fn>
 __attribute__((always_inline)) inline Fn driver_fn(std::atomic<Fn>& slot, const char* name) {
   Fn f = slot.load(std::memory_order_acquire);
   if (!f) [[unlikely]] {
-    f = reinterpret_cast<Fn>(find_real_symbol(name, fmt::Layer::Driver));
+    f = reinterpret_cast<Fn>(find_real_symbol(name, format::Layer::Driver));
     if (f) slot.store(f, std::memory_order_release);
   }
   return f;
 }
 
-// cuCtxGetDevice: its pointer lies with the rest of an event's globals (event_globals.h),
-// untyped there (its type needs cuda.h).
+// cuCtxGetDevice, from the event's line.
 __attribute__((always_inline)) inline CtxGetDeviceFn ctx_get_device() {
   return reinterpret_cast<CtxGetDeviceFn>(
       driver_fn(g_event_globals.ctx_get_device, "cuCtxGetDevice"));
 }
 
-using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
-inline std::atomic<GetAddressRangeFn> g_get_address_range{nullptr};
-
 // The device of an allocation: the calling thread's current context, else (no context, e.g. a
 // driver call on a fresh thread) the pointer's own attributes. Never fails the hook.
-__attribute__((always_inline)) inline void fill_device(fmt::EventFields& f) {
-  if (f.has(fmt::kHasDevice)) return;
+__attribute__((always_inline)) inline void fill_device(format::EventFields& f) {
+  if (f.has(format::kHasDevice)) return;
   if (auto get = ctx_get_device()) {
     CUdevice dev = -1;
     if (get(&dev) == CUDA_SUCCESS) {
@@ -77,8 +82,8 @@ __attribute__((always_inline)) inline void fill_device(fmt::EventFields& f) {
       return;
     }
   }
-  if (f.has(fmt::kHasAddress) && f.address) {
-    if (auto attr = driver_fn(g_pointer_get_attribute, "cuPointerGetAttribute")) {
+  if (f.has(format::kHasAddress) && f.address) {
+    if (auto attr = driver_fn(g_driver.pointer_get_attribute, "cuPointerGetAttribute")) {
       int ordinal = -1;
       if (attr(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, f.address) == CUDA_SUCCESS)
         f.set_device(ordinal);
@@ -87,7 +92,7 @@ __attribute__((always_inline)) inline void fill_device(fmt::EventFields& f) {
 }
 
 // Graph bookkeeping and exports mark moments; they own no memory and need no device. (A launch
-// keeps its stack: graph memory comes into being there, issue 12.)
+// keeps its stack: graph memory comes into being there.)
 constexpr uint32_t kGraphKinds =
     kinds({EventKind::CaptureBegin, EventKind::CaptureEnd, EventKind::GraphLaunch,
            EventKind::GraphUpload, EventKind::GraphFreeNode, EventKind::GraphInstantiate,
@@ -162,7 +167,7 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern_with(ThreadLog
   }
   if (id && is_new) {
     retry_python_detection();
-    if (!log->file.append(fmt::StackPayload{id, {frames, n}, {log->py_frames, npy}})) return 0;
+    if (!log->file.append(format::StackPayload{id, {frames, n}, {log->py_frames, npy}})) return 0;
   }
   // Nothing above walked again: the note is still the walk's.
   if (note && id) {
@@ -185,18 +190,19 @@ __attribute__((always_inline)) inline uint32_t capture_and_intern(ThreadLog* log
 }
 
 // An event the usual encoder declined (recorder.cpp).
-fmt::EncodedEvent encode_unusual_event(uint8_t* out, uint8_t api, uint64_t seq, uint64_t time_ns,
-                                       uint32_t result, uint32_t stack_id,
-                                       const fmt::EventFields& f, fmt::EventDeltas& d);
+format::EncodedEvent encode_unusual_event(uint8_t* out, uint8_t api, uint64_t seq, uint64_t time_ns,
+                                          uint32_t result, uint32_t stack_id,
+                                          const format::EventFields& f, format::EventDeltas& d);
 
 // Which events a body records. kRelease: memory given back (a free, an unmap, a release), which
 // has no device and no stack unless GMEMHOOK_FREE_STACKS asks for one: then
 // record_event_with_stack makes it. A release has a body of its own without the capture inlined
-// in it: in the one function a free paid for what an allocation's capture keeps in registers
-// (saved registers, spilled arguments) on every call. kAlloc and kFree: an EventKind::Alloc
-// (cudaMalloc, cuMemAlloc_v2, cudaMallocAsync, ...) or EventKind::Free (cudaFree, cuMemFree_v2,
+// in it: in one function with it a free would pay for what an allocation's capture keeps in
+// registers (saved registers, spilled arguments) on every call. kAlloc and kFree: an
+// EventKind::Alloc (cudaMalloc, cuMemAlloc_v2, cudaMallocAsync, ...) or EventKind::Free (cudaFree,
+// cuMemFree_v2,
 // ...), the usual events: their kind is a constant, so its tests fold away and it is neither
-// passed nor spilled, and an allocation's clock, taken here, is not passed either (issue 14).
+// passed nor spilled, and an allocation's clock, taken here, is not passed either.
 // kAny: every other kind.
 // kPlain: the settings ask for nothing more than the event (Config::plain_allocations and
 // plain_frees, tested once by record_event below or recorder.cpp's record_event_entry), so the
@@ -204,9 +210,10 @@ fmt::EncodedEvent encode_unusual_event(uint8_t* out, uint8_t api, uint64_t seq, 
 enum class Body { kAny, kRelease, kAlloc, kFree };
 
 template <Body kBody, bool kPlain>
-__attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, EventKind kind,
-                                                             uint32_t result, fmt::EventFields& f,
-                                                             uint64_t seq, uint64_t time_ns) {
+__attribute__((always_inline)) inline void record_event_body(format::ApiId api, EventKind kind,
+                                                             uint32_t result,
+                                                             format::EventFields& f, uint64_t seq,
+                                                             uint64_t time_ns) {
   constexpr bool kRelease = kBody == Body::kRelease || kBody == Body::kFree;
   if constexpr (kBody == Body::kAlloc) {
     kind = EventKind::Alloc;
@@ -227,11 +234,11 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
     if (seq == 0) seq = next_seq();
     // The log is still being opened by another thread that did not finish in time: counted, not
     // latched (process_log.h, ensure_process_log).
-    if (!log && t_create_error == 0 && !recording_broken()) return note_skipped(seq);
+    if (!log && t_log_start.create_error == 0 && !recording_broken()) return note_skipped(seq);
     // Without a process log there is nowhere to say it: opening it already warned.
     if (process_log_ready())
       note_not_recorded(seq, log ? log->file.path() : process_dir(),
-                        log ? log->file.error() : t_create_error);
+                        log ? log->file.error() : t_log_start.create_error);
     return;
   }
 
@@ -245,12 +252,12 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
   }
 
   // A release took its clock before the call (clock_before_call; record_event_with_stack is
-  // handed it too): a sequence number is never 0, so only the other kinds test (issue 14).
+  // handed it too): a sequence number is never 0, so only the other kinds test.
   if (!kRelease && seq == 0) {
     seq = next_seq();
     time_ns = event_time_ns();
   }
-  fmt::EventCore ev;
+  format::EventCore ev;
   ev.api = static_cast<uint8_t>(api);
   ev.seq = seq;
   ev.time_ns = time_ns < log->deltas.last_time_ns ? log->deltas.last_time_ns : time_ns;
@@ -260,8 +267,8 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
   // Any other event than the usual one is encoded apart, from its parts: `ev` itself never has
   // its address taken, so GCC keeps its parts in registers instead of storing and reloading them.
   const auto encode = [&](uint8_t * out) __attribute__((always_inline)) {
-    fmt::EncodedEvent usual;
-    if (fmt::encode_usual_event(out, ev, f, log->deltas, &usual)) [[likely]]
+    format::EncodedEvent usual;
+    if (format::encode_usual_event(out, ev, f, log->deltas, &usual)) [[likely]]
       return usual;
     return encode_unusual_event(out, ev.api, ev.seq, ev.time_ns, ev.result, ev.stack_id, f,
                                 log->deltas);
@@ -285,10 +292,11 @@ __attribute__((always_inline)) inline void record_event_body(fmt::ApiId api, Eve
 // The generated wrappers' way in (hooks.cpp). An allocation or a free is recorded here, in the
 // wrapper's own frame, while the settings ask nothing more of it (Config::plain_allocations,
 // plain_frees): no call, prologue and epilogue of a second function between the CUDA call and
-// its record (issue 14). A setting that asks more, and every other kind, goes to recorder.cpp's
+// its record. A setting that asks more, and every other kind, goes to recorder.cpp's
 // entry points. Inline: a wrapper's kind is a constant, and it keeps only the branch it needs.
-__attribute__((always_inline)) inline void record_event(fmt::ApiId api, EventKind kind,
-                                                        uint32_t result, fmt::EventFields& fields,
+__attribute__((always_inline)) inline void record_event(format::ApiId api, EventKind kind,
+                                                        uint32_t result,
+                                                        format::EventFields& fields,
                                                         EventClock clock) {
   if (kind == EventKind::Alloc) {
     if (g_config.plain_allocations) [[likely]]

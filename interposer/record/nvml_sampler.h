@@ -1,4 +1,4 @@
-// What nvidia-smi would show, sampled inside the traced process (issue 13): NVML's memory figure
+// What nvidia-smi would show, sampled inside the traced process: NVML's memory figure
 // for this process and for the whole device, on every device the process uses, written as
 // NvmlSample records into process.gmh. They explain what no allocation does (the CUDA context,
 // module images, library workspaces) and are never counted as allocations.
@@ -16,21 +16,20 @@
 #include <atomic>
 #include <cstdint>
 
-#include "interposer/base/config.h"
-#include "interposer/base/event_globals.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
+#include "interposer/base/config.h"
+#include "interposer/base/event_globals.h"
 
 namespace gmemhook {
 
-// Whether the first call's sample was taken (or handed to the thread), for nvml_after_event's
-// inline test; nvml_event_slow does the rest.
-inline std::atomic<bool>& g_nvml_first_call_done =
-    g_event_globals.nvml_first_call_done;  // event_globals.h
+// What the inline tests below read lies on the event's line (event_globals.h): whether the first
+// call's sample was taken (or handed to the thread), the devices covered, the first allocation's
+// sample and the last peak request; nvml_event_slow does the rest.
 
-// The kinds whose events may name a device the sampler should cover. Before, only allocations
-// did, so a program whose first calls were graph calls (an allocation node first) got samples
-// covering no device at all. Per kind:
+// The kinds whose events may name a device the sampler should cover: not allocations alone, or a
+// program whose first calls are graph calls (an allocation node first) would get samples covering
+// no device at all. Per kind:
 // - Alloc, Create, Map: device memory made or mapped (host and managed memory name no device).
 // - GraphAllocNode: the node's pool's device; its memory comes with a launch, not here.
 // - GraphLaunch, GraphUpload, GraphInstantiate (with the upload flag): the graph pool's device,
@@ -70,9 +69,9 @@ void nvml_event_slow(format::ApiId api, format::EventKind kind, uint32_t result,
 // first call's sample is taken, its device (if it names one the sampler covers) is known
 // already, and, for an allocation, the first allocation's sample is taken and less than a
 // quarter interval has gone since the last peak request. Each test is one of the slow path's, so
-// the answer is exact; a "no" only means the slow path decides. The usual allocation stops here:
-// it made an out-of-line call and read three more cache lines (issue 14 point 1, GMEMHOOK_NVML
-// being on by default).
+// the answer is exact; a "no" only means the slow path decides. The usual allocation stops here,
+// without the out-of-line call and three more cache lines the slow path costs (GMEMHOOK_NVML is
+// on by default).
 inline bool nvml_allocation_asks_nothing(format::EventKind kind, uint32_t result,
                                          const format::EventFields& fields, uint64_t now_ns) {
   const EventGlobals& g = g_event_globals;
@@ -99,7 +98,7 @@ inline void nvml_after_event(format::ApiId api, format::EventKind kind, uint32_t
                              const format::EventFields& fields, uint64_t now_ns) {
   if (!g_config.nvml) return;
   if (!nvml_may_name_device(kind)) {
-    if (g_nvml_first_call_done.load(std::memory_order_acquire)) return;
+    if (g_event_globals.nvml_first_call_done.load(std::memory_order_acquire)) return;
   } else if (nvml_allocation_asks_nothing(kind, result, fields, now_ns)) {
     return;
   }

@@ -8,27 +8,27 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "gmemhook/api_table.h"
+#include "gmemhook/codec.h"
 #include "interposer/base/busy.h"
 #include "interposer/base/event_globals.h"
 #include "interposer/base/event_time.h"
-#include "gmemhook/api_table.h"
-#include "gmemhook/codec.h"
 #include "interposer/log/process_log.h"
 
 namespace gmemhook {
 
 // kRecordingOn is set by the library constructor (lifecycle.cpp) once it is ready;
 // kRecordingPaused by gmemhook_pause_events() (include/gmemhook/control.h), for benchmarks.
-// One byte for both, so that the event path still asks one question.
+// One byte for both (event_globals.h, recording), so that the event path still asks one
+// question.
 inline constexpr uint8_t kRecordingOn = 1, kRecordingPaused = 2;
-inline std::atomic<uint8_t>& g_recording = g_event_globals.recording;  // event_globals.h
 // The hook is set up: lookups hand out wrappers and exit seals the log, paused or not.
 inline bool recording_enabled() {
-  return g_recording.load(std::memory_order_relaxed) & kRecordingOn;
+  return g_event_globals.recording.load(std::memory_order_relaxed) & kRecordingOn;
 }
 // Events are recorded: set up and not paused. Inline: every wrapper asks.
 inline bool recording_events() {
-  return g_recording.load(std::memory_order_relaxed) == kRecordingOn;
+  return g_event_globals.recording.load(std::memory_order_relaxed) == kRecordingOn;
 }
 
 // Marks the current thread as inside a hooked call. A runtime call that reaches the driver
@@ -54,7 +54,7 @@ class CallScope {
 
  private:
   // A call made while the thread is inside the recorder (busy.h): it passes through. Static, so
-  // that `records_` never has its address taken: it stays in a register (issue 14).
+  // that `records_` never has its address taken: it stays in a register.
   static void inside_recorder();
   bool records_;
 };
@@ -121,10 +121,10 @@ inline EventClock clock_before_call(format::EventKind kind) {
 }
 
 // The memory type is not passed: it follows from the api id (overrides travel in `fields`).
-// The clock comes as its two numbers (seq 0: none taken yet), not as an EventClock: GCC stored a
-// struct argument to the stack and read it back with one 16-byte load, which the two 8-byte
+// The clock comes as its two numbers (seq 0: none taken yet), not as an EventClock: GCC stores a
+// struct argument to the stack and reads it back with one 16-byte load, which the two 8-byte
 // stores cannot forward (a store-forwarding stall at the top of every release: a third of
-// record_release's perf samples, issue 14).
+// record_release's perf samples).
 // Any kind, with the event's device and stack.
 void record_event_with_stack(format::ApiId api, format::EventKind kind, uint32_t result,
                              format::EventFields& fields, uint64_t seq, uint64_t time_ns);
@@ -142,7 +142,7 @@ void record_free(format::ApiId api, uint32_t result, format::EventFields& fields
 // bytes the allocation nodes hold (CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) and physical memory the
 // pool keeps (RESERVED_MEM_CURRENT). False when the driver cannot say. The pool reserves memory
 // inside cuGraphLaunch, out of sight of every hook (CUPTI shows it as device records at address
-// 0, issue 12), so these figures are the only way a log learns of it.
+// 0), so these figures are the only way a log learns of it.
 bool graph_pool_bytes(int& device, uint64_t* used, uint64_t* reserved);
 
 // Bytes of the allocation that contains `address` (cuMemGetAddressRange), 0 when unknown.

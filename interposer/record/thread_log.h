@@ -7,17 +7,15 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "interposer/capture/fast_unwinder.h"
 #include "gmemhook/codec.h"
-#include "interposer/log/log_file.h"
-#include "interposer/log/process_log.h"
+#include "interposer/base/thread_state.h"
+#include "interposer/capture/fast_unwinder.h"
 #include "interposer/capture/python_frames.h"
 #include "interposer/capture/stack_table.h"
-#include "interposer/base/thread_state.h"
+#include "interposer/log/log_file.h"
+#include "interposer/log/process_log.h"
 
 namespace gmemhook {
-
-namespace fmt = gmemhook::format;
 
 // A walk has one note, but several Python stacks may share one native walk (the same C++ path
 // under `Linear.forward` for each layer of a model: its innermost Python frames, which tell walks
@@ -41,17 +39,18 @@ struct StackMemo {
 // the two usual counters and the file's own event fields (log_file.h) share the first cache line
 // of the log's page, and the encoder's deltas start on a line of their own after the file, not
 // 28 KiB further on behind the tables (in a program whose own work evicts them between two
-// events, each line is a miss, issue 14).
+// events, each line is a miss).
 struct ThreadLog {
   uint64_t fork_generation = 0;
   uint64_t unload_generation = 0;  // the one its walks were learnt at (unload_watch.h)
   std::atomic<uint64_t> allocations{0}, frees{0};
   LogFile file;
   std::atomic<uint64_t> failed{0}, blocks{0};
-  alignas(64) fmt::EventDeltas deltas;
+  alignas(64) format::EventDeltas deltas;
   StackTable stacks;
-  // The fast unwinder's rules: valid for any thread of the process. Aligned: moved by the lines
-  // above, its event fields had come to straddle one line more (a miss more, issue 14).
+  // The fast unwinder's rules: valid for any thread of the process. Aligned: wherever the lines
+  // above end, its event fields straddle no more lines than they must (each one more is a miss
+  // more).
   alignas(64) FrameRuleCache frame_rules;
   StackMemo stack_memo;  // ids of `stacks` by walk and Python frames
   PyCodeTable py_codes;
@@ -65,10 +64,17 @@ struct ThreadLog {
 // A ThreadLog is mmapped (page-aligned): its first line is the one above.
 static_assert(offsetof(ThreadLog, file) + LogFile::kEventFieldsBytes <= 64);
 
-// Why the calling thread has no log, for the loss warning: its file could not be created.
+// How the calling thread's log is being made (recorder.cpp).
+struct ThreadLogStart {
+  // Why the thread has no log, for the loss warning: its file could not be created.
+  int create_error = 0;
+  // The thread is making its log: a call that asks for it meanwhile (from a signal handler) finds
+  // none, rather than making a second.
+  bool creating = false;
+};
 // initial-exec: a preloaded library's TLS is static, and the dynamic model could call malloc on
 // first access.
-inline thread_local int t_create_error __attribute__((tls_model("initial-exec"))) = 0;
+inline thread_local ThreadLogStart t_log_start __attribute__((tls_model("initial-exec")));
 
 // Set by a thread's first event: when its log is made (every later event of the thread finds
 // the log made), or when there is none to record it in. Not tested on every event.

@@ -115,7 +115,7 @@ TEST(VdsoClock, ReadsWhatGlibcReads) {
   const gmemhook::ClockRead vdso = gmemhook::find_vdso_clock_gettime();
   ASSERT_NE(vdso, nullptr) << "the vDSO's clock_gettime was not found";
   gmemhook::init_event_time(true, true);
-  EXPECT_EQ(gmemhook::event_time_detail::g_coarse_clock, vdso) << "coarse times go through glibc";
+  EXPECT_EQ(gmemhook::g_event_globals.coarse_clock, vdso) << "coarse times go through glibc";
   gmemhook::init_event_time(true, false);
   for (clockid_t id : {CLOCK_MONOTONIC_COARSE, CLOCK_MONOTONIC, CLOCK_REALTIME_COARSE}) {
     for (int i = 0; i < 1000; ++i) {
