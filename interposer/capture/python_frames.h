@@ -79,6 +79,7 @@ void retry_python_detection();
 // its innermost call: the Python frames carry the callers from there (GMEMHOOK_FULL_NATIVE_STACKS).
 bool interpreter_loop_range(uint64_t* lo, uint64_t* hi);
 
+// capture_python_frames's walk, out of line.
 size_t walk_python_frames(PyCodeTable& codes, LogFile& log, uint64_t* out, size_t max);
 
 // Fills `out` with the calling thread's Python frames, innermost first, as codec.h's

@@ -1,5 +1,5 @@
-// Event times from the time-stamp counter (interposer/event_time.h) against the clock they stand
-// for: every reading must lie where clock_gettime(CLOCK_MONOTONIC) read just before and just
+// Event times from the time-stamp counter (interposer/base/event_time.h) against the clock they
+// stand for: every reading must lie where clock_gettime(CLOCK_MONOTONIC) read just before and just
 // after it allow, within a margin far below the microseconds reports show.
 #include "interposer/base/event_time.h"
 
