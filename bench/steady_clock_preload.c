@@ -3,7 +3,7 @@
    runs slowly and unevenly, so an event's time delta took one byte in one run and several in the
    next: two runs of one build differed by ±20 instructions a pair, more than most changes. With
    this clock every run of a build counts the same. Coarse event times call the vDSO's
-   clock_gettime straight (interposer/vdso_clock.h), but valgrind hides the vDSO, so under
+   clock_gettime straight (interposer/base/vdso_clock.h), but valgrind hides the vDSO, so under
    callgrind they come here too. */
 #include <time.h>
 

@@ -313,7 +313,7 @@ inline size_t get_varint_from_word(const uint8_t* p, const uint8_t* end, const u
 //                        units). A reader's times are these units << kTimeShift: at most 31 ns
 //                        late, less than what a hooked call costs; order across threads comes
 //                        from seq, never from time. (The writer may extrapolate it from the
-//                        CPU's time-stamp counter: within a few ns, interposer/event_time.h.)
+//                        CPU's time-stamp counter: within a few ns, interposer/base/event_time.h.)
 //   varint  result       (Failed) as below; absent: 0
 //   varint  stack_id     (HasStackId) as below; absent: 0
 //   varint  fields       (NewFields) EventField bits; absent: those of this file's previous

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "../../interposer/nvml_api.h"
+#include "interposer/record/nvml_api.h"
 
 #define FAKENVML_API extern "C" __attribute__((visibility("default")))
 

@@ -1,7 +1,7 @@
-// Event times from the time-stamp counter (interposer/event_time.h) against the clock they stand
-// for: every reading must lie where clock_gettime(CLOCK_MONOTONIC) read just before and just
+// Event times from the time-stamp counter (interposer/base/event_time.h) against the clock they
+// stand for: every reading must lie where clock_gettime(CLOCK_MONOTONIC) read just before and just
 // after it allow, within a margin far below the microseconds reports show.
-#include "event_time.h"
+#include "interposer/base/event_time.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "vdso_clock.h"
+#include "interposer/base/vdso_clock.h"
 
 namespace {
 
@@ -115,7 +115,7 @@ TEST(VdsoClock, ReadsWhatGlibcReads) {
   const gmemhook::ClockRead vdso = gmemhook::find_vdso_clock_gettime();
   ASSERT_NE(vdso, nullptr) << "the vDSO's clock_gettime was not found";
   gmemhook::init_event_time(true, true);
-  EXPECT_EQ(gmemhook::event_time_detail::g_coarse_clock, vdso) << "coarse times go through glibc";
+  EXPECT_EQ(gmemhook::g_event_globals.coarse_clock, vdso) << "coarse times go through glibc";
   gmemhook::init_event_time(true, false);
   for (clockid_t id : {CLOCK_MONOTONIC_COARSE, CLOCK_MONOTONIC, CLOCK_REALTIME_COARSE}) {
     for (int i = 0; i < 1000; ++i) {

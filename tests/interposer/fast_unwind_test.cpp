@@ -1,5 +1,5 @@
-// The fast unwinder (interposer/fast_unwinder.h) against libunwind's full walk on many stacks:
-// -O0 and -O2 frames, with and without frame pointers, frames addressed from rbp, deep
+// The fast unwinder (interposer/capture/fast_unwinder.h) against libunwind's full walk on many
+// stacks: -O0 and -O2 frames, with and without frame pointers, frames addressed from rbp, deep
 // recursion, other threads, signal handlers (which must go to libunwind). Wherever the fast walk
 // answers, its frames must be exactly libunwind's.
 #define UNW_LOCAL_ONLY
@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "fast_unwinder.h"
-#include "frame_rules.h"
-#include "stack_words.h"
+#include "interposer/capture/fast_unwinder.h"
+#include "interposer/capture/frame_rules.h"
+#include "interposer/capture/stack_words.h"
 #include "unwind_shapes.h"
 
 namespace {

@@ -1,5 +1,5 @@
-// The "gmemhook-pages" thread (interposer/log_pages.h) maps the logs' next pages ahead of their
-// writers. It may change when a page is mapped, never what a log holds; and a writer never
+// The "gmemhook-pages" thread (interposer/log/log_pages.h) maps the logs' next pages ahead of
+// their writers. It may change when a page is mapped, never what a log holds; and a writer never
 // unmaps a chunk the thread may still work on. Its speed lives in bench/run_hook_bench.sh.
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "fast_unwinder.h"
+#include "interposer/capture/fast_unwinder.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
-/* Prints one CPython's struct offsets under the names of interposer/python_layout.h, from that
-   version's own headers: how the table's rows were measured, and how to add a version.
+/* Prints one CPython's struct offsets under the names of interposer/capture/python_layout.h, from
+   that version's own headers: how the table's rows were measured, and how to add a version.
    Not built by CMake (it needs the interpreter's internal headers):
      P=~/.pyenv/versions/3.12.1; V=3.12
      cc -w -I$P/include/python$V -I$P/include/python$V/internal tests/python/layout_probe.c \
