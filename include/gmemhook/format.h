@@ -87,24 +87,25 @@ inline constexpr uint64_t seal_value(uint32_t crc) {
   return crc | static_cast<uint64_t>(kSealMarker) << 32;
 }
 
-// Fixed 64-byte little-endian header at offset 0 of every file.
+// Fixed 64-byte little-endian header at offset 0 of every file. Every field starts at zero: a
+// writer names the ones it knows (framing.h, put_file_header, adds magic and version).
 struct FileHeader {
-  char magic[8];
-  uint16_t version;
-  uint16_t kind;        // FileKind
-  uint32_t chunk_size;  // bytes per chunk; records never cross a multiple of this
-  uint64_t tid;         // kernel thread id (Thread files), 0 for the process file
-  uint64_t start_monotonic_ns;  // CLOCK_MONOTONIC when the file was created: base for deltas
-  uint64_t start_realtime_ns;   // CLOCK_REALTIME at the same instant (for wall-clock display)
-  uint32_t pid;
-  uint32_t max_chunk_size;  // version >= 6: chunks double up to this size; 0 = all chunk_size
+  char magic[8] = {};
+  uint16_t version = 0;
+  uint16_t kind = 0;                // FileKind
+  uint32_t chunk_size = 0;          // bytes per chunk; records never cross a multiple of this
+  uint64_t tid = 0;                 // kernel thread id (Thread files), 0 for the process file
+  uint64_t start_monotonic_ns = 0;  // CLOCK_MONOTONIC when the file was created: base for deltas
+  uint64_t start_realtime_ns = 0;   // CLOCK_REALTIME at the same instant (for wall-clock display)
+  uint32_t pid = 0;
+  uint32_t max_chunk_size = 0;  // version >= 6: chunks double up to this size; 0 = all chunk_size
   // The step of the events' times in ns: the coarse clock's resolution (4 ms on most kernels)
   // when events are timed by the kernel's tick (GMEMHOOK_TIME=coarse, the default), 1 when
   // each event reads the clock itself (=precise). 0 in files written before 2026-12-02 (then
   // still version 8, the field reserved and zero): read as precise. Reports show event times
   // no finer than this step.
-  uint64_t time_step_ns;
-  uint64_t reserved1;
+  uint64_t time_step_ns = 0;
+  uint64_t reserved1 = 0;
 };
 static_assert(sizeof(FileHeader) == 64);
 
