@@ -501,14 +501,16 @@ inline bool decode_event_v7(const uint8_t* p, size_t n, Event* ev, EventDeltas& 
 }
 
 // Which parts a usual version-8 event stores, from its head (seq gap, stack id) and its api's
-// fields (address, size, stream): the key of decode_usual_shape's instantiations.
+// fields (address, size, stream: their EventField bits moved up past the head's two): the key of
+// decode_usual_shape's instantiations.
+inline constexpr unsigned kShapeFieldShift = 2;
 enum UsualShape : unsigned {
   kShapeSeqGap = 1u << 0,
   kShapeStackId = 1u << 1,
-  kShapeAddress = 1u << 2,
-  kShapeSize = 1u << 3,
-  kShapeStream = 1u << 4,
-  kUsualShapes = 1u << 5,
+  kShapeAddress = unsigned{kHasAddress} << kShapeFieldShift,
+  kShapeSize = unsigned{kHasSize} << kShapeFieldShift,
+  kShapeStream = unsigned{kHasStream} << kShapeFieldShift,
+  kUsualShapes = kShapeStream << 1,
 };
 
 // decode_usual_event_v8 for one shape: only the parts it stores are read, in straight-line code
@@ -607,13 +609,11 @@ inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Usua
   const uint8_t api = p[0];
   const uint16_t mask = d.api_fields[api];
   if (mask & ~kUsualFields) return false;
-  static_assert(unsigned{kHasAddress} << 2 == kShapeAddress &&
-                unsigned{kHasSize} << 2 == kShapeSize && unsigned{kHasStream} << 2 == kShapeStream);
   // A head with other parts gives kUsualShapes or more: the switch's default. (A payload under
   // 2 bytes needs no test of its own: every shape reads the api and the time, and refuses a
   // payload that does not end where its last part does.)
-  const unsigned shape =
-      kUsualShapeOfHead[head & 31] | (mask & (kHasAddress | kHasSize | kHasStream)) << 2;
+  const unsigned shape = kUsualShapeOfHead[head & 31] |
+                         (mask & (kHasAddress | kHasSize | kHasStream)) << kShapeFieldShift;
 #define GMEMHOOK_USUAL_SHAPE(s) \
   case s:                       \
     return decode_usual_shape<s, kPext>(api, mask, p, n, ev, d);

@@ -494,18 +494,44 @@ inline constexpr uint16_t fields_from_version1(uint8_t mask) {
 //   varint  first_lost   sequence number of the first of them (0 when none)
 //   varint  error        errno of the write failure that stopped recording (0 when none)
 // ---------------------------------------------------------------------------------------------
-enum class NvmlReason : uint8_t { FirstCall = 1, FirstAllocation = 2, Periodic = 3, Peak = 4, Exit = 5 };
-
-inline const char* to_string(NvmlReason r) {
-  switch (r) {
-    case NvmlReason::FirstCall: return "first-call";
-    case NvmlReason::FirstAllocation: return "first-allocation";
-    case NvmlReason::Periodic: return "periodic";
-    case NvmlReason::Peak: return "peak";
-    case NvmlReason::Exit: return "exit";
-  }
+// The words reports, dumps and JSON name an enum's values by: one table per enum below, in
+// value order with no gaps (names_in_order), read by name_of. A value added to such an enum needs
+// its word in the table: to_string gives "?" for a value without one.
+template <class E>
+struct EnumName {
+  E value;
+  const char* name;
+};
+// The word for `v`, or "?" for a value the table lacks (damage, or a later version's value).
+template <class E, size_t N>
+constexpr const char* name_of(E v, const EnumName<E> (&names)[N]) {
+  for (const EnumName<E>& n : names)
+    if (n.value == v) return n.name;
   return "?";
 }
+template <class E, size_t N>
+constexpr bool names_in_order(const EnumName<E> (&names)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (static_cast<size_t>(names[i].value) != static_cast<size_t>(names[0].value) + i)
+      return false;
+  return true;
+}
+
+enum class NvmlReason : uint8_t {
+  FirstCall = 1,
+  FirstAllocation = 2,
+  Periodic = 3,
+  Peak = 4,
+  Exit = 5
+};
+inline constexpr EnumName<NvmlReason> kNvmlReasonNames[] = {
+    {NvmlReason::FirstCall, "first-call"},
+    {NvmlReason::FirstAllocation, "first-allocation"},
+    {NvmlReason::Periodic, "periodic"},
+    {NvmlReason::Peak, "peak"},
+    {NvmlReason::Exit, "exit"}};
+static_assert(names_in_order(kNvmlReasonNames));
+inline const char* to_string(NvmlReason r) { return name_of(r, kNvmlReasonNames); }
 
 // Exec: the image was replaced by exec; the new image, if it uses CUDA, has its own directory.
 enum class EndHow : uint8_t { Exit = 1, UnderscoreExit = 2, Exec = 3 };
@@ -574,49 +600,41 @@ inline constexpr EventKind event_kind_of(EventKind api_kind, uint16_t fields) {
   return api_kind;
 }
 
-inline const char* to_string(EventKind k) {
-  switch (k) {
-    case EventKind::Alloc: return "alloc";
-    case EventKind::Free: return "free";
-    case EventKind::Create: return "create";
-    case EventKind::Release: return "release";
-    case EventKind::Reserve: return "reserve";
-    case EventKind::AddressFree: return "address-free";
-    case EventKind::Map: return "map";
-    case EventKind::Unmap: return "unmap";
-    case EventKind::CaptureBegin: return "capture-begin";
-    case EventKind::CaptureEnd: return "capture-end";
-    case EventKind::GraphLaunch: return "graph-launch";
-    case EventKind::BlockAlloc: return "block-alloc";
-    case EventKind::BlockFree: return "block-free";
-    case EventKind::GraphAllocNode: return "graph-alloc-node";
-    case EventKind::GraphFreeNode: return "graph-free-node";
-    case EventKind::GraphInstantiate: return "graph-instantiate";
-    case EventKind::GraphExecDestroy: return "graph-exec-destroy";
-    case EventKind::GraphDestroy: return "graph-destroy";
-    case EventKind::GraphMemTrim: return "graph-mem-trim";
-    case EventKind::Import: return "import";
-    case EventKind::ImportClose: return "import-close";
-    case EventKind::Retain: return "retain";
-    case EventKind::Export: return "export";
-    case EventKind::GraphChild:
-      return "graph-child";
-    case EventKind::GraphClone:
-      return "graph-clone";
-    case EventKind::GraphUpload:
-      return "graph-upload";
-  }
-  return "?";
-}
+inline constexpr EnumName<EventKind> kEventKindNames[] = {
+    {EventKind::Alloc, "alloc"},
+    {EventKind::Free, "free"},
+    {EventKind::Create, "create"},
+    {EventKind::Release, "release"},
+    {EventKind::Reserve, "reserve"},
+    {EventKind::AddressFree, "address-free"},
+    {EventKind::Map, "map"},
+    {EventKind::Unmap, "unmap"},
+    {EventKind::CaptureBegin, "capture-begin"},
+    {EventKind::CaptureEnd, "capture-end"},
+    {EventKind::GraphLaunch, "graph-launch"},
+    {EventKind::BlockAlloc, "block-alloc"},
+    {EventKind::BlockFree, "block-free"},
+    {EventKind::GraphAllocNode, "graph-alloc-node"},
+    {EventKind::GraphFreeNode, "graph-free-node"},
+    {EventKind::GraphInstantiate, "graph-instantiate"},
+    {EventKind::GraphExecDestroy, "graph-exec-destroy"},
+    {EventKind::GraphDestroy, "graph-destroy"},
+    {EventKind::GraphMemTrim, "graph-mem-trim"},
+    {EventKind::Import, "import"},
+    {EventKind::ImportClose, "import-close"},
+    {EventKind::Retain, "retain"},
+    {EventKind::Export, "export"},
+    {EventKind::GraphChild, "graph-child"},
+    {EventKind::GraphClone, "graph-clone"},
+    {EventKind::GraphUpload, "graph-upload"}};
+static_assert(names_in_order(kEventKindNames) && kEventKindNames[0].value == EventKind::Alloc);
+inline const char* to_string(EventKind k) { return name_of(k, kEventKindNames); }
 
-inline const char* to_string(MemoryType m) {
-  switch (m) {
-    case MemoryType::Device: return "device";
-    case MemoryType::HostPinned: return "host-pinned";
-    case MemoryType::Managed: return "managed";
-    case MemoryType::None: return "none";
-  }
-  return "?";
-}
+inline constexpr EnumName<MemoryType> kMemoryTypeNames[] = {{MemoryType::Device, "device"},
+                                                            {MemoryType::HostPinned, "host-pinned"},
+                                                            {MemoryType::Managed, "managed"},
+                                                            {MemoryType::None, "none"}};
+static_assert(names_in_order(kMemoryTypeNames) && kMemoryTypeNames[0].value == MemoryType::Device);
+inline const char* to_string(MemoryType m) { return name_of(m, kMemoryTypeNames); }
 
 }  // namespace gmemhook::format
