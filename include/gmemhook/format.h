@@ -21,7 +21,7 @@ namespace gmemhook::format {
 // record. Unwritten bytes are zero, so a zero record header means "nothing more was committed".
 // From version 6 on chunks grow: the first is chunk_size bytes, each next one doubles up to
 // max_chunk_size, and all later ones have that size (ChunkGeometry). A thread that records one
-// event costs one small chunk, not a megabyte reserved up front (issue 15), and a writer that
+// event costs one small chunk, not a megabyte reserved up front, and a writer that
 // finishes a file cuts it to the bytes it committed.
 //
 // Crash safety: the writer stores a record's payload first and its 2-byte header last (see
@@ -29,7 +29,7 @@ namespace gmemhook::format {
 // is in the page cache; a record whose header was never stored reads as zero and ends the stream.
 // A process that ended without an End record in process.gmh was killed or crashed.
 //
-// Chunk seals (version 7, issue 15): a finished chunk ends with an 8-byte seal, so damage to
+// Chunk seals (version 7): a finished chunk ends with an 8-byte seal, so damage to
 // committed bytes is found rather than read as other numbers. The seal is one little-endian u64,
 // CRC32C (crc32c.h) of the chunk's bytes from its start up to the seal in the low half and
 // kSealMarker in the high half, stored by one aligned 8-byte store after everything it covers:
@@ -51,14 +51,14 @@ inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
 // Version 2: the event's field mask is a varint with renumbered bits, allocator totals and a
 // free marker (see "Event payload"). Version 3: the End record says how many events the recorder
 // could not write and why, and an image replaced by exec ends with how = Exec. Version 4: events
-// may carry a graph and flags (graph memory nodes, instantiation; issue 12). Version 5: NvmlSample
-// records in process.gmh (what nvidia-smi would show, issue 13); older files simply have none.
-// Version 6: chunks grow (FileHeader::max_chunk_size), and a file may end anywhere after its last
-// record. Version 7: chunk seals (CRC32C, see "Chunk seals"). Version 8: compact events (issue
-// 14: at most 12 bytes per event): the record type carries the event's head, and what repeats or
-// is implied is left out (see "Event payload"). Readers still accept versions 1 to 7 (their End
-// records may lack the tail, their masks the new bits, their chunks are all chunk_size before 6
-// and carry no seal before 7, their events are the version-7 layout).
+// may carry a graph and flags (graph memory nodes, instantiation). Version 5: NvmlSample records
+// in process.gmh (what nvidia-smi would show); older files simply have none. Version 6: chunks
+// grow (FileHeader::max_chunk_size), and a file may end anywhere after its last record.
+// Version 7: chunk seals (CRC32C, see "Chunk seals"). Version 8: compact events, at most 12 bytes
+// an event on average (bench/log_size measures it): the record type carries the event's head,
+// and what repeats or is implied is left out (see "Event payload"). Readers still accept
+// versions 1 to 7 (their End records may lack the tail, their masks the new bits, their chunks
+// are all chunk_size before 6 and carry no seal before 7, their events are the version-7 layout).
 inline constexpr uint16_t kFormatVersion = 8;
 inline constexpr uint16_t kFirstSealedVersion = 7;
 inline constexpr uint16_t kFirstHeadVersion = 8;
@@ -373,7 +373,7 @@ inline size_t get_varint_from_word(const uint8_t* p, const uint8_t* end, const u
 // block for which the allocator reserved a new segment, or one of another device or thread in
 // between, adds a few bytes.
 // Graph pool totals (HasTotals on a graph-launch, graph-upload or graph-mem-trim event, or an
-// instantiation that uploads, issue 12): the same two fields, stored the same way, carry the
+// instantiation that uploads): the same two fields, stored the same way, carry the
 // driver's figures for the device's graph memory pool after the call
 // (cuDeviceGetGraphMemAttribute): allocated = bytes the allocation nodes hold
 // (USED_MEM_CURRENT), reserved = physical memory the pool keeps (RESERVED_MEM_CURRENT).
@@ -559,7 +559,7 @@ enum class EventKind : uint8_t {
   // kinds above: a second layer, never to be counted on top of the segments they live in.
   BlockAlloc = 12,  // a block handed out
   BlockFree = 13,   // a block taken back: a BlockAlloc entry point's event with IsFree
-  // CUDA graph memory nodes (issue 12). A node's address is fixed when the node is made, its
+  // CUDA graph memory nodes. A node's address is fixed when the node is made, its
   // memory only exists from the first launch that runs the node until a free node, cudaFree or
   // an auto-free relaunch gives it back; graphs and execs only say which nodes a launch runs.
   GraphAllocNode = 14,    // address+size (and graph) of an allocation node
@@ -569,13 +569,13 @@ enum class EventKind : uint8_t {
   GraphDestroy = 18,      // graph
   GraphMemTrim = 19,      // memory of freed graph allocations goes back to the OS: nothing live
   // Memory of another process or allocation made reachable here: mapped, never this process's
-  // allocation (issue 12).
+  // allocation.
   Import = 20,       // a handle (cuMemImportFromShareableHandle) or an address+size (IPC, pools)
   ImportClose = 21,  // address: cudaIpcCloseMemHandle
   Retain = 22,       // cuMemRetainAllocationHandle: one more reference to handle at address
   Export = 23,       // cuMemExportToShareableHandle: no new memory
-  // Graphs made of other graphs (issue 12). A kind is never stored in a log (it follows from the
-  // api id), so new kinds need no new format version.
+  // Graphs made of other graphs. A kind is never stored in a log (it follows from the
+  // api id), so new kinds need no new format version (but a word in kEventKindNames).
   GraphChild = 24,  // graph = the parent, handle = the child graph whose nodes it now runs
   GraphClone = 25,  // handle = the clone, graph = the original: same memory nodes
   // cudaGraphUpload: handle = the exec. Maps its memory ahead of the first launch (the pool
