@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -27,8 +26,8 @@
 #include "analyzer/reports/report.h"
 #include "gmemhook/api_table.h"
 #include "gmemhook/codec.h"
-#include "gmemhook/crc32c.h"
 #include "gmemhook/format.h"
+#include "gmemhook/framing.h"
 
 namespace fs = std::filesystem;
 namespace fmt = gmemhook::format;
@@ -53,57 +52,38 @@ struct Rng {
   uint64_t below(uint64_t n) { return next() % n; }
 };
 
-// Writes one log file chunk by chunk, framed as format.h describes.
+// Writes one log file chunk by chunk, framed by framing.h as the recorder frames it.
 class ChunkedFile {
  public:
   ChunkedFile(const fs::path& path, fmt::FileKind kind, uint64_t tid)
       : out_(path, std::ios::binary), chunk_(kChunk, 0) {
-    fmt::FileHeader h{};
-    std::memcpy(h.magic, fmt::kMagic, sizeof h.magic);
-    h.version = fmt::kFormatVersion;
-    h.kind = static_cast<uint16_t>(kind);
-    h.chunk_size = kChunk;
-    h.tid = tid;
-    h.start_monotonic_ns = kStart;
-    h.start_realtime_ns = 1796000000ull * 1000000000ull;
-    h.pid = kPid;
-    std::memcpy(chunk_.data(), &h, sizeof h);
-    used_ = sizeof h;
+    const uint64_t realtime_ns = 1796000000ull * 1000000000ull;
+    used_ = fmt::put_file_header(chunk_.data(), {.kind = static_cast<uint16_t>(kind),
+                                                 .chunk_size = kChunk,
+                                                 .tid = tid,
+                                                 .start_monotonic_ns = kStart,
+                                                 .start_realtime_ns = realtime_ns,
+                                                 .pid = kPid});
   }
   // Finished the way the recorder finishes a file (format.h, "Chunk seals"): the last chunk is
   // cut to its records, zeros up to a multiple of 8, and its seal. A whole zero-padded chunk
   // here would add up to a MiB per file that no recorded log has.
   ~ChunkedFile() {
-    const size_t at = (used_ + 7) & ~size_t{7};
-    const uint64_t seal = fmt::seal_value(fmt::crc32c(chunk_.data(), at));
-    std::memcpy(chunk_.data() + at, &seal, sizeof seal);
-    out_.write(reinterpret_cast<const char*>(chunk_.data()), static_cast<std::streamsize>(at + sizeof seal));
+    const size_t at = fmt::cut_seal_offset(used_);
+    fmt::seal_chunk(chunk_.data(), at);
+    out_.write(reinterpret_cast<const char*>(chunk_.data()),
+               static_cast<std::streamsize>(at + fmt::kSealSize));
   }
 
   void record(fmt::RecordType type, const uint8_t* payload, size_t n) {
     const auto t = static_cast<uint8_t>(type);
-    const size_t header = fmt::is_big(t) ? fmt::kBigHeaderSize : fmt::kSmallHeaderSize;
-    const size_t area = kChunk - fmt::kSealSize;  // the chunk's seal follows its records
-    if (used_ + header + n > area) {
-      if (area - used_ >= fmt::kSmallHeaderSize)
-        chunk_[used_] = static_cast<uint8_t>(fmt::RecordType::ChunkEnd);
-      const uint64_t seal = fmt::seal_value(fmt::crc32c(chunk_.data(), area));
-      std::memcpy(chunk_.data() + area, &seal, sizeof seal);
+    if (used_ + fmt::record_header_size(t) + n > fmt::record_area(kChunk)) {
+      fmt::end_chunk(chunk_.data(), used_, kChunk);
       out_.write(reinterpret_cast<const char*>(chunk_.data()), kChunk);
       std::fill(chunk_.begin(), chunk_.end(), 0);
       used_ = 0;
     }
-    uint8_t* p = chunk_.data() + used_;
-    p[0] = t;
-    if (fmt::is_big(t)) {
-      p[1] = 0;
-      const auto len = static_cast<uint32_t>(n);
-      std::memcpy(p + 2, &len, 4);
-    } else {
-      p[1] = static_cast<uint8_t>(n);
-    }
-    std::memcpy(p + header, payload, n);
-    used_ += header + n;
+    used_ += fmt::put_record(chunk_.data() + used_, t, payload, static_cast<uint32_t>(n));
   }
   // A record whose payload codec.h encodes, as the recorder does.
   template <class Payload>

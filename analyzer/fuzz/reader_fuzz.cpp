@@ -6,12 +6,12 @@
 // spends its time on records rather than on rediscovering the magic; bit 1 asks for two threads;
 // bit 2 makes those headers say format version 1 (the older event mask).
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "analyzer/log/event_info.h"
 #include "analyzer/log/reader.h"
 #include "analyzer/symbols/python_stack.h"
+#include "gmemhook/framing.h"
 
 namespace {
 
@@ -21,15 +21,12 @@ std::vector<uint8_t> file_part(const uint8_t* p, size_t n, bool with_header, uin
                                format::FileKind kind, uint64_t tid) {
   std::vector<uint8_t> out;
   if (with_header) {
-    format::FileHeader h{};
-    std::memcpy(h.magic, format::kMagic, sizeof h.magic);
-    h.version = version;
-    h.kind = static_cast<uint16_t>(kind);
-    h.chunk_size = format::kMinChunkSize;
-    h.tid = tid;
-    h.pid = 1;
-    out.resize(sizeof h);
-    std::memcpy(out.data(), &h, sizeof h);
+    out.resize(sizeof(format::FileHeader));
+    format::put_file_header(out.data(), {.kind = static_cast<uint16_t>(kind),
+                                         .chunk_size = format::kMinChunkSize,
+                                         .tid = tid,
+                                         .pid = 1});
+    reinterpret_cast<format::FileHeader*>(out.data())->version = version;  // today's, or the oldest
   }
   out.insert(out.end(), p, p + n);
   return out;

@@ -56,7 +56,7 @@ struct Event : EventCore {
 // leaves it: what it states beyond the file's running values. Its seq, time, address, stream and
 // device are the EventDeltas' last ones once it is decoded (address, stream and device only where
 // `mask` has them), so a consumer reads those there: filling a 128-byte Event besides was half of
-// the decoder's instructions and the consumer read most of it back for nothing (issue 14).
+// the decoder's instructions and the consumer read most of it back for nothing.
 struct UsualEvent {
   uint64_t size = 0;  // 0 unless mask has kHasSize
   uint32_t stack_id = 0;
@@ -333,7 +333,7 @@ inline unsigned scale_by_zeros(uint64_t v) {
 // size, stream and device among them, the device last stored, every part within 8 bytes. Each
 // part is written with one store (put_word_varint), and only the head's two bits and the parts
 // that are there are worked out (encode_event_to's tests of every rare field, the scaling of
-// numbers through tables and the byte loops were ~140 instructions an event, issue 14). Returns
+// numbers through tables and the byte loops were ~140 instructions an event). Returns
 // false, having written and changed nothing, for any other event: encode_event_to writes it.
 // Both write exactly the same bytes (`UsualEncode` tests compare them). Up to 7 zero bytes
 // may be stored after the payload, inside out's kMaxEventPayload bytes: where the recorder
@@ -358,7 +358,7 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
   // brought below the line go to encode_event_to, which writes the same bytes), address and
   // size whether they are there or not (a wrapper clears both: an absent one is 0, and at worst
   // sends the event on). Nothing is written before this test, and each part is worked out where
-  // it is written: with every part computed first, GCC spilled them to the stack (issue 14).
+  // it is written: with every part computed first, GCC spilled them to the stack.
   if ((seq_delta | time_delta | ev.stack_id | stream) >> 56 ||
       (zigzag(static_cast<int64_t>(address_delta)) | f.size) >> 54)
     return false;
@@ -380,7 +380,7 @@ __attribute__((always_inline)) inline bool encode_usual_event(uint8_t* out, cons
     p += put_word_varint(p, (f.size >> (scale >> 2)) << 2 | (scale & 3));
   }
   // f.mask, not `mask`: the same bits, read again (one load). Kept from the test above, its stream
-  // bit took a register GCC did not have to spare here: stored, and loaded back (issue 14).
+  // bit took a register GCC did not have to spare here: stored, and loaded back.
   if (f.mask & kHasStream) {
     p += put_word_varint(p, stream);
     d.last_stream = f.stream;
@@ -501,19 +501,21 @@ inline bool decode_event_v7(const uint8_t* p, size_t n, Event* ev, EventDeltas& 
 }
 
 // Which parts a usual version-8 event stores, from its head (seq gap, stack id) and its api's
-// fields (address, size, stream): the key of decode_usual_shape's instantiations.
+// fields (address, size, stream: their EventField bits moved up past the head's two): the key of
+// decode_usual_shape's instantiations.
+inline constexpr unsigned kShapeFieldShift = 2;
 enum UsualShape : unsigned {
   kShapeSeqGap = 1u << 0,
   kShapeStackId = 1u << 1,
-  kShapeAddress = 1u << 2,
-  kShapeSize = 1u << 3,
-  kShapeStream = 1u << 4,
-  kUsualShapes = 1u << 5,
+  kShapeAddress = unsigned{kHasAddress} << kShapeFieldShift,
+  kShapeSize = unsigned{kHasSize} << kShapeFieldShift,
+  kShapeStream = unsigned{kHasStream} << kShapeFieldShift,
+  kUsualShapes = kShapeStream << 1,
 };
 
 // decode_usual_event_v8 for one shape: only the parts it stores are read, in straight-line code
 // (with every part read and kept or dropped by a test, as before, the parts a free leaves out
-// cost as much as those it stores, and each part took a few tests; issue 14).
+// cost as much as those it stores, and each part took a few tests).
 template <unsigned kShape, bool kPext>
 __attribute__((always_inline)) inline bool decode_usual_shape(uint8_t api, uint16_t mask,
                                                               const uint8_t* p, size_t n,
@@ -607,13 +609,11 @@ inline bool decode_usual_event_v8(uint8_t head, const uint8_t* p, size_t n, Usua
   const uint8_t api = p[0];
   const uint16_t mask = d.api_fields[api];
   if (mask & ~kUsualFields) return false;
-  static_assert(unsigned{kHasAddress} << 2 == kShapeAddress &&
-                unsigned{kHasSize} << 2 == kShapeSize && unsigned{kHasStream} << 2 == kShapeStream);
   // A head with other parts gives kUsualShapes or more: the switch's default. (A payload under
   // 2 bytes needs no test of its own: every shape reads the api and the time, and refuses a
   // payload that does not end where its last part does.)
-  const unsigned shape =
-      kUsualShapeOfHead[head & 31] | (mask & (kHasAddress | kHasSize | kHasStream)) << 2;
+  const unsigned shape = kUsualShapeOfHead[head & 31] |
+                         (mask & (kHasAddress | kHasSize | kHasStream)) << kShapeFieldShift;
 #define GMEMHOOK_USUAL_SHAPE(s) \
   case s:                       \
     return decode_usual_shape<s, kPext>(api, mask, p, n, ev, d);

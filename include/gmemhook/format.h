@@ -21,7 +21,7 @@ namespace gmemhook::format {
 // record. Unwritten bytes are zero, so a zero record header means "nothing more was committed".
 // From version 6 on chunks grow: the first is chunk_size bytes, each next one doubles up to
 // max_chunk_size, and all later ones have that size (ChunkGeometry). A thread that records one
-// event costs one small chunk, not a megabyte reserved up front (issue 15), and a writer that
+// event costs one small chunk, not a megabyte reserved up front, and a writer that
 // finishes a file cuts it to the bytes it committed.
 //
 // Crash safety: the writer stores a record's payload first and its 2-byte header last (see
@@ -29,7 +29,7 @@ namespace gmemhook::format {
 // is in the page cache; a record whose header was never stored reads as zero and ends the stream.
 // A process that ended without an End record in process.gmh was killed or crashed.
 //
-// Chunk seals (version 7, issue 15): a finished chunk ends with an 8-byte seal, so damage to
+// Chunk seals (version 7): a finished chunk ends with an 8-byte seal, so damage to
 // committed bytes is found rather than read as other numbers. The seal is one little-endian u64,
 // CRC32C (crc32c.h) of the chunk's bytes from its start up to the seal in the low half and
 // kSealMarker in the high half, stored by one aligned 8-byte store after everything it covers:
@@ -51,14 +51,14 @@ inline constexpr char kMagic[8] = {'G', 'M', 'E', 'M', 'H', 'O', 'O', 'K'};
 // Version 2: the event's field mask is a varint with renumbered bits, allocator totals and a
 // free marker (see "Event payload"). Version 3: the End record says how many events the recorder
 // could not write and why, and an image replaced by exec ends with how = Exec. Version 4: events
-// may carry a graph and flags (graph memory nodes, instantiation; issue 12). Version 5: NvmlSample
-// records in process.gmh (what nvidia-smi would show, issue 13); older files simply have none.
-// Version 6: chunks grow (FileHeader::max_chunk_size), and a file may end anywhere after its last
-// record. Version 7: chunk seals (CRC32C, see "Chunk seals"). Version 8: compact events (issue
-// 14: at most 12 bytes per event): the record type carries the event's head, and what repeats or
-// is implied is left out (see "Event payload"). Readers still accept versions 1 to 7 (their End
-// records may lack the tail, their masks the new bits, their chunks are all chunk_size before 6
-// and carry no seal before 7, their events are the version-7 layout).
+// may carry a graph and flags (graph memory nodes, instantiation). Version 5: NvmlSample records
+// in process.gmh (what nvidia-smi would show); older files simply have none. Version 6: chunks
+// grow (FileHeader::max_chunk_size), and a file may end anywhere after its last record.
+// Version 7: chunk seals (CRC32C, see "Chunk seals"). Version 8: compact events, at most 12 bytes
+// an event on average (bench/log_size measures it): the record type carries the event's head,
+// and what repeats or is implied is left out (see "Event payload"). Readers still accept
+// versions 1 to 7 (their End records may lack the tail, their masks the new bits, their chunks
+// are all chunk_size before 6 and carry no seal before 7, their events are the version-7 layout).
 inline constexpr uint16_t kFormatVersion = 8;
 inline constexpr uint16_t kFirstSealedVersion = 7;
 inline constexpr uint16_t kFirstHeadVersion = 8;
@@ -87,24 +87,25 @@ inline constexpr uint64_t seal_value(uint32_t crc) {
   return crc | static_cast<uint64_t>(kSealMarker) << 32;
 }
 
-// Fixed 64-byte little-endian header at offset 0 of every file.
+// Fixed 64-byte little-endian header at offset 0 of every file. Every field starts at zero: a
+// writer names the ones it knows (framing.h, put_file_header, adds magic and version).
 struct FileHeader {
-  char magic[8];
-  uint16_t version;
-  uint16_t kind;        // FileKind
-  uint32_t chunk_size;  // bytes per chunk; records never cross a multiple of this
-  uint64_t tid;         // kernel thread id (Thread files), 0 for the process file
-  uint64_t start_monotonic_ns;  // CLOCK_MONOTONIC when the file was created: base for deltas
-  uint64_t start_realtime_ns;   // CLOCK_REALTIME at the same instant (for wall-clock display)
-  uint32_t pid;
-  uint32_t max_chunk_size;  // version >= 6: chunks double up to this size; 0 = all chunk_size
+  char magic[8] = {};
+  uint16_t version = 0;
+  uint16_t kind = 0;                // FileKind
+  uint32_t chunk_size = 0;          // bytes per chunk; records never cross a multiple of this
+  uint64_t tid = 0;                 // kernel thread id (Thread files), 0 for the process file
+  uint64_t start_monotonic_ns = 0;  // CLOCK_MONOTONIC when the file was created: base for deltas
+  uint64_t start_realtime_ns = 0;   // CLOCK_REALTIME at the same instant (for wall-clock display)
+  uint32_t pid = 0;
+  uint32_t max_chunk_size = 0;  // version >= 6: chunks double up to this size; 0 = all chunk_size
   // The step of the events' times in ns: the coarse clock's resolution (4 ms on most kernels)
   // when events are timed by the kernel's tick (GMEMHOOK_TIME=coarse, the default), 1 when
   // each event reads the clock itself (=precise). 0 in files written before 2026-12-02 (then
   // still version 8, the field reserved and zero): read as precise. Reports show event times
   // no finer than this step.
-  uint64_t time_step_ns;
-  uint64_t reserved1;
+  uint64_t time_step_ns = 0;
+  uint64_t reserved1 = 0;
 };
 static_assert(sizeof(FileHeader) == 64);
 
@@ -372,7 +373,7 @@ inline size_t get_varint_from_word(const uint8_t* p, const uint8_t* end, const u
 // block for which the allocator reserved a new segment, or one of another device or thread in
 // between, adds a few bytes.
 // Graph pool totals (HasTotals on a graph-launch, graph-upload or graph-mem-trim event, or an
-// instantiation that uploads, issue 12): the same two fields, stored the same way, carry the
+// instantiation that uploads): the same two fields, stored the same way, carry the
 // driver's figures for the device's graph memory pool after the call
 // (cuDeviceGetGraphMemAttribute): allocated = bytes the allocation nodes hold
 // (USED_MEM_CURRENT), reserved = physical memory the pool keeps (RESERVED_MEM_CURRENT).
@@ -493,18 +494,44 @@ inline constexpr uint16_t fields_from_version1(uint8_t mask) {
 //   varint  first_lost   sequence number of the first of them (0 when none)
 //   varint  error        errno of the write failure that stopped recording (0 when none)
 // ---------------------------------------------------------------------------------------------
-enum class NvmlReason : uint8_t { FirstCall = 1, FirstAllocation = 2, Periodic = 3, Peak = 4, Exit = 5 };
-
-inline const char* to_string(NvmlReason r) {
-  switch (r) {
-    case NvmlReason::FirstCall: return "first-call";
-    case NvmlReason::FirstAllocation: return "first-allocation";
-    case NvmlReason::Periodic: return "periodic";
-    case NvmlReason::Peak: return "peak";
-    case NvmlReason::Exit: return "exit";
-  }
+// The words reports, dumps and JSON name an enum's values by: one table per enum below, in
+// value order with no gaps (names_in_order), read by name_of. A value added to such an enum needs
+// its word in the table: to_string gives "?" for a value without one.
+template <class E>
+struct EnumName {
+  E value;
+  const char* name;
+};
+// The word for `v`, or "?" for a value the table lacks (damage, or a later version's value).
+template <class E, size_t N>
+constexpr const char* name_of(E v, const EnumName<E> (&names)[N]) {
+  for (const EnumName<E>& n : names)
+    if (n.value == v) return n.name;
   return "?";
 }
+template <class E, size_t N>
+constexpr bool names_in_order(const EnumName<E> (&names)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (static_cast<size_t>(names[i].value) != static_cast<size_t>(names[0].value) + i)
+      return false;
+  return true;
+}
+
+enum class NvmlReason : uint8_t {
+  FirstCall = 1,
+  FirstAllocation = 2,
+  Periodic = 3,
+  Peak = 4,
+  Exit = 5
+};
+inline constexpr EnumName<NvmlReason> kNvmlReasonNames[] = {
+    {NvmlReason::FirstCall, "first-call"},
+    {NvmlReason::FirstAllocation, "first-allocation"},
+    {NvmlReason::Periodic, "periodic"},
+    {NvmlReason::Peak, "peak"},
+    {NvmlReason::Exit, "exit"}};
+static_assert(names_in_order(kNvmlReasonNames));
+inline const char* to_string(NvmlReason r) { return name_of(r, kNvmlReasonNames); }
 
 // Exec: the image was replaced by exec; the new image, if it uses CUDA, has its own directory.
 enum class EndHow : uint8_t { Exit = 1, UnderscoreExit = 2, Exec = 3 };
@@ -532,7 +559,7 @@ enum class EventKind : uint8_t {
   // kinds above: a second layer, never to be counted on top of the segments they live in.
   BlockAlloc = 12,  // a block handed out
   BlockFree = 13,   // a block taken back: a BlockAlloc entry point's event with IsFree
-  // CUDA graph memory nodes (issue 12). A node's address is fixed when the node is made, its
+  // CUDA graph memory nodes. A node's address is fixed when the node is made, its
   // memory only exists from the first launch that runs the node until a free node, cudaFree or
   // an auto-free relaunch gives it back; graphs and execs only say which nodes a launch runs.
   GraphAllocNode = 14,    // address+size (and graph) of an allocation node
@@ -542,13 +569,13 @@ enum class EventKind : uint8_t {
   GraphDestroy = 18,      // graph
   GraphMemTrim = 19,      // memory of freed graph allocations goes back to the OS: nothing live
   // Memory of another process or allocation made reachable here: mapped, never this process's
-  // allocation (issue 12).
+  // allocation.
   Import = 20,       // a handle (cuMemImportFromShareableHandle) or an address+size (IPC, pools)
   ImportClose = 21,  // address: cudaIpcCloseMemHandle
   Retain = 22,       // cuMemRetainAllocationHandle: one more reference to handle at address
   Export = 23,       // cuMemExportToShareableHandle: no new memory
-  // Graphs made of other graphs (issue 12). A kind is never stored in a log (it follows from the
-  // api id), so new kinds need no new format version.
+  // Graphs made of other graphs. A kind is never stored in a log (it follows from the
+  // api id), so new kinds need no new format version (but a word in kEventKindNames).
   GraphChild = 24,  // graph = the parent, handle = the child graph whose nodes it now runs
   GraphClone = 25,  // handle = the clone, graph = the original: same memory nodes
   // cudaGraphUpload: handle = the exec. Maps its memory ahead of the first launch (the pool
@@ -573,49 +600,41 @@ inline constexpr EventKind event_kind_of(EventKind api_kind, uint16_t fields) {
   return api_kind;
 }
 
-inline const char* to_string(EventKind k) {
-  switch (k) {
-    case EventKind::Alloc: return "alloc";
-    case EventKind::Free: return "free";
-    case EventKind::Create: return "create";
-    case EventKind::Release: return "release";
-    case EventKind::Reserve: return "reserve";
-    case EventKind::AddressFree: return "address-free";
-    case EventKind::Map: return "map";
-    case EventKind::Unmap: return "unmap";
-    case EventKind::CaptureBegin: return "capture-begin";
-    case EventKind::CaptureEnd: return "capture-end";
-    case EventKind::GraphLaunch: return "graph-launch";
-    case EventKind::BlockAlloc: return "block-alloc";
-    case EventKind::BlockFree: return "block-free";
-    case EventKind::GraphAllocNode: return "graph-alloc-node";
-    case EventKind::GraphFreeNode: return "graph-free-node";
-    case EventKind::GraphInstantiate: return "graph-instantiate";
-    case EventKind::GraphExecDestroy: return "graph-exec-destroy";
-    case EventKind::GraphDestroy: return "graph-destroy";
-    case EventKind::GraphMemTrim: return "graph-mem-trim";
-    case EventKind::Import: return "import";
-    case EventKind::ImportClose: return "import-close";
-    case EventKind::Retain: return "retain";
-    case EventKind::Export: return "export";
-    case EventKind::GraphChild:
-      return "graph-child";
-    case EventKind::GraphClone:
-      return "graph-clone";
-    case EventKind::GraphUpload:
-      return "graph-upload";
-  }
-  return "?";
-}
+inline constexpr EnumName<EventKind> kEventKindNames[] = {
+    {EventKind::Alloc, "alloc"},
+    {EventKind::Free, "free"},
+    {EventKind::Create, "create"},
+    {EventKind::Release, "release"},
+    {EventKind::Reserve, "reserve"},
+    {EventKind::AddressFree, "address-free"},
+    {EventKind::Map, "map"},
+    {EventKind::Unmap, "unmap"},
+    {EventKind::CaptureBegin, "capture-begin"},
+    {EventKind::CaptureEnd, "capture-end"},
+    {EventKind::GraphLaunch, "graph-launch"},
+    {EventKind::BlockAlloc, "block-alloc"},
+    {EventKind::BlockFree, "block-free"},
+    {EventKind::GraphAllocNode, "graph-alloc-node"},
+    {EventKind::GraphFreeNode, "graph-free-node"},
+    {EventKind::GraphInstantiate, "graph-instantiate"},
+    {EventKind::GraphExecDestroy, "graph-exec-destroy"},
+    {EventKind::GraphDestroy, "graph-destroy"},
+    {EventKind::GraphMemTrim, "graph-mem-trim"},
+    {EventKind::Import, "import"},
+    {EventKind::ImportClose, "import-close"},
+    {EventKind::Retain, "retain"},
+    {EventKind::Export, "export"},
+    {EventKind::GraphChild, "graph-child"},
+    {EventKind::GraphClone, "graph-clone"},
+    {EventKind::GraphUpload, "graph-upload"}};
+static_assert(names_in_order(kEventKindNames) && kEventKindNames[0].value == EventKind::Alloc);
+inline const char* to_string(EventKind k) { return name_of(k, kEventKindNames); }
 
-inline const char* to_string(MemoryType m) {
-  switch (m) {
-    case MemoryType::Device: return "device";
-    case MemoryType::HostPinned: return "host-pinned";
-    case MemoryType::Managed: return "managed";
-    case MemoryType::None: return "none";
-  }
-  return "?";
-}
+inline constexpr EnumName<MemoryType> kMemoryTypeNames[] = {{MemoryType::Device, "device"},
+                                                            {MemoryType::HostPinned, "host-pinned"},
+                                                            {MemoryType::Managed, "managed"},
+                                                            {MemoryType::None, "none"}};
+static_assert(names_in_order(kMemoryTypeNames) && kMemoryTypeNames[0].value == MemoryType::Device);
+inline const char* to_string(MemoryType m) { return name_of(m, kMemoryTypeNames); }
 
 }  // namespace gmemhook::format

@@ -14,7 +14,7 @@
 #include <ctime>
 #include <type_traits>
 
-#include "gmemhook/crc32c.h"
+#include "gmemhook/framing.h"
 #include "interposer/base/config.h"
 #include "interposer/base/event_time.h"
 #include "interposer/base/text.h"
@@ -24,17 +24,6 @@ namespace gmemhook {
 using format::RecordType;
 
 namespace {
-// Stores the 2-byte record header after everything before it: the commit point. Two observers:
-// the page cache after the process is gone (a dying process never undoes a store it has
-// executed, so program order is enough), and `gmemhook top` reading the file while it is written
-// (record_cursor.cpp's acquire fence after the header). The release fence pairs with that: on
-// x86-64 it is only a compiler barrier (stores are not reordered with stores), on ARM a `dmb`,
-// without which the header could become visible before the payload.
-inline void commit_header(uint8_t* at, uint16_t header) {
-  std::atomic_thread_fence(std::memory_order_release);
-  std::memcpy(at, &header, sizeof(header));
-}
-
 // GMEMHOOK_TEST_DISK_FULL_AFTER (config.h): counts chunk mappings process-wide.
 std::atomic<long> g_chunks_mapped{0};
 bool test_disk_full() {
@@ -86,21 +75,17 @@ bool LogFile::create(int dir_fd, const char* dir, const char* name, format::File
   }
   use_chunk(first, 0, first_len);
 
-  format::FileHeader h{};
-  std::memcpy(h.magic, format::kMagic, sizeof(h.magic));
-  h.version = format::kFormatVersion;
-  h.kind = static_cast<uint16_t>(kind);
-  h.chunk_size = chunks.first;
-  h.max_chunk_size = chunks.max;
-  h.tid = tid;
-  h.start_monotonic_ns = start_monotonic_ns;
-  h.time_step_ns = event_time_step_ns();
   timespec rt{};
   clock_gettime(CLOCK_REALTIME, &rt);
-  h.start_realtime_ns = static_cast<uint64_t>(rt.tv_sec) * 1000000000ull + rt.tv_nsec;
-  h.pid = static_cast<uint32_t>(getpid());
-  std::memcpy(chunk_, &h, sizeof(h));
-  pos_ = sizeof(h);
+  const uint64_t realtime_ns = static_cast<uint64_t>(rt.tv_sec) * 1000000000ull + rt.tv_nsec;
+  pos_ = format::put_file_header(chunk_, {.kind = static_cast<uint16_t>(kind),
+                                          .chunk_size = chunks.first,
+                                          .tid = tid,
+                                          .start_monotonic_ns = start_monotonic_ns,
+                                          .start_realtime_ns = realtime_ns,
+                                          .pid = static_cast<uint32_t>(getpid()),
+                                          .max_chunk_size = chunks.max,
+                                          .time_step_ns = event_time_step_ns()});
   return true;
 }
 
@@ -197,13 +182,6 @@ void LogFile::drop_page_request() {
   if (pages_.held()) finish_page_request(pages_, true);
 }
 
-void LogFile::store_seal(size_t at) {
-  uint64_t seal = format::seal_value(format::crc32c(chunk_, at));
-  // One aligned 8-byte store, after the bytes it covers: a live reader (gmemhook top) sees no
-  // seal or all of it, and sees the chunk complete when it sees the seal.
-  __atomic_store_n(reinterpret_cast<uint64_t*>(chunk_ + at), seal, __ATOMIC_RELEASE);
-}
-
 void LogFile::unmap_chunk() {
   drop_page_request();
   uint8_t* old = chunk_;
@@ -213,7 +191,7 @@ void LogFile::unmap_chunk() {
 }
 
 void LogFile::seal_at(size_t at) {
-  store_seal(at);
+  format::seal_chunk(chunk_, at);
   unmap_chunk();
 }
 
@@ -225,10 +203,7 @@ __attribute__((noinline, cold)) bool LogFile::next_chunk(size_t need) {
   do {
     // Sealed before the file grows: killed in between, the file ends in a sealed chunk (a chunk
     // without a seal that a later one follows reads as damaged).
-    if (chunk_) {  // else seal() has ended it already
-      commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
-      store_seal(record_area());
-    }
+    if (chunk_) format::end_chunk(chunk_, pos_, chunk_len_);  // else seal() has ended it already
     const uint64_t start = chunk_start_ + chunk_len_;
     const size_t len = geometry_.end_of(start) - start;
     uint8_t* next = map_chunk(start, len);
@@ -261,16 +236,10 @@ uint8_t* LogFile::reserve(RecordType type, size_t n) {
 }
 
 void LogFile::commit(RecordType type, uint8_t* payload, size_t n) {
-  uint8_t t = static_cast<uint8_t>(type);
-  if (format::is_big(t)) {
-    uint32_t len = static_cast<uint32_t>(n);
-    std::memcpy(payload - sizeof(len), &len, sizeof(len));
-    commit_header(payload - format::kBigHeaderSize, t);
-    pos_ += format::kBigHeaderSize + n;
-  } else {
-    commit_header(payload - format::kSmallHeaderSize, static_cast<uint16_t>(t | (n << 8)));
-    pos_ += format::kSmallHeaderSize + n;
-  }
+  const auto t = static_cast<uint8_t>(type);
+  pos_ += format::put_record_header(payload - format::record_header_size(t), t,
+                                    static_cast<uint32_t>(n)) +
+          n;
 }
 
 bool LogFile::append(RecordType type, const void* payload, size_t n) {
@@ -291,9 +260,9 @@ void LogFile::close() {
 
 void LogFile::seal() {
   if (!chunk_) return;
-  commit_header(chunk_ + pos_, static_cast<uint16_t>(RecordType::ChunkEnd));
+  format::end_chunk(chunk_, pos_, chunk_len_);
   next_chunk_start_ = chunk_start_ + chunk_len_;
-  seal_at(record_area());
+  unmap_chunk();
 }
 
 void LogFile::finish() {
@@ -302,7 +271,7 @@ void LogFile::finish() {
     return;
   }
   // The seal goes right after the records, at a multiple of 8 (format.h, "Chunk seals").
-  size_t at = (pos_ + 7) & ~size_t{7};
+  size_t at = format::cut_seal_offset(pos_);
   bool cut = record_area() - at > geometry_.first;
   // A file still in its first chunks keeps its few unused KiB: cutting costs three system calls
   // (and a discard on some file systems), which for a thread that lived for one allocation was

@@ -2,12 +2,12 @@
 // the process being killed at any instant (the page cache outlives the process).
 #pragma once
 
-#include <atomic>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
 
 #include "gmemhook/codec.h"
+#include "gmemhook/framing.h"
 #include "interposer/log/log_pages.h"
 
 namespace gmemhook {
@@ -114,13 +114,10 @@ class LogFile {
   // Stores the length (big records) and then the header of the record whose payload reserve()
   // placed at `payload`.
   void commit(format::RecordType type, uint8_t* payload, size_t n);
-  // commit() of a small record (every event is one), inline. The release fence orders the
-  // header after the payload for `gmemhook top` reading the file live (log_file.cpp,
-  // commit_header): on x86-64 only the compiler's order.
+  // commit() of a small record (every event is one), inline: no test of the type's size.
   void commit_small(format::RecordType type, uint8_t* payload, size_t n) {
-    const uint16_t header = static_cast<uint16_t>(static_cast<uint8_t>(type) | n << 8);
-    std::atomic_thread_fence(std::memory_order_release);
-    __builtin_memcpy(payload - format::kSmallHeaderSize, &header, sizeof header);
+    format::commit_record_header(payload - format::kSmallHeaderSize,
+                                 format::small_record_header(static_cast<uint8_t>(type), n));
     pos_ += format::kSmallHeaderSize + n;
   }
   // Ends the current chunk with ChunkEnd and maps the next; false when a record of `need` bytes
@@ -133,8 +130,6 @@ class LogFile {
   // Stores the seal of the current chunk at chunk offset `at` (a multiple of 8), covering the
   // bytes before it, and unmaps the chunk.
   void seal_at(size_t at);
-  // The two halves of seal_at().
-  void store_seal(size_t at);
   void unmap_chunk();
   // The end of the current chunk's record area: its seal lives after it.
   size_t record_area() const { return chunk_len_ - format::kSealSize; }

@@ -3,11 +3,10 @@
 
 #include <unistd.h>
 
-#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
-#include "gmemhook/crc32c.h"
+#include "gmemhook/framing.h"
 
 namespace gmemhook::test_logs {
 
@@ -16,15 +15,13 @@ using format::RecordType;
 LogFile::LogFile(format::FileKind kind, uint32_t chunk_size, uint32_t pid, uint64_t tid,
                  uint64_t start_ns)
     : chunk_size_(chunk_size), bytes_(sizeof(format::FileHeader), 0) {
-  format::FileHeader& h = header();
-  std::memcpy(h.magic, format::kMagic, sizeof h.magic);
-  h.version = format::kFormatVersion;
-  h.kind = static_cast<uint16_t>(kind);
-  h.chunk_size = chunk_size;
-  h.tid = tid;
-  h.start_monotonic_ns = start_ns;
-  h.start_realtime_ns = 1796000000ull * 1000000000ull + start_ns;
-  h.pid = pid;
+  format::put_file_header(bytes_.data(),
+                          {.kind = static_cast<uint16_t>(kind),
+                           .chunk_size = chunk_size,
+                           .tid = tid,
+                           .start_monotonic_ns = start_ns,
+                           .start_realtime_ns = 1796000000ull * 1000000000ull + start_ns,
+                           .pid = pid});
 }
 
 format::FileHeader& LogFile::header() {
@@ -33,56 +30,33 @@ format::FileHeader& LogFile::header() {
 
 void LogFile::record(RecordType type, std::span<const uint8_t> payload) {
   const auto t = static_cast<uint8_t>(type);
-  const size_t header_size = format::is_big(t) ? format::kBigHeaderSize : format::kSmallHeaderSize;
   if (!format::is_big(t) && payload.size() > format::kMaxSmallPayload)
     throw std::logic_error("small record payload too long");
-  const size_t total = header_size + payload.size();
-  if (total > chunk_size_) throw std::logic_error("record larger than a chunk");
+  const size_t total = format::record_header_size(t) + payload.size();
   if (total + format::kSealSize > chunk_size_) throw std::logic_error("record larger than a chunk");
   // Records end before the chunk's seal (format.h, "Chunk seals"), as the writer keeps them.
-  size_t area_end = (bytes_.size() / chunk_size_ + 1) * chunk_size_ - format::kSealSize;
-  if (bytes_.size() + total > area_end) {
-    if (area_end - bytes_.size() >= format::kSmallHeaderSize) {
-      bytes_.push_back(static_cast<uint8_t>(RecordType::ChunkEnd));
-      bytes_.push_back(0);
-    }
-    bytes_.resize(area_end, 0);
-    append_seal();
+  const size_t start = bytes_.size() / chunk_size_ * chunk_size_;
+  if (bytes_.size() + total > start + format::record_area(chunk_size_)) {
+    const size_t pos = bytes_.size() - start;
+    bytes_.resize(start + chunk_size_, 0);
+    format::end_chunk(bytes_.data() + start, pos, chunk_size_);
   }
   raw_record(t, static_cast<uint32_t>(payload.size()), payload);
-}
-
-void LogFile::append_seal() {
-  size_t start = (bytes_.size() - 1) / chunk_size_ * chunk_size_;
-  uint64_t seal = format::seal_value(format::crc32c(bytes_.data() + start, bytes_.size() - start));
-  uint8_t b[sizeof seal];
-  std::memcpy(b, &seal, sizeof b);
-  bytes_.insert(bytes_.end(), b, b + sizeof b);
 }
 
 void LogFile::seal_cut() { seal_file_end(bytes_, chunk_size_); }
 
 void seal_file_end(Bytes& bytes, uint32_t chunk_size) {
-  size_t in_chunk = bytes.size() % chunk_size;
-  bytes.resize(bytes.size() + ((8 - in_chunk % 8) % 8), 0);
-  size_t start = (bytes.size() - 1) / chunk_size * chunk_size;
-  uint64_t seal = format::seal_value(format::crc32c(bytes.data() + start, bytes.size() - start));
-  uint8_t b[sizeof seal];
-  std::memcpy(b, &seal, sizeof b);
-  bytes.insert(bytes.end(), b, b + sizeof b);
+  const size_t start = (bytes.size() - 1) / chunk_size * chunk_size;
+  const size_t at = format::cut_seal_offset(bytes.size() - start);
+  bytes.resize(start + at + format::kSealSize, 0);
+  format::seal_chunk(bytes.data() + start, at);
 }
 
 void LogFile::raw_record(uint8_t type, uint32_t payload_len, std::span<const uint8_t> payload) {
-  if (format::is_big(type)) {
-    bytes_.push_back(type);
-    bytes_.push_back(0);
-    uint8_t len[4];
-    std::memcpy(len, &payload_len, sizeof len);
-    bytes_.insert(bytes_.end(), len, len + 4);
-  } else {
-    bytes_.push_back(type);
-    bytes_.push_back(static_cast<uint8_t>(payload_len));
-  }
+  uint8_t header[format::kBigHeaderSize];
+  const size_t n = format::put_record_header(header, type, payload_len);
+  bytes_.insert(bytes_.end(), header, header + n);
   raw(payload);
 }
 

@@ -1,6 +1,7 @@
-// A small in-memory log writer for the analyzer's tests: frames records per format.h (chunks,
-// ChunkEnd, big and small headers) and encodes payloads with codec.h. Deliberately simple: it
-// builds whole files in memory and can also write the damaged shapes tests need.
+// A small in-memory log writer for the analyzer's tests: frames records with framing.h (chunks,
+// ChunkEnd, seals, big and small headers), as the recorder does, and encodes payloads with
+// codec.h. Deliberately simple: it builds whole files in memory and can also write the damaged
+// shapes tests need.
 #pragma once
 
 #include <cstdint>
@@ -59,9 +60,6 @@ class LogFile {
   uint32_t chunk_size() const { return chunk_size_; }
 
  private:
-  // Appends the seal of the chunk the bytes so far end in.
-  void append_seal();
-
   uint32_t chunk_size_;
   Bytes bytes_;
 };

@@ -4,14 +4,13 @@
 // records, the same end and the same errors, whichever of them reads each record.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "analyzer/log/record_cursor.h"
-#include "gmemhook/crc32c.h"
+#include "gmemhook/framing.h"
 #include "log_builder.h"
 
 namespace gmemhook::test_logs {
@@ -48,11 +47,8 @@ Walk walk(const analysis::LogBytes& file, bool quick) {
 
 // Seals every full chunk again, so bytes changed inside one reach the framing.
 void reseal(Bytes& b) {
-  for (size_t start = 0; start + kChunk <= b.size(); start += kChunk) {
-    const uint64_t seal =
-        format::seal_value(format::crc32c(b.data() + start, kChunk - format::kSealSize));
-    std::memcpy(b.data() + start + kChunk - format::kSealSize, &seal, sizeof seal);
-  }
+  for (size_t start = 0; start + kChunk <= b.size(); start += kChunk)
+    format::seal_chunk(b.data() + start, format::record_area(kChunk));
 }
 
 TEST(RecordFraming, QuickEventsAsNextFramesThem) {
