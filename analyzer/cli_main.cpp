@@ -1,5 +1,5 @@
 // The gmemhook command line: a CLI11 subcommand per line of the report table (reports/report.h),
-// with the --format choices of the format table (output/format.h); then diff, dump and run.
+// with the --format choices of the format table (output/format_table.h); then diff, dump and run.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
@@ -30,8 +30,8 @@ using gmemhook::analysis::ReportEntry;
 using gmemhook::analysis::ReportOptions;
 using gmemhook::analysis::whole_number;
 
-// --format NAME, limited to the formats (output/format.h) that read the `parts` a command's models
-// offer, and --json as its synonym for json.
+// --format NAME, limited to the formats (output/format_table.h) that read the `parts` a command's
+// models offer, and --json as its synonym for json.
 void add_format_options(CLI::App* s, std::string& format, unsigned parts) {
   const std::vector<std::string> names = gmemhook::analysis::format_names(parts);
   std::string help = "Output: ";

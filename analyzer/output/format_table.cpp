@@ -1,7 +1,7 @@
-// The one table of output formats (see format.h). A format's file defines make_<name>_renderer.
-#include <array>
+// The one table of output formats (format_table.h); a format's file defines make_<name>_renderer.
+#include "analyzer/output/format_table.h"
 
-#include "analyzer/output/format.h"
+#include <array>
 
 namespace gmemhook::analysis {
 

@@ -1,6 +1,6 @@
 // --format json (--json): one document, handed out once every model is in, so a failure halfway
 // leaves no half document behind.
-#include "analyzer/output/format.h"
+#include "analyzer/output/format_table.h"
 
 namespace gmemhook::analysis {
 

@@ -1,7 +1,7 @@
 // What a renderer may ask of a report's result: the report's own layout as text and as
 // JSON and, where the report groups memory by stack, the weighted stacks for the stack exports.
 // A report fills a plain model per process (a diff: one for the whole comparison); renderers
-// (format.h) see only this, never a replay or a log.
+// (format_table.h) see only this, never a replay or a log.
 #pragma once
 
 #include <string>

@@ -3,7 +3,7 @@
 #include "analyzer/output/stack_export.h"
 
 #include "analyzer/output/folded_stacks.h"
-#include "analyzer/output/format.h"
+#include "analyzer/output/format_table.h"
 #include "analyzer/output/speedscope_profile.h"
 
 namespace gmemhook::analysis {

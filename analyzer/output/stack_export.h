@@ -22,7 +22,7 @@ class StackExport {
   // `frames` innermost first, as the reports keep them; `bytes` is the weight.
   virtual void add(const std::vector<Frame>& frames, uint64_t bytes) = 0;
   // The same stack weighed twice (a diff's base and new); formats that cannot show two weights
-  // are never offered a model that has them (format.h), so by default it is the new weight.
+  // are never offered a model that has them (format_table.h), so by default it is the new weight.
   virtual void add_pair(const std::vector<Frame>& frames, uint64_t /*base*/, uint64_t now) {
     add(frames, now);
   }

@@ -1,6 +1,6 @@
 // --format text: each model's own text layout, a blank line between processes, and the command's
 // hint line at the end.
-#include "analyzer/output/format.h"
+#include "analyzer/output/format_table.h"
 
 namespace gmemhook::analysis {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <set>
 
-#include "analyzer/output/format.h"
+#include "analyzer/output/format_table.h"
 #include "analyzer/output/json_writer.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/diff_match.h"

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/output/format.h"
+#include "analyzer/output/format_table.h"
 #include "analyzer/reports/diff_threshold.h"
 #include "analyzer/reports/report.h"
 
 namespace gmemhook::analysis {
 
-// What a diff's model offers the formats (output/format.h): its layout, and stacks weighed twice.
+// What a diff's model offers the formats (format_table.h): its layout, stacks weighed twice.
 inline constexpr unsigned kDiffParts = kLayout | kStackPairs;
 
 struct DiffOptions {

@@ -24,7 +24,7 @@ class ProcessContext;
 struct ReportOptions {
   std::filesystem::path run;         // a run directory or one process directory
   std::string run_arg;               // `run` as the user typed it, for the hint lines
-  std::string format = "text";       // a name of the format table (output/format.h)
+  std::string format = "text";       // a name of the format table (output/format_table.h)
   std::optional<uint64_t> pid;       // only this process
   std::optional<int32_t> device;     // only this device (pinned host memory is on none)
   std::optional<size_t> top;         // groups shown per list; 0 = all (default: text 20, JSON all)
@@ -72,7 +72,7 @@ struct ReportEntry {
   const char* help;
   unsigned flags;  // ReportFlag bits
   std::unique_ptr<Report> (*make)(const ReportOptions& options);
-  // The ModelPart bits its models offer the formats (output/format.h).
+  // The ModelPart bits its models offer the formats (output/format_table.h).
   unsigned parts() const;
 };
 

@@ -1,7 +1,7 @@
 // The one table of reports (see report.h). A report's file defines make_<name>_report.
 #include <array>
 
-#include "analyzer/output/format.h"
+#include "analyzer/output/format_table.h"
 #include "analyzer/reports/report.h"
 
 namespace gmemhook::analysis {

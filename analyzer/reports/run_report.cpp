@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "analyzer/output/format.h"
+#include "analyzer/output/format_table.h"
 #include "analyzer/reports/parallel_walk.h"
 #include "analyzer/reports/process_context.h"
 #include "analyzer/reports/report.h"

@@ -1,5 +1,5 @@
-// The report and format tables (reports/report.h, output/format.h): every report, and diff, in
-// every format the tables offer it renders and keeps that format's promise; names are unique. A
+// The report and format tables (reports/report.h, output/format_table.h): every report, and diff,
+// in every format the tables offer it renders and keeps that format's promise; names are unique. A
 // report or format added to a table is exercised here without a new test.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "analyzer/output/format.h"
+#include "analyzer/output/format_table.h"
 #include "analyzer/reports/diff_report.h"
 #include "analyzer/reports/html_report.h"
 #include "analyzer/reports/report.h"
