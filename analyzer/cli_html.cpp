@@ -5,7 +5,7 @@
 
 namespace gmemhook::analysis {
 
-CLI::App* add_html_command(CLI::App& app, HtmlOptions& o) {
+CLI::App* add_html_command(CLI::App& app, WholeRunOptions& o) {
   CLI::App* s = app.add_subcommand(
       "html",
       "One self-contained page to open in a browser: timelines by site, the peak as a flame "

@@ -4,11 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "analyzer/reports/html_report.h"
+#include "analyzer/reports/whole_run_format.h"
 
 namespace gmemhook::analysis {
 
 // Adds `html` to `app`, filling `options` when it is parsed.
-CLI::App* add_html_command(CLI::App& app, HtmlOptions& options);
+CLI::App* add_html_command(CLI::App& app, WholeRunOptions& options);
 
 }  // namespace gmemhook::analysis

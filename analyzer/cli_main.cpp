@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
   dump->add_option("RUN", dump_run, "A run directory, or one <exe>.<pid> process directory")
       ->required();
 
-  gmemhook::analysis::HtmlOptions html_options;  // gmemhook html
+  gmemhook::analysis::WholeRunOptions html_options;  // gmemhook html
   CLI::App* html = gmemhook::analysis::add_html_command(app, html_options);
 
   if (unknown_subcommand(app, argc, argv)) return kExitUsage;

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "analyzer/model/replay.h"
-#include "analyzer/model/segment_calls.h"
 
 namespace gmemhook::analysis {
 

@@ -5,7 +5,6 @@
 #include <tuple>
 
 #include "analyzer/log/thread_file_reader.h"
-#include "analyzer/model/segment_calls.h"
 
 namespace gmemhook::analysis {
 

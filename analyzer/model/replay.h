@@ -42,6 +42,7 @@
 #include "analyzer/model/address_map.h"
 #include "analyzer/model/graph_memory.h"
 #include "analyzer/model/replay_observer.h"
+#include "analyzer/model/segment_calls.h"
 #include "analyzer/model/stack_interner.h"
 #include "analyzer/model/timeline.h"
 #include "gmemhook/api_table.h"
@@ -420,5 +421,47 @@ class Replay : public EventVisitor {
   uint64_t last_seq_ = 0;
   uint64_t last_time_ns_ = 0;
 };
+
+// Whether the core's state after this call will still say which segments exist: true for the
+// calls it applies the way a segment list would (checked before the core applies the call; the
+// kinds whose calls always do are in segment_calls.h). One function per kind, so that the
+// replay's own switch on the kind picks one.
+inline bool core_is_mapping(const Replay& core, uint64_t address) {
+  return !core.mappings().empty() && core.mappings().count(address) != 0;
+}
+[[gnu::always_inline]] inline bool alloc_stands_for_segments(const Replay& core,
+                                                             const format::Event& ev,
+                                                             const format::ApiInfo& api) {
+  if (ev.result != 0 || ev.f.address == 0) return true;  // changes nothing here nor there
+  // The core clamps devices below -1 (a segment keeps the call's own), and an address live or
+  // mapped already is replaced differently on each side.
+  if (ev.f.device < -1 || core_is_mapping(core, ev.f.address)) return false;
+  const format::MemoryType memory = ev.f.has(format::kHasMemory) ? ev.f.memory : api.memory;
+  if (memory == format::MemoryType::Device || memory == format::MemoryType::None) return true;
+  const LiveAllocation* old = core.live().find(ev.f.address);
+  return !old || core.series()[old->series].key.memory != format::MemoryType::Device;
+}
+[[gnu::always_inline]] inline bool free_stands_for_segments(const Replay& core,
+                                                            const format::Event& ev) {
+  // A free of a mapped address ends the segment here, not the mapping.
+  return ev.result != 0 || !core_is_mapping(core, ev.f.address);
+}
+inline bool map_stands_for_segments(const Replay& core, const format::Event& ev) {
+  return ev.result != 0 ||
+         (ev.f.address != 0 && ev.f.device >= -1 && !core.live().find(ev.f.address));
+}
+inline bool core_stands_for_segments(const Replay& core, const format::Event& ev,
+                                     const format::ApiInfo& api, format::EventKind kind) {
+  switch (kind) {
+    case format::EventKind::Alloc:
+      return alloc_stands_for_segments(core, ev, api);
+    case format::EventKind::Free:
+      return free_stands_for_segments(core, ev);
+    case format::EventKind::Map:
+      return map_stands_for_segments(core, ev);
+    default:
+      return ev.result != 0 || always_stands_for_segments(kind);
+  }
+}
 
 }  // namespace gmemhook::analysis

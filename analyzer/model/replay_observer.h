@@ -37,7 +37,7 @@ class ReplayObserver {
   // kCalls: an observer whose calls_of() declines allocations, frees and maps while the core's
   // live set and mappings say all it needs of them (BlockLayer before the first block) still
   // gets those the core applies otherwise than a list of segments would
-  // (core_stands_for_segments in segment_calls.h), until it asks for every one
+  // (core_stands_for_segments, replay.h), until it asks for every one
   // (Replay::calls_every_segment_call).
   virtual bool needs_odd_segment_calls() const { return false; }
 

@@ -2,8 +2,6 @@
 // tree, and the summary, leaks and fragmentation reports' own JSON, embedded as they are so the
 // page shows exactly the numbers the JSON reports give — poured into the page template
 // (output/html_page.h). --format perfetto and memory-viz hand the same run to their writers.
-#include "analyzer/reports/html_report.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,12 +14,11 @@
 #include "analyzer/log/run_dir.h"
 #include "analyzer/output/html_page.h"
 #include "analyzer/output/text_format.h"
-#include "analyzer/reports/memory_viz_export.h"
-#include "analyzer/reports/perfetto_export.h"
 #include "analyzer/reports/process_walk.h"
 #include "analyzer/reports/report.h"
 #include "analyzer/reports/report_common.h"
 #include "analyzer/reports/site_timeline.h"
+#include "analyzer/reports/whole_run_format.h"
 #include "analyzer/symbols/user_code.h"
 
 namespace gmemhook::analysis {
@@ -60,8 +57,8 @@ std::string minified(const std::string& json) {
 }
 
 // A JSON report of the whole run, as `gmemhook KIND --json` writes it; "null" when it failed.
-std::string json_report(const char* report, const HtmlOptions& options, size_t top, size_t depth,
-                        size_t nvml_samples) {
+std::string json_report(const char* report, const WholeRunOptions& options, size_t top,
+                        size_t depth, size_t nvml_samples) {
   const ReportEntry* entry = find_report(report);
   if (!entry) return "null";
   ReportOptions o;
@@ -234,7 +231,7 @@ int write_file(const std::filesystem::path& path, const std::string& text, std::
   return kExitOk;
 }
 
-int html_page(const HtmlOptions& options, std::string& page, std::FILE* err) {
+int html_page(const WholeRunOptions& options, std::string& page, std::FILE* err) {
   std::string data;
   JsonWriter json(data);
   const size_t process_dirs = find_process_dirs(options.run).size();
@@ -293,6 +290,10 @@ int html_page(const HtmlOptions& options, std::string& page, std::FILE* err) {
 
 }  // namespace
 
+// The other formats' writers, each in its file of the same name.
+int perfetto_export(const WholeRunOptions& options, std::string& out, std::FILE* err);
+int memory_viz_export(const WholeRunOptions& options, std::string& out, std::FILE* err);
+
 const std::vector<WholeRunFormat>& whole_run_formats() {
   static const std::vector<WholeRunFormat> formats = {
       {"html", "the page", "gmemhook.html", html_page},
@@ -311,7 +312,7 @@ const WholeRunFormat* find_whole_run_format(const std::string& name) {
   return nullptr;
 }
 
-int run_html_report(const HtmlOptions& options, std::FILE* err) {
+int run_html_report(const WholeRunOptions& options, std::FILE* err) {
   const WholeRunFormat* format = find_whole_run_format(options.format);
   if (!format) {
     std::fprintf(err, "gmemhook: unknown format %s\n", options.format.c_str());

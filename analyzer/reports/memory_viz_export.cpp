@@ -1,6 +1,14 @@
-// The memory_viz snapshot of a process (see memory_viz_export.h).
-#include "analyzer/reports/memory_viz_export.h"
-
+// `gmemhook html --format memory-viz`: one process of a run as a pickle in the format of PyTorch's
+// memory snapshots (torch.cuda.memory._snapshot()), so PyTorch's own viewer opens it:
+// `python -m torch.cuda._memory_viz trace_plot FILE -o out.html`, or pytorch.org/memory_viz. Any
+// program gmemhook recorded works, not only PyTorch's caching allocator: CuPy, JAX, CUDA C++.
+//
+// The mapping: where PyTorch's blocks were recorded (model/block_layer.h), a block is an
+// allocation ('alloc', 'free_requested', 'free_completed') and what the allocator got from CUDA a
+// segment ('segment_alloc', 'segment_free'); elsewhere every device allocation is both a segment
+// and the one allocation filling it. A failed device allocation is an 'oom'. 'segments' is the
+// state at the end of the log, each segment tiled by its live blocks and 'inactive' gaps, as
+// PyTorch's are. Its line in the table of whole-run formats is in html_report.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +19,7 @@
 #include "analyzer/output/pickle_writer.h"
 #include "analyzer/reports/process_context.h"
 #include "analyzer/reports/process_walk.h"
+#include "analyzer/reports/whole_run_format.h"
 
 namespace gmemhook::analysis {
 
@@ -220,7 +229,7 @@ void write_segment(PickleWriter& p, uint64_t address, const Range& s, const Trac
 
 }  // namespace
 
-int memory_viz_export(const HtmlOptions& options, std::string& out, std::FILE* err) {
+int memory_viz_export(const WholeRunOptions& options, std::string& out, std::FILE* err) {
   // A snapshot is one process's: the --pid one, else the first.
   std::optional<uint64_t> chosen = options.pid;
   std::vector<std::string> others;

@@ -1,7 +1,8 @@
-// The Chrome trace of a run (see perfetto_export.h), drawn from the same stacked timeline as the
-// HTML page, sampled finer: a trace viewer zooms.
-#include "analyzer/reports/perfetto_export.h"
-
+// `gmemhook html --format perfetto`: the run as a Chrome JSON trace for ui.perfetto.dev and
+// chrome://tracing: per process and device, counter tracks of the live (or allocated and
+// reserved) bytes and of the bytes by top site, and an instant event per failed allocation; drawn
+// from the same stacked timeline as the HTML page, sampled finer: a trace viewer zooms. Its line
+// in the table of whole-run formats is in html_report.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "analyzer/reports/process_walk.h"
 #include "analyzer/reports/report_common.h"
 #include "analyzer/reports/site_timeline.h"
+#include "analyzer/reports/whole_run_format.h"
 
 namespace gmemhook::analysis {
 
@@ -60,7 +62,7 @@ void export_track(ChromeTrace& trace, uint64_t pid, uint64_t offset_ns, const Si
 
 }  // namespace
 
-int perfetto_export(const HtmlOptions& options, std::string& out, std::FILE* err) {
+int perfetto_export(const WholeRunOptions& options, std::string& out, std::FILE* err) {
   ChromeTrace trace;
   // Times since the first process started: the processes of a run share CLOCK_MONOTONIC.
   uint64_t run_start = UINT64_MAX;

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Checks that a tree's stages include only from the stages before them, with no include cycle.
 
-Usage: check_stages.py ROOT TREE STAGE... (ROOT: the repository root, the include root; TREE: a
-folder under it, e.g. interposer; STAGE: its stage folders, first to last, siblings that may not
-include each other joined by commas, e.g. `reports,run,live`). Files directly in TREE come after
-every stage. Reads each source's `#include "..."` lines; an include is resolved against the
+Usage: check_stages.py [--parts] ROOT TREE STAGE... (ROOT: the repository root, the include root;
+TREE: a folder under it, e.g. interposer; STAGE: its stage folders, first to last, siblings that
+may not include each other joined by commas, e.g. `reports,run,live`). Files directly in TREE come
+after every stage. Reads each source's `#include "..."` lines; an include is resolved against the
 including file's folder first, then ROOT, as the compiler does. Exits 1 and names each upward or
 sideways include, each include of TREE's that names no file, each file outside the stages, and
-each cycle; prints a one-line summary either
-way, so a failing build log says what to move.
+each cycle; prints a one-line summary either way, so a failing build log says what to move.
+A cycle is one among files; with --parts, among parts, a part being a header with its source
+(x.h and x.cpp): a.h that includes b.h while b.cpp includes a.h is then one, though no file
+includes itself, since a and b each need the other (move what both need into a header of its own).
 """
 import os
 import re
@@ -19,6 +21,8 @@ SOURCES = ('.h', '.hpp', '.cpp', '.cc', '.c', '.S')
 
 
 def main(argv):
+    parts = argv[1:2] == ['--parts']
+    argv = argv[:1] + argv[1 + parts:]
     if len(argv) < 4:
         print(__doc__, file=sys.stderr)
         return 2
@@ -45,14 +49,18 @@ def main(argv):
     for folder, _, names in os.walk(tree_dir):
         files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(SOURCES)]
     problems = []
-    graph = {}
+    graph = {}  # file, or part (a path less its extension), -> those it includes
+
+    def part(path):
+        return os.path.splitext(path)[0] if parts else path
+
     for path in files:
         stage = stage_of(path)
         here = os.path.relpath(path, root)
         if rank(stage) is None:
             problems.append(f'{here}: in {stage}/, which is not a stage of {tree}/')
             continue
-        graph[path] = []
+        graph.setdefault(part(path), [])
         with open(path, encoding='utf-8', errors='replace') as f:
             text = f.read()
         for line_no, name in ((text.count('\n', 0, m.start()) + 1, m.group(1))
@@ -65,7 +73,8 @@ def main(argv):
                 continue
             if target is None or stage_of(target) is None:
                 continue  # outside TREE (include/gmemhook, system headers): not a stage's
-            graph[path].append(target)
+            if part(target) != part(path):
+                graph[part(path)].append(part(target))
             to = stage_of(target)
             if rank(to) is None:
                 continue  # reported as a file outside the stages
@@ -73,7 +82,7 @@ def main(argv):
                 problems.append(f'{here}:{line_no}: {stage or tree + "/"} includes "{name}" '
                                 f'from {to or tree + "/"}, '
                                 + ('a later stage' if rank(to) > rank(stage) else 'a sibling'))
-    # Cycles among files (a stage's own files may not include each other round either).
+    # Cycles (a stage's own files or parts may not include each other round either).
     state = {}  # 1: on the current path, 2: done
     for start in graph:
         if state.get(start):
@@ -88,7 +97,8 @@ def main(argv):
             elif state.get(nxt) == 1:
                 cycle = path[path.index(nxt):] + [nxt]
                 problems.append('include cycle: ' +
-                                ' -> '.join(os.path.relpath(p, root) for p in cycle))
+                                ' -> '.join(os.path.relpath(p, root) + '.*' * parts
+                                            for p in cycle))
             elif not state.get(nxt) and nxt in graph:
                 state[nxt] = 1
                 path.append(nxt)

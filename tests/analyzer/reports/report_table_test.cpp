@@ -11,8 +11,8 @@
 
 #include "analyzer/output/format_table.h"
 #include "analyzer/reports/diff_report.h"
-#include "analyzer/reports/html_report.h"
 #include "analyzer/reports/report.h"
+#include "analyzer/reports/whole_run_format.h"
 #include "report_scenario.h"
 
 namespace gmemhook::test_logs {

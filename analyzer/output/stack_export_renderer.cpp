@@ -1,10 +1,9 @@
 // The renderers of the stack exports (--format folded / speedscope, see stack_export.h): every
 // model's weighted stacks go to the export, whose document is the output.
-#include "analyzer/output/stack_export.h"
-
 #include "analyzer/output/folded_stacks.h"
 #include "analyzer/output/format_table.h"
 #include "analyzer/output/speedscope_profile.h"
+#include "analyzer/output/stack_export.h"
 
 namespace gmemhook::analysis {
 

@@ -1,6 +1,6 @@
-// `gmemhook html RUN -o FILE`: the run as one self-contained page to open in a browser,
-// or, with --format, as a trace for Perfetto / chrome://tracing or a snapshot for PyTorch's
-// memory_viz.
+// The formats of a whole run in one file (`gmemhook html --format`: the page, a Perfetto trace, a
+// memory_viz pickle), unlike the per-report ones of output/format_table.h: what they are asked,
+// and their table (html_report.cpp): a new one is its writer's file plus one line there.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 namespace gmemhook::analysis {
 
-struct HtmlOptions {
+struct WholeRunOptions {
   std::filesystem::path run;  // a run directory or one process directory
   std::string run_arg;        // as typed, for the page's title and hints
   std::filesystem::path output;
@@ -22,19 +22,17 @@ struct HtmlOptions {
   std::vector<std::string> apis;  // --api: only these entry points
 };
 
-// The formats that take the whole run at once (one file for all its processes), as opposed to the
-// per-report formats of output/format_table.h. A new one is a writer in a file of its own plus
-// one line in this table (html_report.cpp); `gmemhook html --format` offers exactly these.
 struct WholeRunFormat {
   const char* name;          // --format NAME
   const char* help;          // for --help
   const char* default_file;  // written when -o is not given
-  int (*write)(const HtmlOptions& options, std::string& out, std::FILE* err);
+  int (*write)(const WholeRunOptions& options, std::string& out, std::FILE* err);
 };
 const std::vector<WholeRunFormat>& whole_run_formats();
 const WholeRunFormat* find_whole_run_format(const std::string& name);
 
-// Writes options.output. Returns a report exit status (report.h); errors go to `err`.
-int run_html_report(const HtmlOptions& options, std::FILE* err);
+// `gmemhook html`: writes options.output. Returns a report exit status (process_walk.h); errors go
+// to `err`.
+int run_html_report(const WholeRunOptions& options, std::FILE* err);
 
 }  // namespace gmemhook::analysis

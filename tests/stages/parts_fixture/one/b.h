@@ -1,0 +1,2 @@
+// The header of the part a.h includes.
+#pragma once
