@@ -8,7 +8,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -91,33 +90,21 @@ int top_command(const TopOptions& o) {
 
 }  // namespace
 
-void add_top_command(CLI::App& app) {
+std::function<int()> add_top_command(CLI::App& top) {
   auto o = std::make_shared<TopOptions>();
-  CLI::App* top = app.add_subcommand(
-      "top",
-      "Follow a run while it writes: live GPU memory per process and device, by line of "
-      "user code, refreshed every second");
-  top->add_option("RUN", o->run, "A run directory (or one <exe>.<pid> process directory)")
+  top.add_option("RUN", o->run, "A run directory (or one <exe>.<pid> process directory)")
       ->required();
-  top->add_flag("--once", o->once, "Print one snapshot as text and exit");
-  top->add_flag("--json", o->json, "Print one snapshot as JSON and exit (docs/json.md)");
-  top->add_option("--interval", o->interval_s, "Seconds between refreshes (default 1)")
+  top.add_flag("--once", o->once, "Print one snapshot as text and exit");
+  top.add_flag("--json", o->json, "Print one snapshot as JSON and exit (docs/json.md)");
+  top.add_option("--interval", o->interval_s, "Seconds between refreshes (default 1)")
       ->check(CLI::Range(0.01, 3600.0));
-  top->add_option("--top", o->sites, "Site rows per device, largest first; 0 = all (default 10)")
+  top.add_option("--top", o->sites, "Site rows per device, largest first; 0 = all (default 10)")
       ->check(CLI::NonNegativeNumber);
-  top->add_option("--sort", o->sort, "Order of the site rows: bytes, growth or count")
+  top.add_option("--sort", o->sort, "Order of the site rows: bytes, growth or count")
       ->check(CLI::IsMember({"bytes", "growth", "count"}));
-  top->add_option("--window", o->window_s, "Seconds of history in the timeline (default 120)")
+  top.add_option("--window", o->window_s, "Seconds of history in the timeline (default 120)")
       ->check(CLI::Range(1.0, 86400.0));
-  top->footer(
-      "Keys in the full-screen view: p/P process, d/D device, s sort, f freeze, q quit.\n"
-      "Read-only: the traced job is never blocked or slowed; records still being written are "
-      "read on the next refresh.");
-  top->callback([o] {
-    const int status = top_command(*o);
-    std::fflush(stdout);
-    std::exit(status);
-  });
+  return [o] { return top_command(*o); };
 }
 
 }  // namespace gmemhook::analysis

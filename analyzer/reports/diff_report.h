@@ -3,12 +3,10 @@
 // --diff's question for CUDA memory, and with --fail-above a gate for CI.
 #pragma once
 
-#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "analyzer/output/format_table.h"
 #include "analyzer/reports/diff_threshold.h"
@@ -19,18 +17,14 @@ namespace gmemhook::analysis {
 // What a diff's model offers the formats (format_table.h): its layout, stacks weighed twice.
 inline constexpr unsigned kDiffParts = kLayout | kStackPairs;
 
-struct DiffOptions {
+// ReportOptions' format, top, depth, native, group_by, device and apis, read as the reports read
+// them (the rest is one run's, unused here), and what only a comparison of two runs needs.
+struct DiffOptions : ReportOptions {
   std::filesystem::path base, now;  // run directories or process directories
   std::string base_arg, new_arg;    // as typed, for the hint line
   bool leaks = false;               // compare what was live at the end, not at the peak
   bool match_lines = false;         // a site is also told apart by its lines
   std::optional<GrowthLimit> fail_above;
-  std::string format = "text";       // a format that reads kDiffParts
-  std::optional<size_t> top, depth;  // as for the reports (0 = all)
-  bool native = false;               // text: every frame as recorded (--native)
-  GroupBy group_by = GroupBy::Line;  // text: what one row of sites stands for (--group-by)
-  std::optional<int32_t> device;
-  std::vector<std::string> apis;
 };
 
 // Writes the comparison to `out`, warnings and errors to `err`. Returns kExitOk, or

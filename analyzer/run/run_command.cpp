@@ -158,7 +158,7 @@ int run_command(const RunOptions& opts) {
   exit_like(outcome);
 }
 
-void add_run_command(CLI::App& app) {
+std::function<int()> add_run_command(CLI::App& run) {
   struct Parsed {
     std::string out_dir;
     int depth = 64;
@@ -168,30 +168,23 @@ void add_run_command(CLI::App& app) {
     std::vector<std::string> command;
   };
   auto p = std::make_shared<Parsed>();
-  CLI::App* run = app.add_subcommand(
-      "run", "Run a command with libgmemhook.so preloaded into it and every process it starts");
   CLI::Option* out =
-      run->add_option("-o,--out", p->out_dir,
-                      "Run directory (new or empty); default ./gmemhook.<exe>.<YYYYMMDD-HHMMSS>");
+      run.add_option("-o,--out", p->out_dir,
+                     "Run directory (new or empty); default ./gmemhook.<exe>.<YYYYMMDD-HHMMSS>");
   CLI::Option* depth =
-      run->add_option("--depth", p->depth, "Native frames per stack (default 64, 0 = no stacks)")
+      run.add_option("--depth", p->depth, "Native frames per stack (default 64, 0 = no stacks)")
           ->check(CLI::Range(0, 256));
-  run->add_flag("--no-python", p->no_python, "Leave Python frames out of stacks");
-  run->add_flag("--free-stacks", p->free_stacks,
-                "Also record the stacks of frees, unmaps and releases");
-  run->add_flag("--jax-buffers", p->jax_buffers,
-                "Set XLA_PYTHON_CLIENT_ALLOCATOR=platform: JAX allocates each buffer from CUDA "
-                "instead of carving them out of one preallocated pool gmemhook cannot see into "
-                "(slower; for finding which buffer holds the memory)");
-  run->add_option("COMMAND", p->command, "The command and its arguments, best after --")
-      ->required();
+  run.add_flag("--no-python", p->no_python, "Leave Python frames out of stacks");
+  run.add_flag("--free-stacks", p->free_stacks,
+               "Also record the stacks of frees, unmaps and releases");
+  run.add_flag("--jax-buffers", p->jax_buffers,
+               "Set XLA_PYTHON_CLIENT_ALLOCATOR=platform: JAX allocates each buffer from CUDA "
+               "instead of carving them out of one preallocated pool gmemhook cannot see into "
+               "(slower; for finding which buffer holds the memory)");
+  run.add_option("COMMAND", p->command, "The command and its arguments, best after --")->required();
   // Everything from the command's name on belongs to the command, its own options included.
-  run->positionals_at_end();
-  run->footer(
-      "Example: gmemhook run -o runs/base -- python train.py --batch 8\n"
-      "Exits with the command's exit status (dies by the same signal when it did) and writes "
-      "DIR/run.json.");
-  run->callback([p, out, depth] {
+  run.positionals_at_end();
+  return [p, out, depth] {
     RunOptions opts;
     if (out->count()) opts.out_dir = p->out_dir;
     if (depth->count()) opts.depth = p->depth;
@@ -199,10 +192,8 @@ void add_run_command(CLI::App& app) {
     opts.free_stacks = p->free_stacks;
     opts.jax_buffers = p->jax_buffers;
     opts.command = p->command;
-    int rc = run_command(opts);
-    std::fflush(nullptr);
-    std::exit(rc);
-  });
+    return run_command(opts);
+  };
 }
 
 }  // namespace gmemhook::analysis

@@ -3,6 +3,7 @@
 // directory, then writes DIR/run.json and prints a summary (docs/run.md).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,10 +23,9 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-// Adds the `run` subcommand to `app`. When it is the one parsed, its callback runs the command
-// and never returns: gmemhook ends with the command's exit code, or dies by the same signal,
-// which main()'s mapping of errors to exit statuses would otherwise hide.
-void add_run_command(CLI::App& app);
+// The options of `run` on its subcommand (its line of the command table, cli_commands.cpp); what
+// it returns runs the command (run_command).
+std::function<int()> add_run_command(CLI::App& run);
 
 // Runs `opts.command` under the hook. Once the command has run, gmemhook ends the way it did
 // (exit_like) and this does not return. It returns only when the command never ran: 2 for
