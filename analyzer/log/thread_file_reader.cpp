@@ -190,7 +190,7 @@ template <bool kPext, bool kFramedInline>
   } else {
     stack_id = read_other_event(r);
   }
-  // decode_event rejects a zero delta; a delta that wraps around 2^64 is the remaining way for
+  // decode_event rejects a zero delta; a delta that wraps past 2^64 is the remaining way for
   // seq to go backwards. (Both decoders leave the event's seq in deltas_.)
   auto seq_went_back = [this](uint64_t offset, uint64_t previous)
       __attribute__((noinline, cold, noreturn)) {
