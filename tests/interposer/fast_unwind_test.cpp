@@ -197,7 +197,8 @@ TEST(FastUnwind, RecentWalksServePathsThatComeInTurn) {
     EXPECT_EQ(b.fast, first_b.fast);
   }
   EXPECT_NE(first_a.fast, first_b.fast);
-  // The first walk after the first loop pass follows another walk than it did then: it may be walked again.
+  // The first walk after the first pass follows another walk than it did then: it may be
+  // walked again.
   EXPECT_GE(t_cache.recent_walks_used() - before, 7u) << "the later rounds' walks were recent ones";
 }
 
