@@ -1,6 +1,6 @@
-// What a new page of a log costs the thread that writes it: a thread's log is written
-// through MAP_SHARED chunks of a file, as interposer/log_file.cpp does, and each page is faulted
-// in when first written, or prefaulted 64 KiB at a time with MADV_POPULATE_WRITE as the log does
+// What a new page of a log costs the thread that writes it: a thread's log is written through
+// MAP_SHARED chunks of a file, as interposer/log/log_file.cpp does, and each page is faulted in
+// when first written, or prefaulted 64 KiB at a time with MADV_POPULATE_WRITE as the log does
 // now. Prints the writing thread's CPU ns per page both ways, rounds interleaved, medians.
 // Usage: log_page_bench [DIR (default: the current one; use the file system logs go to)] [ROUNDS]
 #include <fcntl.h>
