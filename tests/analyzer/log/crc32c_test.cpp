@@ -89,7 +89,9 @@ TEST(Crc32c, ThreeStreamsEqualOneOnRandomBuffers) {
     const uint32_t start = round % 2 ? ~0u : static_cast<uint32_t>(rng());
     const uint32_t one = detail::one_stream(start, p, n);
     EXPECT_EQ(detail::three_streams(start, p, n), one) << n << " bytes at +" << align;
-    if (round < 4) EXPECT_EQ(detail::software(start, p, n), one);
+    if (round < 4) {
+      EXPECT_EQ(detail::software(start, p, n), one);
+    }
   }
 }
 #endif
