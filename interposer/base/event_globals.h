@@ -38,6 +38,6 @@ struct alignas(64) EventGlobals {
 };
 static_assert(sizeof(EventGlobals) == 64);
 
-inline EventGlobals g_event_globals;
+inline constinit EventGlobals g_event_globals;
 
 }  // namespace gmemhook

@@ -13,7 +13,7 @@ namespace gmemhook {
 struct OwnRange {
   uint64_t lo = 0, hi = 0;
 };
-inline OwnRange g_own_range;
+inline constinit OwnRange g_own_range;
 
 // True when `address` lies inside libgmemhook.so. Inline: asked of every frame recorded.
 inline bool is_own_address(uint64_t address) {
