@@ -9,10 +9,12 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <stdexcept>
 
 #include "analyzer/log/read_error.h"
 #include "analyzer/log/run_dir.h"
 #include "analyzer/output/html_page.h"
+#include "analyzer/output/private_file.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/process_walk.h"
 #include "analyzer/reports/report.h"
@@ -223,9 +225,10 @@ std::string read_text_file(const std::filesystem::path& path) {
 }
 
 int write_file(const std::filesystem::path& path, const std::string& text, std::FILE* err) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
-    fmt::print(err, "gmemhook: cannot write {}\n", path.string());
+  try {
+    write_private_file(path, text);
+  } catch (const std::runtime_error& e) {
+    fmt::print(err, "gmemhook: {}\n", e.what());
     return kExitReportFailure;
   }
   return kExitOk;

@@ -1,7 +1,9 @@
 // Naming and creating a run directory (see new_run_dir.h).
 #include "analyzer/run/new_run_dir.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -9,6 +11,8 @@
 #include <ctime>
 #include <stdexcept>
 #include <system_error>
+
+#include "gmemhook/dir_trust.h"
 
 namespace gmemhook::analysis {
 
@@ -28,6 +32,20 @@ std::string error_text(const fs::path& p, int err) {
 }
 
 }  // namespace
+
+RunDirHandle::RunDirHandle(const fs::path& dir) {
+  const char* why = nullptr;
+  fd_ = open_trusted_dir(AT_FDCWD, dir.c_str(), &why);
+  if (fd_ >= 0) return;
+  if (why)
+    throw std::runtime_error("refusing to write into " + dir.string() + ": it " + why +
+                             "; give -o a new directory, or an empty one of your own that other "
+                             "users cannot write (docs/security.md)");
+  if (errno == ENOTDIR) throw std::runtime_error(dir.string() + " exists and is not a directory");
+  throw std::runtime_error("cannot open " + dir.string() + ": " + std::strerror(errno));
+}
+
+RunDirHandle::~RunDirHandle() { close(fd_); }
 
 std::string default_run_dir_name(const std::string& exe, long when) {
   std::string base = fs::path(exe).filename().string();
@@ -53,8 +71,7 @@ NewRunDir create_run_dir(const std::optional<std::string>& requested, const std:
     if (ec) throw std::runtime_error("cannot use " + *requested + ": " + ec.message());
     if (!out.path.has_filename()) out.path = out.path.parent_path();
     if (fs::exists(fs::symlink_status(out.path, ec))) {
-      if (!fs::is_directory(out.path, ec))
-        throw std::runtime_error(out.path.string() + " exists and is not a directory");
+      RunDirHandle checked(out.path);
       if (!fs::is_empty(out.path, ec))
         throw std::runtime_error(out.path.string() +
                                  " is not empty: give -o a new or empty directory, so runs never "

@@ -1,18 +1,14 @@
 // run.json: serialising a RunRecord, signal names and the killed/crashed verdict.
 #include "analyzer/run/run_record.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <ctime>
-#include <stdexcept>
 
 #include "analyzer/output/json_writer.h"
+#include "analyzer/output/private_file.h"
 #include "analyzer/output/text_format.h"
+#include "analyzer/run/new_run_dir.h"
 
 namespace gmemhook::analysis {
 
@@ -40,26 +36,8 @@ std::string run_record_json(const RunRecord& r) {
 }
 
 void write_run_record(const fs::path& run_dir, const RunRecord& r) {
-  const std::string text = run_record_json(r);
-  const fs::path tmp = run_dir / "run.json.tmp";
-  const fs::path final_path = run_dir / "run.json";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0)
-    throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      close(fd);
-      throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  if (rename(tmp.c_str(), final_path.c_str()) != 0)
-    throw std::runtime_error("cannot write " + final_path.string() + ": " + std::strerror(errno));
+  const RunDirHandle dir(run_dir);
+  write_private_file_at(dir.fd(), run_dir, "run.json", run_record_json(r));
 }
 
 std::string signal_name(int sig) {

@@ -26,8 +26,9 @@ struct RunRecord {
 // The record as JSON text (indented, keys in the order of docs/run.md), ending in a newline.
 std::string run_record_json(const RunRecord& r);
 
-// Writes <run_dir>/run.json through a temporary file and rename(), so a reader sees the old or
-// the new record, never half of one. Throws std::runtime_error.
+// Writes <run_dir>/run.json (output/private_file.h: 0600, a temporary file and rename(), so a
+// reader sees the old or the new record, never half of one), into a directory RunDirHandle
+// accepts. Throws std::runtime_error.
 void write_run_record(const std::filesystem::path& run_dir, const RunRecord& r);
 
 // "SIGSEGV", "SIGRTMIN+3"; "signal 99" when it has no name.

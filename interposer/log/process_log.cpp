@@ -14,6 +14,7 @@
 #include <ctime>
 
 #include "gmemhook/codec.h"
+#include "gmemhook/dir_trust.h"
 #include "interposer/base/busy.h"
 #include "interposer/base/config.h"
 #include "interposer/base/event_time.h"
@@ -49,7 +50,7 @@ struct ProcessState {
   char display_dir[PATH_MAX] = {};
   char exe[PATH_MAX] = {};
   // The process directory, opened once with O_DIRECTORY | O_NOFOLLOW: every log file is created
-  // relative to it (see README "Trust model").
+  // relative to it (docs/security.md).
   int dir_fd = -1;
   dev_t dir_dev = 0;  // which directory dir_fd is (process_dir_fd checks it is still that one)
   ino_t dir_ino = 0;
@@ -96,19 +97,6 @@ bool make_dirs(const char* path) {
   }
   struct stat st {};
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// Why the run directory (open as `fd`) is unsafe to create files in, or nullptr (like ssh
-// refusing key files others can write): another user who can rename entries there could
-// swap our directory for one of theirs. Checked on the descriptor we then create through, so
-// the directory checked is the one used.
-const char* unsafe_parent(int fd) {
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) return "not a directory";
-  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
-    return "writable by other users without the sticky bit";
-  if (st.st_uid != geteuid() && st.st_uid != 0) return "owned by another user";
-  return nullptr;
 }
 
 // GMEMHOOK_TEST_SWAP_DIR (config.h): what another user could do to a directory they may rename
@@ -242,19 +230,22 @@ bool open_process_log(bool warn_on_failure) {
     display.append("./");
     leaf.append("gmemhook.");
   }
-  int parent_fd = open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // Checked on the descriptor every file is then created through, so the directory checked is
+  // the one used.
+  const char* why = nullptr;
+  int parent_fd = open_trusted_dir(AT_FDCWD, parent.c_str(), &why);
   if (parent_fd < 0) {
-    if (warn_on_failure) warn("cannot open", parent.c_str(), errno);
-    return false;
-  }
-  if (const char* why = unsafe_parent(parent_fd)) {
-    close_fd(parent_fd);
-    if (warn_on_failure) {
-      FixedString<PATH_MAX + 256> m;
-      m.append("gmemhook: refusing to write into ").append(parent.c_str()).append(": ");
-      m.append(why).append("; GPU allocations of this process are not recorded\n");
-      write_stderr(m.c_str(), m.size());
+    if (!warn_on_failure) return false;
+    if (!why) {
+      warn("cannot open", parent.c_str(), errno);
+      return false;
     }
+    FixedString<PATH_MAX + 512> m;
+    m.append("gmemhook: refusing to write into ").append(parent.c_str()).append(": it ");
+    m.append(why).append(
+        "; GPU allocations of this process are not recorded (give GMEMHOOK_OUT a directory of "
+        "your own that other users cannot write: docs/security.md)\n");
+    write_stderr(m.c_str(), m.size());
     return false;
   }
   leaf.append(g_process.exe[0] ? base_name(g_process.exe) : "unknown").append(".");

@@ -202,6 +202,34 @@ TEST(UnsafeOut, WritableByOthersWithoutStickyBitIsRefused) {
   EXPECT_EQ(process_dirs(out).size(), 1u) << "like /tmp: sticky, so accepted";
 }
 
+// Group members are other users too.
+TEST(UnsafeOut, WritableByTheGroupWithoutStickyBitIsRefused) {
+  fs::path out = temp_dir("group-out");
+  fs::permissions(out, fs::perms::owner_all | fs::perms::group_all);
+  RunResult r = run({scenario_path(), "plain", "0"}, traced_env(out));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "hello from scenario\n");
+  EXPECT_NE(r.err.find("writable by other users without the sticky bit"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_empty(out));
+}
+
+// GMEMHOOK_OUT naming a symlink (planted by whoever could write where it is) is not followed to
+// its target: the hook says so once and the program runs on unrecorded.
+TEST(UnsafeOut, ASymlinkIsNotFollowed) {
+  fs::path target = temp_dir("link-target");
+  fs::path link = temp_dir("link-holder") / "out";
+  fs::create_directory_symlink(target, link);
+  RunResult r = run({scenario_path(), "plain", "0"}, traced_env(link));
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  EXPECT_EQ(r.out, "hello from scenario\n");
+  EXPECT_EQ(count_of(r.err, "gmemhook:"), 1u) << r.err;
+  EXPECT_NE(r.err.find("refusing to write into " + link.string() + ": it is a symbolic link"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_empty(target));
+}
+
 TEST(UnsafeOut, OwnedByAnotherUserIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to hand the directory to another user";
   fs::path out = temp_dir("foreign-out");

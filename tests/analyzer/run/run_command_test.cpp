@@ -190,6 +190,43 @@ TEST_F(RunCommandTest, RefusesANonEmptyRunDir) {
   EXPECT_NE(r.err.find("is not empty"), std::string::npos) << r.err;
 }
 
+// An existing -o directory others could rename entries in, or reach through a symlink of theirs,
+// is refused before anything is written there: run.json (argv, cwd) nor the logs.
+TEST_F(RunCommandTest, RefusesARunDirOfAnotherUserOrWritableByOthersOrASymlink) {
+  constexpr uid_t kNobody = 65534;  // another user: root bypasses permission bits, not ownership
+  fs::create_directories(tmp_ / "theirs");
+  ASSERT_EQ(chown((tmp_ / "theirs").c_str(), kNobody, kNobody), 0);
+  fs::create_directories(tmp_ / "open");
+  fs::permissions(tmp_ / "open", fs::perms::all);
+  fs::create_directories(tmp_ / "target");
+  fs::create_directory_symlink(tmp_ / "target", tmp_ / "link");
+  ASSERT_EQ(lchown((tmp_ / "link").c_str(), kNobody, kNobody), 0);
+  const std::pair<const char*, const char*> cases[] = {
+      {"theirs", "it is owned by another user"},
+      {"open", "it is writable by other users without the sticky bit"},
+      {"link", "it is a symbolic link"},
+  };
+  for (const auto& [dir, why] : cases) {
+    ShellResult r = sh(kCli + " run -o " + dir + " -- " + kScenario + " plain 0");
+    EXPECT_EQ(r.status, 2) << dir << ": " << r.err;
+    EXPECT_NE(
+        r.err.find("gmemhook run: refusing to write into " + (tmp_ / dir).string() + ": " + why),
+        std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out, "") << dir << ": the command ran";
+  }
+  EXPECT_TRUE(fs::is_empty(tmp_ / "theirs"));
+  EXPECT_TRUE(fs::is_empty(tmp_ / "open"));
+  EXPECT_TRUE(fs::is_empty(tmp_ / "target"));
+  EXPECT_TRUE(fs::is_symlink(tmp_ / "link"));
+
+  // Shared but sticky, like /tmp, and ours: others may not rename what is in it.
+  fs::permissions(tmp_ / "open", fs::perms::all | fs::perms::sticky_bit);
+  ShellResult sticky = sh(kCli + " run -o open -- " + kScenario + " plain 0");
+  EXPECT_EQ(sticky.status, 0) << sticky.err;
+  EXPECT_TRUE(fs::exists(tmp_ / "open" / "run.json"));
+}
+
 TEST_F(RunCommandTest, DefaultRunDirIsNamedAfterTheCommand) {
   ShellResult r = sh(kCli + " run -- " + kScenario + " plain 0");
   ASSERT_EQ(r.status, 0) << r.err;
