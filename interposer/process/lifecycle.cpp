@@ -67,7 +67,7 @@ void finish(format::EndHow how, int status) {
   // must not mark the parent's log as ended.
   if (!owns_process_log() || g_end.ended.exchange(true)) return;
   nvml_at_exit();
-  seal_own_thread_log();
+  seal_thread_logs();
   write_end_record(how, status, totals().cuda_used, loss_report());
   print_summary();
   if (g_config.stack_stats || g_config.event_stats) print_capture_stats();
