@@ -401,8 +401,7 @@ void init_recorder() {
   g_logs.key_ok = pthread_key_create(&g_logs.thread_key, thread_finished) == 0;
   // Registered at start, while the process has one thread: later the kernel waits for an RCU
   // grace period to register.
-  g_logs.barrier_ok =
-      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  g_logs.barrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 void recorder_fork_child() {

@@ -108,7 +108,8 @@ TEST(TwoCopiesNoNext, ACallWithNothingBehindItReturns) {
   if (on_real_gpu()) GTEST_SKIP() << "the fake libc10 runs on the simulated device only";
   for (bool copy_first : {false, true}) {
     fs::path out = temp_dir("two-copies-no-next");
-    RunResult r = run({GMEMHOOK_TEST_BLOCKS_SCENARIO, "no-next"}, two_copies_env(out, {copy_first}));
+    RunResult r =
+        run({GMEMHOOK_TEST_BLOCKS_SCENARIO, "no-next"}, two_copies_env(out, {copy_first}));
     ASSERT_TRUE(r.exited(0)) << "status " << r.status << "\n" << r.err;
     EXPECT_EQ(r.out, "called\n");
     EXPECT_TRUE(fs::is_empty(out)) << "nothing recorded, so no directory";

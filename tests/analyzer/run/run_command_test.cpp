@@ -174,7 +174,8 @@ TEST_F(RunCommandTest, SetsTheEnvironmentOfTheCommand) {
 // LD_PRELOAD already names another copy of the hook (another build or install): the command runs
 // with that one copy, which records into the run directory; a second copy would only forward.
 TEST_F(RunCommandTest, UsesTheCopyOfTheHookAlreadyInLdPreload) {
-  const fs::path lib = fs::path(GMEMHOOK_CLI).parent_path().parent_path() / "lib" / "libgmemhook.so";
+  const fs::path lib =
+      fs::path(GMEMHOOK_CLI).parent_path().parent_path() / "lib" / "libgmemhook.so";
   const fs::path other = tmp_ / "other" / "libgmemhook.so";
   fs::create_directories(other.parent_path());
   fs::copy_file(lib, other);
