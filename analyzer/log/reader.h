@@ -72,8 +72,8 @@ class ProcessReader {
   uint64_t undecoded_events() const { return undecoded_events_; }
 
   // After a pass: the chunks read without a seal check, process file first, each named by its
-  // file (at most one a file: its last chunk). Not damage: a thread still running when the process
-  // ended, or a process killed, leaves its last chunk so (format.h, "Chunk seals").
+  // file (at most one a file: its last chunk). Not damage: a thread writing to its log when the
+  // process ended, or a process killed, leaves its last chunk so (format.h, "Chunk seals").
   struct Unsealed {
     std::string file;
     UnsealedChunk chunk;

@@ -75,6 +75,14 @@ int run_command(const RunOptions& opts) {
   }
   std::optional<fs::path> hook = locate_hook();
   if (!hook) return kOwnError;
+  if (const char* preload = std::getenv("LD_PRELOAD"))
+    if (std::optional<fs::path> other = hook_in_preload(preload, *hook); other && *other != *hook) {
+      error(
+          fmt::format("note: LD_PRELOAD already names {}: that copy of the hook records this "
+                      "run, not {}",
+                      other->string(), hook->string()));
+      hook = other;
+    }
   if (getenv_flag("GMEMHOOK_DISABLE"))
     error("warning: GMEMHOOK_DISABLE is set in the environment; nothing will be recorded");
 

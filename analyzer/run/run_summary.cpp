@@ -99,10 +99,13 @@ void print_run_summary(std::FILE* err, const fs::path& run_dir, const RunRecord&
     fmt::print(err, "  {} process{} without CUDA calls: {}\n", quiet.size(),
                quiet.size() == 1 ? "" : "es", names);
   }
-  if (processes.empty())
+  // No directory means no CUDA call, traced or not. A command that died of a signal may have
+  // died before its first one (as under two clashing copies of the hook): guessing static
+  // linking there would send the user after the wrong cause.
+  if (processes.empty() && !record.signal)
     fmt::print(err,
-               "  no process was traced: a statically linked command, or one that clears "
-               "LD_PRELOAD, cannot be preloaded\n");
+               "  no process called CUDA, or none was traced: a statically linked command, or "
+               "one that clears LD_PRELOAD, cannot be preloaded\n");
   fmt::print(err, "run: {} summary {}\n", command_name(), shell_word(run_dir.string()));
 }
 

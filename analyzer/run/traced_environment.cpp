@@ -7,6 +7,8 @@ extern char** environ;
 
 namespace gmemhook::analysis {
 
+namespace fs = std::filesystem;
+
 namespace {
 
 std::string_view name_of(std::string_view entry) { return entry.substr(0, entry.find('=')); }
@@ -27,19 +29,22 @@ std::optional<std::string> get(const std::vector<std::string>& env, std::string_
   return std::nullopt;
 }
 
+}  // namespace
+
 // ld.so splits LD_PRELOAD at colons and spaces.
-bool preload_has(const std::string& list, const std::string& lib) {
+std::optional<fs::path> hook_in_preload(const std::string& preload, const fs::path& lib) {
   size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find_first_of(": ", start);
-    if (end == std::string::npos) end = list.size();
-    if (list.compare(start, end - start, lib) == 0) return true;
+  while (start <= preload.size()) {
+    size_t end = preload.find_first_of(": ", start);
+    if (end == std::string::npos) end = preload.size();
+    const fs::path entry = preload.substr(start, end - start);
+    std::error_code ec;
+    if (!entry.empty() && (entry.filename() == lib.filename() || fs::equivalent(entry, lib, ec)))
+      return entry;
     start = end + 1;
   }
-  return false;
+  return std::nullopt;
 }
-
-}  // namespace
 
 std::vector<std::string> traced_environment(const std::vector<std::string>& base,
                                             const TraceSettings& s) {
@@ -48,7 +53,7 @@ std::vector<std::string> traced_environment(const std::vector<std::string>& base
   std::string preload = get(env, "LD_PRELOAD").value_or("");
   if (preload.empty())
     preload = lib;
-  else if (!preload_has(preload, lib))
+  else if (!hook_in_preload(preload, s.library))
     preload = lib + ":" + preload;
   set(env, "LD_PRELOAD", preload);
   set(env, "GMEMHOOK_OUT", s.run_dir.string());

@@ -1,5 +1,6 @@
 // What every recorded event reads of the process's own state, on one cache line: whether
-// recording is on (and not paused), the fork generation, whether there is an interpreter to walk,
+// recording is on (and not paused), whether the exit is sealing the threads' logs, the fork
+// generation, whether there is an interpreter to walk,
 // where times come from, the driver's cuCtxGetDevice, the unload generation, and what the NVML
 // sampler's test after an event reads (nvml_sampler.h). Kept with the modules that own them these
 // words would lie on several lines, and in a program whose own work evicts the hook's lines
@@ -21,6 +22,7 @@ struct alignas(64) EventGlobals {
   bool tsc_usable = false;                        // event_time.h
   std::atomic<bool> nvml_first_call_done{false};  // nvml_sampler.h
   std::atomic<bool> nvml_first_allocation_done{false};  // nvml_sampler.cpp
+  std::atomic<bool> sealing_logs{false};                // recorder.h, seal_thread_logs
   // Moves each time the dlclose wrapper or a rule lookup sees that the loader unloaded objects
   // (unload_watch.h): a thread whose walks were learnt at another value drops them before its
   // next walk.

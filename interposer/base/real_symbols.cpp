@@ -38,6 +38,23 @@ DlsymFn glibc_dlsym() {
   return f;
 }
 
+// Whether `p` lies in a copy of libgmemhook.so: its object defines the hook's own symbol itself
+// (a lookup through a handle also searches what the object needs, hence the object compared).
+// Another copy defines every hooked name and only forwards the call: taking its wrapper for the
+// real function, a copy would hear of calls that reach nothing (and with no definition behind
+// either, two copies would forward each call to the other until the stack ran out).
+bool in_hook_copy(const void* p) {
+  Dl_info at{};
+  if (!dladdr(p, &at) || !at.dli_fname || !*at.dli_fname) return false;
+  void* h = dlopen(at.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return false;
+  Dl_info marker{};
+  void* m = real_dlsym(h, kHookSymbol);
+  const bool copy = m && dladdr(m, &marker) && marker.dli_fbase == at.dli_fbase;
+  dlclose(h);
+  return copy;
+}
+
 struct Candidates {
   static constexpr int kMax = 16;
   char paths[kMax][512];
@@ -68,7 +85,7 @@ void* search(const char* prefix, const char* name) {
     if (!h) continue;
     void* p = real_dlsym(h, name);
     dlclose(h);
-    if (p && !is_own_address(reinterpret_cast<uint64_t>(p))) return p;
+    if (p && !is_own_address(reinterpret_cast<uint64_t>(p)) && !in_hook_copy(p)) return p;
   }
   return nullptr;
 }
@@ -82,6 +99,16 @@ void find_own_range() {
   }
 }
 
+const char* earlier_hook_copy() {
+  void* first = real_dlsym(RTLD_DEFAULT, kHookSymbol);
+  Dl_info theirs{}, mine{};
+  if (!first || !dladdr(first, &theirs) ||
+      !dladdr(reinterpret_cast<void*>(&earlier_hook_copy), &mine))
+    return nullptr;
+  // By object, not by our address range: this runs before the unwinder learns it.
+  return theirs.dli_fbase != mine.dli_fbase ? theirs.dli_fname : nullptr;
+}
+
 void* glibc_dlsym_address() { return reinterpret_cast<void*>(glibc_dlsym()); }
 
 void* real_dlsym(void* handle, const char* name) {
@@ -91,7 +118,7 @@ void* real_dlsym(void* handle, const char* name) {
 
 void* find_real_symbol(const char* name, format::Layer layer) {
   void* p = real_dlsym(RTLD_NEXT, name);
-  if (p && !is_own_address(reinterpret_cast<uint64_t>(p))) return p;
+  if (p && !is_own_address(reinterpret_cast<uint64_t>(p)) && !in_hook_copy(p)) return p;
   // The library most likely to define it first: RTLD_NEXT misses libraries loaded RTLD_LOCAL,
   // as Python loads extension modules (and with them libc10.so) and torch loads libcudart.
   const char* prefix = layer == format::Layer::Runtime  ? "libcudart"

@@ -28,7 +28,16 @@ void* real_dlsym(void* handle, const char* name);
 // Its address, for the dlsym trampoline's RTLD_NEXT path (resolvers.cpp).
 void* glibc_dlsym_address();
 
-// The definition of `name` in a loaded library other than libgmemhook.so, or nullptr.
+// What every copy of libgmemhook.so exports and no other library does: the program's switch
+// (include/gmemhook/control.h), which programs look up through RTLD_DEFAULT.
+inline constexpr char kHookSymbol[] = "gmemhook_pause_events";
+
+// The file of another copy of libgmemhook.so that comes before this one in the loader's global
+// scope (an earlier LD_PRELOAD entry), where the program's calls land first; nullptr when this
+// copy is the first.
+const char* earlier_hook_copy();
+
+// The definition of `name` in a loaded library other than a copy of libgmemhook.so, or nullptr.
 // Also finds libraries loaded with RTLD_LOCAL (torch loads libcudart that way), which
 // dlsym(RTLD_NEXT) cannot see.
 void* find_real_symbol(const char* name, format::Layer layer);

@@ -99,6 +99,8 @@ class FrameRuleCache {
     last_recent_ = 0;
     hint_ = 0;  // fast_backtrace's usual case is the hinted recent walk
   }
+  // Where the tables lie, null before the first walk (tests: how the kernel backs them).
+  const void* tables_address() const { return tables_; }
   // Rules learnt from the unwind tables, and times the table of objects was made (stack stats).
   uint64_t rules_learnt() const { return rules_learnt_; }
   uint64_t object_tables_made() const { return tables_ ? tables_->objects.made : 0; }

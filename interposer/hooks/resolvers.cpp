@@ -97,12 +97,21 @@ extern "C" __attribute__((used)) void* gmemhook_dlsym_impl(void* handle, const c
   return substitute(*s, p);
 }
 
-// glibc's dlsym, for the trampoline's RTLD_NEXT path. Set in the constructor.
+// glibc's dlsym, for the trampoline's RTLD_NEXT path: null until its first RTLD_NEXT lookup.
 extern "C" {
 __attribute__((used, visibility("hidden"))) void* gmemhook_glibc_dlsym = nullptr;
-}
 
-void init_resolvers() { gmemhook_glibc_dlsym = glibc_dlsym_address(); }
+// The trampoline's first RTLD_NEXT lookup, which may come before our constructor: a library
+// preloaded after us runs its constructor first, and its dlsym calls bind to ours. Another copy
+// of the hook asking for its real dlclose is one; gmemhook_dlsym_impl would look RTLD_NEXT up
+// from here, after us, and hand that copy its own dlclose (which then called itself until the
+// stack ran out).
+__attribute__((used, visibility("hidden"))) void* gmemhook_learn_glibc_dlsym() {
+  void* f = glibc_dlsym_address();
+  __atomic_store_n(&gmemhook_glibc_dlsym, f, __ATOMIC_RELEASE);
+  return f;
+}
+}
 
 }  // namespace gmemhook
 
@@ -110,7 +119,9 @@ void init_resolvers() { gmemhook_glibc_dlsym = glibc_dlsym_address(); }
 // from its own return address. A C++ wrapper would make us the caller and hand another
 // interposer its own symbol back. So dlsym is a two-instruction trampoline: RTLD_NEXT jumps
 // straight into glibc with the caller's return address intact; every other handle goes through
-// gmemhook_dlsym_impl, which may substitute our wrappers.
+// gmemhook_dlsym_impl, which may substitute our wrappers. Before glibc's dlsym is known, the
+// RTLD_NEXT path learns it first, saving the arguments around the call (the pushes keep the
+// stack 16-byte aligned for it) and leaving the return address where it was.
 #if defined(__x86_64__)
 asm(R"(
   .text
@@ -121,6 +132,17 @@ dlsym:
   cmpq $-1, %rdi
   jne 1f
   movq gmemhook_glibc_dlsym(%rip), %rax
+  testq %rax, %rax
+  jz 2f
+  jmp *%rax
+2:
+  pushq %rdi
+  pushq %rsi
+  subq $8, %rsp
+  call gmemhook_learn_glibc_dlsym
+  addq $8, %rsp
+  popq %rsi
+  popq %rdi
   testq %rax, %rax
   jz 1f
   jmp *%rax

@@ -20,11 +20,6 @@
   X(cudaGetDriverEntryPointByVersion, Runtime)                             \
   X(cudaGetDriverEntryPointByVersion_ptsz, Runtime)
 
-namespace gmemhook {
-// Learns glibc's dlsym for the dlsym trampoline (resolvers.cpp); from the library's constructor.
-void init_resolvers();
-}  // namespace gmemhook
-
 extern "C" {
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags);
 CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,

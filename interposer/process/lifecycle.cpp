@@ -13,12 +13,12 @@
 
 #include "interposer/base/config.h"
 #include "interposer/base/event_time.h"
+#include "interposer/base/real_symbols.h"
 #include "interposer/base/text.h"
 #include "interposer/capture/capture_stats.h"
 #include "interposer/capture/python_frames.h"
 #include "interposer/capture/unload_watch.h"
 #include "interposer/capture/unwinder.h"
-#include "interposer/hooks/resolvers.h"
 #include "interposer/log/log_pages.h"
 #include "interposer/log/process_log.h"
 #include "interposer/log/record_loss.h"
@@ -67,7 +67,7 @@ void finish(format::EndHow how, int status) {
   // must not mark the parent's log as ended.
   if (!owns_process_log() || g_end.ended.exchange(true)) return;
   nvml_at_exit();
-  seal_own_thread_log();
+  seal_thread_logs();
   write_end_record(how, status, totals().cuda_used, loss_report());
   print_summary();
   if (g_config.stack_stats || g_config.event_stats) print_capture_stats();
@@ -86,6 +86,25 @@ namespace {
 
 void at_exit(int status, void*) { finish(format::EndHow::Exit, status); }
 
+// LD_PRELOAD names two files of the hook (one by hand, one added by a tool): the copy loaded
+// first records; this later one keeps recording off, so its wrappers pass every call on to the
+// next definition, and says so once. Said at start, not at the first CUDA call as the settings'
+// warnings are: the first copy's wrappers call CUDA past this copy (find_real_symbol skips
+// copies of the hook), so this one never hears of a CUDA call.
+bool forwarding_to_earlier_copy() {
+  const char* first = earlier_hook_copy();
+  if (!first) return false;
+  if (g_config.quiet) return true;
+  Dl_info mine{};
+  dladdr(reinterpret_cast<void*>(&forwarding_to_earlier_copy), &mine);
+  FixedString<2 * PATH_MAX + 128> m;
+  m.append("gmemhook: two copies of the hook are loaded: ").append(first).append(" records, ");
+  m.append(mine.dli_fname ? mine.dli_fname : "this one").append(" records nothing");
+  m.append(" (name one of them in LD_PRELOAD)\n");
+  write_stderr(m.c_str(), m.size());
+  return true;
+}
+
 void fork_child() {
   page_requests_fork_child();
   on_fork_child();
@@ -96,12 +115,11 @@ void fork_child() {
 
 __attribute__((constructor)) void start() {
   load_config();
-  init_resolvers();
   // Through the trampoline with RTLD_NEXT: glibc's _exit, the definition after ours.
   g_end.real_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
   init_exec_hooks();
   init_unload_watch();
-  if (g_config.disabled) return;
+  if (g_config.disabled || forwarding_to_earlier_copy()) return;
   init_unwinder();
   init_event_time(g_config.tsc, g_config.coarse_time);
   init_recorder();

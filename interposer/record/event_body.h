@@ -225,6 +225,7 @@ __attribute__((always_inline)) inline void record_event_body(format::ApiId api, 
       return record_event_with_stack(api, kind, result, f, seq, time_ns);
   }
   BusyScope busy;
+  wait_while_logs_sealed();
   if (!kPlain && g_config.test_delay_record_us > 0)
     usleep(static_cast<useconds_t>(g_config.test_delay_record_us));
   ThreadLog* log = thread_log();

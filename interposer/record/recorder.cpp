@@ -3,7 +3,9 @@
 #include "interposer/record/recorder.h"
 
 #include <cuda.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -57,6 +59,8 @@ struct ThreadLogRegistry {
   // Its destructor finishes an exiting thread's log (thread_finished).
   pthread_key_t thread_key = 0;
   bool key_ok = false;
+  // membarrier(2) is registered for the process: the exit seals other threads' logs too.
+  bool barrier_ok = false;
 };
 constinit ThreadLogRegistry g_logs;
 
@@ -119,7 +123,11 @@ void thread_finished(void* p) {
   auto* log = static_cast<ThreadLog*>(p);
   if (t_state.log == log) t_state.log = nullptr;
   if (!log || log->fork_generation != fork_generation()) return;
-  log->file.finish();
+  {
+    BusyScope busy;
+    wait_while_logs_sealed();
+    log->file.finish();
+  }
   {
     RegistryLock lock;
     g_logs.done_allocations.fetch_add(log->allocations.load(std::memory_order_relaxed));
@@ -175,6 +183,7 @@ ThreadLog* create_thread_log() {
     retire_thread_log(log);
     return nullptr;
   }
+  log->owner = &t_state;
   {
     RegistryLock lock;
     log->next = g_logs.live;
@@ -357,16 +366,42 @@ Totals totals() {
   return t;
 }
 
-void seal_own_thread_log() {
-  ThreadLog* log = t_state.log;
-  // Inside a hook (exit from a signal handler that interrupted an append) the chunk is mid-write.
-  if (!log || t_state.call_depth != 0 || thread_busy() || log->fork_generation != fork_generation())
-    return;
-  log->file.seal();
+void seal_thread_logs() {
+  // Inside a hook (exit from a signal handler that interrupted an append) this thread's chunk is
+  // mid-write, and the registry's lock may be its own.
+  if (t_state.call_depth != 0 || thread_busy()) return;
+  ErrnoGuard keep_errno;
+  ThreadLog* own = t_state.log;
+  if (own && own->fork_generation == fork_generation()) own->file.seal();
+  // Without the thread-exit key a log's owner may be gone; its state with it.
+  if (!g_logs.key_ok || !g_logs.barrier_ok) return;
+  RegistryLock lock;  // no log leaves the registry meanwhile
+  g_event_globals.sealing_logs.store(true, std::memory_order_relaxed);
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) {
+    for (ThreadLog* l = g_logs.live; l; l = l->next)
+      if (l != own && l->owner && l->fork_generation == fork_generation() &&
+          __atomic_load_n(&l->owner->busy, __ATOMIC_ACQUIRE) == 0)
+        l->file.seal();
+  }
+  g_event_globals.sealing_logs.store(false, std::memory_order_release);
+}
+
+__attribute__((noinline, cold)) void wait_for_log_seals() {
+  // Out of the log while waiting: the sealer may seal it meanwhile. Then in again, and the flag
+  // read once more after `busy` (a second seal, after a failed exec, may have begun).
+  do {
+    --t_state.busy;
+    while (g_event_globals.sealing_logs.load(std::memory_order_acquire)) sched_yield();
+    ++t_state.busy;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } while (g_event_globals.sealing_logs.load(std::memory_order_acquire));
 }
 
 void init_recorder() {
   g_logs.key_ok = pthread_key_create(&g_logs.thread_key, thread_finished) == 0;
+  // Registered at start, while the process has one thread: later the kernel waits for an RCU
+  // grace period to register.
+  g_logs.barrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 void recorder_fork_child() {

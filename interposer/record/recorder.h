@@ -156,9 +156,23 @@ struct Totals {
 };
 Totals totals();
 
-// At exit: seals the calling thread's current chunk (format.h, "Chunk seals"). Other threads'
-// logs may be mid-append and stay unsealed: their last chunk is read unchecked.
-void seal_own_thread_log();
+// At exit: seals the current chunk (format.h, "Chunk seals") of the calling thread's log and of
+// every other thread's that is not inside its log at that moment; a thread inside its log (busy.h)
+// is mid-append, and its last chunk stays unsealed, read unchecked. The threads go on: a later
+// event of theirs starts a new chunk. For its while, sealing_logs (event_globals.h) is set; a
+// thread about to use its log (wait_while_logs_sealed) waits for it to end, so the seal and the
+// thread's writes never meet. The pair is a Dekker handshake: the thread stores `busy` and then
+// reads the flag, the sealer stores the flag and then reads `busy`, and membarrier(2) puts the
+// fence into the threads' side only when the exit needs it, not on every event.
+void seal_thread_logs();
+
+// Called after a BusyScope is made and before the thread's log is touched.
+void wait_for_log_seals();
+__attribute__((always_inline)) inline void wait_while_logs_sealed() {
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // `busy` stored before the flag is read
+  if (g_event_globals.sealing_logs.load(std::memory_order_acquire)) [[unlikely]]
+    wait_for_log_seals();
+}
 
 // Library lifecycle (lifecycle.cpp).
 void init_recorder();

@@ -56,9 +56,11 @@ struct ThreadLog {
   PyCodeTable py_codes;
   // Scratch for the stack being recorded: too large for the stacks of some threads that call CUDA.
   uint64_t py_frames[kMaxPyDepth];
-  // The registry of live threads' logs, for the exit totals (guarded by RegistryLock).
+  // The registry of live threads' logs, for the exit totals and seals (guarded by RegistryLock).
   ThreadLog* prev = nullptr;
   ThreadLog* next = nullptr;
+  // The writing thread's state: whether it is inside its log (busy) is read by the exit seal.
+  ThreadState* owner = nullptr;
 };
 
 // A ThreadLog is mmapped (page-aligned): its first line is the one above.

@@ -9,7 +9,10 @@
 #include <signal.h>
 
 #include <array>
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -581,6 +584,48 @@ TEST(FastUnwind, MatchesLibunwindOnOtherThreads) {
     std::thread([&] { s = walk({t % 4, (t + 1) % 4}, 10 + 20 * t); }).join();
     expect_same_as_libunwind(s, "thread " + std::to_string(t));
   }
+}
+
+// The kernel's account of the mapping that holds `address` (/proc/self/smaps): its "VmFlags:"
+// line and its KiB in huge pages.
+struct Mapping {
+  std::string flags;
+  long huge_kib = -1;
+};
+Mapping mapping_of(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uint64_t>(address);
+  bool inside = false;
+  Mapping m;
+  for (std::string line; std::getline(smaps, line);) {
+    uint64_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " ", &lo, &hi) == 2 &&
+        line.find(':') > line.find('-') + 1) {
+      if (inside) break;
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
+      m.huge_kib = std::stol(line.substr(14));
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      m.flags = line;
+    }
+  }
+  return m;
+}
+
+// A thread's tables are large and used sparsely (the recent walks alone are 1.4 MiB): where
+// transparent huge pages are "always", the kernel backed each 2 MiB of them that a walk touched
+// with a huge page, ~2 MiB of memory for each thread that records. They opt out ("nh"), so only
+// the pages walks touch are memory. (Only the flag tells: this machine's setting may not be
+// "always", and the mapping merges with other threads' tables, so its size says nothing.)
+TEST(FastUnwind, TablesAreNeverBackedByHugePages) {
+  Mapping m;
+  std::thread([&] {
+    for (int depth : {4, 20, 60}) walk({1, 2}, depth);
+    ASSERT_NE(t_cache.tables_address(), nullptr);
+    m = mapping_of(t_cache.tables_address());
+  }).join();
+  EXPECT_NE(m.flags.find(" nh"), std::string::npos) << m.flags;
+  EXPECT_EQ(m.huge_kib, 0) << "-1: the tables' mapping was not found";
 }
 
 // In a signal handler the walk meets the kernel's signal frame: no simple rule there, so the

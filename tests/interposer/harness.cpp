@@ -35,6 +35,12 @@ std::string scenario_path() { return env_or("GMEMHOOK_TEST_SCENARIO", GMEMHOOK_T
 std::string hook_path() { return env_or("GMEMHOOK_TEST_HOOK", GMEMHOOK_TEST_HOOK); }
 bool on_real_gpu() { return env_or("GMEMHOOK_TEST_CUDA_LIB_DIR", "") == "system"; }
 
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 fs::path temp_dir(const std::string& name) {
   static int counter = 0;
   fs::path p = fs::temp_directory_path() / ("gmemhook-test-" + std::to_string(getpid()) + "-" +

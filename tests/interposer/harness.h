@@ -55,6 +55,9 @@ std::string hook_path();
 // True when the tests run against the real CUDA libraries (GMEMHOOK_TEST_CUDA_LIB_DIR=system).
 bool on_real_gpu();
 
+// How many times `what` occurs in `text` (a warning said once, a summary line).
+size_t count_of(const std::string& text, const std::string& what);
+
 // A fresh empty directory under the test temp dir.
 std::filesystem::path temp_dir(const std::string& name);
 

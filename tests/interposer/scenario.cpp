@@ -764,6 +764,8 @@ int main(int argc, char** argv) {
     return pages_after_unmap(argv[2], arg(3, 20000), arg(4, 600));
   if (mode == "fork-pages") return fork_with_pages_asked(arg(2, 20000));
   if (mode == "new-chunk-pages") return new_chunk_pages(arg(2, 256));
+  if (mode == "exit-beside-threads" && argc > 4)
+    return exit_beside_threads(arg(2, 4), arg(3, 100), std::string(argv[4]) == "busy");
   std::fprintf(stderr, "scenario: unknown mode %s\n", mode.c_str());
   return 2;
 }

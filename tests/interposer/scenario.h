@@ -66,6 +66,9 @@ int dlclose_results();
 // Graph uploads (scenario_graph_upload.cpp).
 void exercise_driver_graph_upload(Resolve r);
 void exercise_runtime_graph_upload(void* runtime);
+// `threads` threads make `pairs` cudaMalloc+cudaFree pairs each, then wait (or, `busy`, go on
+// allocating) while the main thread returns from main (scenario_exit_threads.cpp).
+int exit_beside_threads(int threads, int pairs, bool busy);
 // The pages thread's hand-over (scenario_log_pages.cpp).
 int pages_after_unmap(const std::string& how, int pairs, int wait_ms);
 int fork_with_pages_asked(int pairs);

@@ -171,6 +171,34 @@ TEST_F(RunCommandTest, SetsTheEnvironmentOfTheCommand) {
             (tmp_ / "rel" / "dir").string() + "\n" + lib + ":/nonexistent/libother.so\n3 0 1 1\n");
 }
 
+// LD_PRELOAD already names another copy of the hook (another build or install): the command runs
+// with that one copy, which records into the run directory; a second copy would only forward.
+TEST_F(RunCommandTest, UsesTheCopyOfTheHookAlreadyInLdPreload) {
+  const fs::path lib =
+      fs::path(GMEMHOOK_CLI).parent_path().parent_path() / "lib" / "libgmemhook.so";
+  const fs::path other = tmp_ / "other" / "libgmemhook.so";
+  fs::create_directories(other.parent_path());
+  fs::copy_file(lib, other);
+  ShellResult r = sh("LD_PRELOAD=" + quote(other.string()) + " " + kCli + " run -o pre -- " +
+                     kScenario + " plain 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from scenario\n");
+  auto events = events_per_process(tmp_ / "pre");
+  ASSERT_EQ(events.size(), 1u) << r.err;
+  EXPECT_EQ(events.begin()->second, 1u);
+  EXPECT_NE(r.err.find("LD_PRELOAD already names " + other.string()), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(tmp_ / "pre" / "run.json"))["library"], other.string());
+}
+
+// No process directory and a command that died of a signal: it may have died before any CUDA
+// call, so the summary does not guess that it was statically linked.
+TEST_F(RunCommandTest, ACrashWithoutCudaCallsIsNotBlamedOnStaticLinking) {
+  ShellResult r = sh(kCli + " run -o crash -- /bin/sh -c " + quote("kill -SEGV $$"));
+  EXPECT_EQ(r.status, 128 + SIGSEGV) << r.err;
+  EXPECT_NE(r.err.find("crashed (SIGSEGV)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("statically linked"), std::string::npos) << r.err;
+}
+
 TEST_F(RunCommandTest, MissingCommandExits127AndLeavesNothing) {
   ShellResult bare = sh(kCli + " run -o gone -- no-such-command-gmemhook x");
   EXPECT_EQ(bare.status, 127);
@@ -277,6 +305,25 @@ TEST(TracedEnvironment, PrependsTheHookAndSetsTheRunDir) {
       env, (std::vector<std::string>{"LD_PRELOAD=/x.so:/p/lib/libgmemhook.so",
                                      "GMEMHOOK_OUT=/runs/a", "GMEMHOOK_QUIET=1", "GMEMHOOK_DEPTH=0",
                                      "GMEMHOOK_PYTHON=0", "GMEMHOOK_FREE_STACKS=1"}));
+  // Another install's copy: not a second one beside it.
+  env = traced_environment({"LD_PRELOAD=/x.so /opt/old/lib/libgmemhook.so"}, s);
+  EXPECT_EQ(env.front(), "LD_PRELOAD=/x.so /opt/old/lib/libgmemhook.so");
+}
+
+TEST(TracedEnvironment, FindsACopyOfTheHookInLdPreloadByNameOrFile) {
+  EXPECT_EQ(hook_in_preload("/x.so:/opt/old/libgmemhook.so", "/p/lib/libgmemhook.so"),
+            "/opt/old/libgmemhook.so");
+  EXPECT_EQ(hook_in_preload("/x.so:/y/libgmemhook-other.so", "/p/lib/libgmemhook.so"),
+            std::nullopt);
+  EXPECT_EQ(hook_in_preload("", "/p/lib/libgmemhook.so"), std::nullopt);
+  // The same file under another name (a symlink a wrapper script made).
+  const fs::path dir = fs::temp_directory_path() / ("gmemhook-preload-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "libgmemhook.so") << "x";
+  fs::create_symlink(dir / "libgmemhook.so", dir / "hook.so");
+  EXPECT_EQ(hook_in_preload("/x.so " + (dir / "hook.so").string(), dir / "libgmemhook.so"),
+            dir / "hook.so");
+  fs::remove_all(dir);
 }
 
 // --jax-buffers: JAX allocates each buffer from CUDA instead of one 75% pool.
