@@ -13,6 +13,7 @@
 #include "analyzer/log/read_error.h"
 #include "analyzer/log/run_dir.h"
 #include "analyzer/output/html_page.h"
+#include "analyzer/output/terminal_text.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/process_walk.h"
 #include "analyzer/reports/report.h"
@@ -108,7 +109,7 @@ struct FlameNode {
 };
 
 std::string flame_label(const std::vector<Frame>& frames, const StackLine& line) {
-  if (line.folded) return describe_fold(line);
+  if (line.folded) return terminal_text(describe_fold(line));
   return frame_text(frames[line.first]);
 }
 
