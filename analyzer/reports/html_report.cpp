@@ -18,6 +18,7 @@
 #include "analyzer/reports/process_walk.h"
 #include "analyzer/reports/report.h"
 #include "analyzer/reports/report_common.h"
+#include "analyzer/reports/run_json.h"
 #include "analyzer/reports/site_timeline.h"
 #include "analyzer/reports/whole_run_format.h"
 #include "analyzer/symbols/user_code.h"
@@ -212,17 +213,6 @@ void write_track(JsonWriter& json, const SiteTrack& t) {
   json.end_object();
 }
 
-std::string read_text_file(const std::filesystem::path& path) {
-  std::string text;
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    std::fclose(f);
-  }
-  return text;
-}
-
 int write_file(const std::filesystem::path& path, const std::string& text, std::FILE* err) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
@@ -281,9 +271,15 @@ int html_page(const WholeRunOptions& options, std::string& page, std::FILE* err)
       json.raw(text.get());
     }
   });
+  // Only run.json's known keys, as JsonWriter writes them: the file is not trusted (run_json.h).
   json.key("run_json");
-  const std::string run_json = read_text_file(options.run / "run.json");
-  json.raw(run_json.empty() ? "null" : minified(run_json));
+  std::vector<std::string> warnings;
+  if (const std::optional<RunJson> run_json = read_run_json(options.run, warnings))
+    write_run_json(json, *run_json);
+  else
+    json.null();
+  for (const std::string& w : warnings)
+    fmt::print(err, "gmemhook: warning: {}\n", terminal_text(w));
   json.end_object();
   page = html_page_text("gmemhook: " + options.run_arg, minified(data));
   return kExitOk;
