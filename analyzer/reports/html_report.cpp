@@ -33,6 +33,20 @@ constexpr size_t kBucketBudget = 6000;
 constexpr size_t kMaxBuckets = 800, kMinBuckets = 120;
 constexpr size_t kFlameStacks = 300;  // stacks drawn one by one; the rest become one box
 constexpr size_t kStackDepth = 8;     // lines per section of a user-first stack
+// The embedded reports run beside the timelines only while four replays at once fit in memory:
+// a replay holds up to ~130 bytes per live allocation and an event takes at least ~6 bytes of
+// log, so logs of 16 MiB may hold ~350 MiB of live set per replay. Past that they wait for the
+// timelines and run one after another (ten million live allocations: 4.2 GB side by side).
+constexpr uint64_t kSideBySideLogBytes = 16u << 20;
+
+uint64_t log_bytes(const std::vector<std::filesystem::path>& process_dirs) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const std::filesystem::path& dir : process_dirs)
+    for (const auto& file : std::filesystem::directory_iterator(dir, ec))
+      if (file.is_regular_file(ec)) bytes += file.file_size(ec);
+  return bytes;
+}
 
 // JSON without the indentation JsonWriter adds for people: the page only parses it.
 std::string minified(const std::string& json) {
@@ -225,7 +239,10 @@ int write_file(const std::filesystem::path& path, const std::string& text, std::
 int html_page(const WholeRunOptions& options, std::string& page, std::FILE* err) {
   std::string data;
   JsonWriter json(data);
-  const size_t process_dirs = find_process_dirs(options.run).size();
+  const std::vector<std::filesystem::path> dirs = find_process_dirs(options.run);
+  const size_t process_dirs = dirs.size();
+  const auto launch =
+      log_bytes(dirs) <= kSideBySideLogBytes ? std::launch::async : std::launch::deferred;
   const size_t buckets =
       std::clamp(kBucketBudget / std::max<size_t>(1, process_dirs), kMinBuckets, kMaxBuckets);
   // The embedded reports each replay the run on their own (a pass is the reader's and the
@@ -238,7 +255,7 @@ int html_page(const WholeRunOptions& options, std::string& page, std::FILE* err)
   const size_t top = std::clamp<size_t>(400 / shown, 5, kLeakRowsText);
   std::vector<std::pair<const char*, std::future<std::string>>> reports;
   for (const char* report : {"summary", "leaks", "fragmentation"})
-    reports.emplace_back(report, std::async(std::launch::async, [&options, report, top, buckets] {
+    reports.emplace_back(report, std::async(launch, [&options, report, top, buckets] {
                            // As many NVML samples as the timeline has buckets, twice.
                            return json_report(report, options, top, 12, 2 * buckets);
                          }));
