@@ -7,6 +7,7 @@
 
 #include "analyzer/output/command_name.h"
 #include "analyzer/output/json_writer.h"
+#include "analyzer/output/terminal_text.h"
 #include "analyzer/output/text_format.h"
 
 namespace gmemhook::analysis {
@@ -76,7 +77,7 @@ std::string top_text(const TopView& view, const TextLayout& layout) {
   if (layout.hint)
     out += fmt::format("\nhint: {} top {} follows it live; {} leaks {} once it has ended\n",
                        command_name(), shell_word(view.run), command_name(), shell_word(view.run));
-  return out;
+  return terminal_lines(out);
 }
 
 std::string top_json(const TopView& view) {

@@ -16,6 +16,7 @@
 #include "analyzer/live/clocks.h"
 #include "analyzer/live/top_render.h"
 #include "analyzer/log/name_table.h"
+#include "analyzer/output/terminal_text.h"
 #include "analyzer/output/text_format.h"
 
 namespace gmemhook::analysis {
@@ -100,9 +101,10 @@ std::string screen(const TopView& view, const Selection& sel, const WatchOptions
   (void)options;
   std::string detail = top_text(view, layout);
   body += detail.substr(detail.find('\n') + 1);  // the run's heading is the screen's title
+  body = terminal_lines(body);                   // the process lines above carry executables' names
   std::string out = "\x1b[H\x1b[2J";
   out += fmt::format("\x1b[7m{:<{}}\x1b[0m\n",
-                     fmt::format("gmemhook top {}", view.run).substr(0, cols), cols);
+                     terminal_text(fmt::format("gmemhook top {}", view.run)).substr(0, cols), cols);
   size_t line = 1, start = 0;
   while (start < body.size() && line + 1 < rows) {
     size_t end = body.find('\n', start);

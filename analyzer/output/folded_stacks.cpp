@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "analyzer/output/terminal_text.h"
 #include "analyzer/output/text_format.h"
 
 namespace gmemhook::analysis {
@@ -19,7 +20,7 @@ std::string escaped(std::string name) {
   }
   // The weight is the text after the last space, so a name must not be empty or end a line.
   if (name.find_first_not_of(' ') == std::string::npos) return "?";
-  return name;
+  return terminal_text(name);  // the lines go to a terminal as often as to flamegraph.pl
 }
 
 }  // namespace

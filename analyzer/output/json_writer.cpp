@@ -1,40 +1,53 @@
 // JSON output for the reports (see json_writer.h).
 #include "analyzer/output/json_writer.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
-#include <cstdio>
+
+#include "analyzer/output/utf8.h"
 
 namespace gmemhook::analysis {
 
 std::string json_quote(std::string_view s) {
   std::string q = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        q += "\\\"";
-        break;
-      case '\\':
-        q += "\\\\";
-        break;
-      case '\n':
-        q += "\\n";
-        break;
-      case '\r':
-        q += "\\r";
-        break;
-      case '\t':
-        q += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          q += buf;
-        } else {
-          q += static_cast<char>(c);  // UTF-8 passes through
-        }
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      q += '\\';
+      q += static_cast<char>(c);
+      ++i;
+      continue;
     }
+    if (c >= 0x20 && c < 0x7f) {
+      q += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    char32_t code = 0;
+    const size_t n = utf8_sequence(s.substr(i), code);
+    if (n == 0) {
+      // Not UTF-8 (a Latin-1 path, a cut name): written raw, it would make the whole document
+      // unreadable. The byte as the lone surrogate U+DC80..U+DCFF instead, as Python's
+      // "surrogateescape" does: json.load and JSON.parse read it, and
+      // s.encode("utf-8", "surrogateescape") gives the exact bytes back.
+      q += fmt::format("\\udc{:02x}", c);
+      ++i;
+      continue;
+    }
+    if (code == '\n')
+      q += "\\n";
+    else if (code == '\r')
+      q += "\\r";
+    else if (code == '\t')
+      q += "\\t";
+    else if (is_hidden_control(code))  // legal in a JSON string, but not for a terminal showing it
+      q += fmt::format("\\u{:04x}", static_cast<uint32_t>(code));
+    else
+      q.append(s.substr(i, n));
+    i += n;
   }
   return q + "\"";
 }

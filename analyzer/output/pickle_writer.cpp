@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "analyzer/output/utf8.h"
+
 namespace gmemhook::analysis {
 
 namespace {
@@ -39,8 +41,30 @@ void PickleWriter::end_tuple() { opcode(kTuple); }
 
 void PickleWriter::value(std::string_view s) {
   opcode(kBinUnicode);
-  little_endian(s.size(), 4);
-  out_.append(s.data(), s.size());
+  if (is_utf8(s)) {
+    little_endian(s.size(), 4);
+    out_.append(s.data(), s.size());
+    return;
+  }
+  // Python decodes BINUNICODE as UTF-8 with "surrogatepass": a byte that is not UTF-8 (a Latin-1
+  // path) would fail the whole load. It goes as the lone surrogate U+DC80..U+DCFF instead, as
+  // "surrogateescape" makes it, so s.encode("utf-8", "surrogateescape") gives the bytes back.
+  std::string text;
+  for (size_t i = 0; i < s.size();) {
+    char32_t code = 0;
+    const size_t n = utf8_sequence(s.substr(i), code);
+    if (n) {
+      text.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    const char32_t surrogate = 0xdc00 + static_cast<unsigned char>(s[i++]);
+    text += static_cast<char>(0xe0 | surrogate >> 12);
+    text += static_cast<char>(0x80 | (surrogate >> 6 & 0x3f));
+    text += static_cast<char>(0x80 | (surrogate & 0x3f));
+  }
+  little_endian(text.size(), 4);
+  out_ += text;
 }
 
 void PickleWriter::value(int64_t v) {

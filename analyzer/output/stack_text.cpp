@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "analyzer/output/terminal_text.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/symbols/user_code.h"
 
@@ -26,8 +27,8 @@ void append_section(std::string& text, const std::vector<Frame>& frames, size_t 
   for (size_t i = 0; i < shown; ++i) {
     const StackLine& l = lines[i];
     if (l.folded)
-      text +=
-          fmt::format("{}#{}-#{} {}\n", indent, l.first, l.first + l.count - 1, describe_fold(l));
+      text += fmt::format("{}#{}-#{} {}\n", indent, l.first, l.first + l.count - 1,
+                          terminal_text(describe_fold(l)));
     else
       text += fmt::format("{}#{} {}\n", indent, l.first, frame_text(frames[l.first]));
   }
@@ -79,10 +80,13 @@ std::string frame_text(const Frame& f) {
     line = fmt::format("{:#x}", f.address);
   }
   if (f.inlined) line += " [inlined]";
-  return line;
+  return terminal_text(line);
 }
 
-std::string user_frame_text(const std::vector<Frame>& frames, bool by_function) {
+namespace {
+
+// user_frame_text() before its names are escaped.
+std::string user_frame_words(const std::vector<Frame>& frames, bool by_function) {
   if (frames.empty()) return "(no stack recorded)";
   const size_t i = user_frame(frames);
   if (i == kNoUserFrame) {
@@ -102,6 +106,12 @@ std::string user_frame_text(const std::vector<Frame>& frames, bool by_function) 
   if (f.file) return location(f) + " in " + f.function.value_or("?") + in_module;
   if (f.function) return *f.function + in_module;
   return frame_text(f);
+}
+
+}  // namespace
+
+std::string user_frame_text(const std::vector<Frame>& frames, bool by_function) {
+  return terminal_text(user_frame_words(frames, by_function));
 }
 
 void append_stack(std::string& text, const std::vector<Frame>& frames, const StackStyle& style,

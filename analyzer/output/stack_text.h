@@ -1,6 +1,7 @@
 // How a call stack is written in text reports: user-first — the user's frame first,
 // then the Python frames, then the native ones with each run of library frames folded into one
-// line — or, with --native, every frame as recorded.
+// line — or, with --native, every frame as recorded. Names are escaped for terminals
+// (terminal_text.h), so a line break or an ESC in a symbol cannot split or rewrite a stack's line.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // --format text: each model's own text layout, a blank line between processes, and the command's
-// hint line at the end.
+// hint line at the end, every byte of it fit for a terminal (terminal_text.h).
 #include "analyzer/output/format_table.h"
+#include "analyzer/output/terminal_text.h"
 
 namespace gmemhook::analysis {
 
@@ -11,10 +12,10 @@ class TextRenderer final : public Renderer {
   std::string add(const ReportModel& model) override {
     std::string text = models_++ ? "\n" : "";
     model.text(text);
-    return text;
+    return terminal_lines(text);
   }
   std::string finish(const std::string& next_step) override {
-    return next_step.empty() ? std::string() : "\n" + next_step;
+    return next_step.empty() ? std::string() : "\n" + terminal_lines(next_step);
   }
 
  private:

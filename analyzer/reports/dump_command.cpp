@@ -12,6 +12,7 @@
 
 #include "analyzer/log/event_info.h"
 #include "analyzer/log/reader.h"
+#include "analyzer/output/terminal_text.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/process_walk.h"
 #include "analyzer/symbols/python_lines.h"
@@ -27,20 +28,19 @@ std::string as_token(std::string_view s) {
   for (unsigned char c : s)
     if (c <= ' ' || c == '"' || c == '\\' || c >= 0x7f || c == ',' || c == ']') plain = false;
   if (plain) return std::string(s);
-  std::string q = "\"";
-  for (unsigned char c : s) {
+  std::string q;
+  for (char c : s) {
     if (c == '"' || c == '\\') {
       q += '\\';
-      q += static_cast<char>(c);
+      q += c;
     } else if (c == '\n') {
       q += "\\n";
-    } else if (c < ' ' || c == 0x7f) {
-      q += fmt::format("\\x{:02x}", c);
     } else {
-      q += static_cast<char>(c);  // UTF-8 passes through
+      q += c;
     }
   }
-  return q + "\"";
+  // Other controls and bytes that are not UTF-8 as \xNN, UTF-8 as it is.
+  return '"' + terminal_text(q) + '"';
 }
 
 std::string hex_bytes(std::string_view raw) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "analyzer/log/event_info.h"
 #include "analyzer/model/block_layer.h"
@@ -264,7 +265,9 @@ class FragmentationReport : public Report {
   std::unique_ptr<ReportModel> analyze(ProcessContext& process) override {
     PoolTracker pools;
     BlockLayer blocks;  // PyTorch's blocks
-    const Replay replay = process.pass({&pools, &blocks});
+    // Let go of before the second pass: two live sets at once were 2 GB with ten million live.
+    std::optional<Replay> first_pass(process.pass({&pools, &blocks}));
+    const Replay& replay = *first_pass;
 
     std::vector<DeviceFrames> devices;
     std::vector<uint64_t> seqs;
@@ -301,6 +304,7 @@ class FragmentationReport : public Report {
       at_end.push_back(std::move(d.snapshots.back()));
       d.snapshots.clear();
     }
+    first_pass.reset();
     if (options_.at_seq) seqs.push_back(*options_.at_seq);
     if (!seqs.empty() || options_.at_seconds) {
       PoolTracker second_pools;

@@ -15,10 +15,12 @@
 #include "analyzer/log/run_dir.h"
 #include "analyzer/output/html_page.h"
 #include "analyzer/output/private_file.h"
+#include "analyzer/output/terminal_text.h"
 #include "analyzer/output/text_format.h"
 #include "analyzer/reports/process_walk.h"
 #include "analyzer/reports/report.h"
 #include "analyzer/reports/report_common.h"
+#include "analyzer/reports/run_json.h"
 #include "analyzer/reports/site_timeline.h"
 #include "analyzer/reports/whole_run_format.h"
 #include "analyzer/symbols/user_code.h"
@@ -33,6 +35,20 @@ constexpr size_t kBucketBudget = 6000;
 constexpr size_t kMaxBuckets = 800, kMinBuckets = 120;
 constexpr size_t kFlameStacks = 300;  // stacks drawn one by one; the rest become one box
 constexpr size_t kStackDepth = 8;     // lines per section of a user-first stack
+// The embedded reports run beside the timelines only while four replays at once fit in memory:
+// a replay holds up to ~130 bytes per live allocation and an event takes at least ~6 bytes of
+// log, so logs of 16 MiB may hold ~350 MiB of live set per replay. Past that they wait for the
+// timelines and run one after another (ten million live allocations: 4.2 GB side by side).
+constexpr uint64_t kSideBySideLogBytes = 16u << 20;
+
+uint64_t log_bytes(const std::vector<std::filesystem::path>& process_dirs) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const std::filesystem::path& dir : process_dirs)
+    for (const auto& file : std::filesystem::directory_iterator(dir, ec))
+      if (file.is_regular_file(ec)) bytes += file.file_size(ec);
+  return bytes;
+}
 
 // JSON without the indentation JsonWriter adds for people: the page only parses it.
 std::string minified(const std::string& json) {
@@ -110,7 +126,7 @@ struct FlameNode {
 };
 
 std::string flame_label(const std::vector<Frame>& frames, const StackLine& line) {
-  if (line.folded) return describe_fold(line);
+  if (line.folded) return terminal_text(describe_fold(line));
   return frame_text(frames[line.first]);
 }
 
@@ -213,17 +229,6 @@ void write_track(JsonWriter& json, const SiteTrack& t) {
   json.end_object();
 }
 
-std::string read_text_file(const std::filesystem::path& path) {
-  std::string text;
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    std::fclose(f);
-  }
-  return text;
-}
-
 int write_file(const std::filesystem::path& path, const std::string& text, std::FILE* err) {
   try {
     write_private_file(path, text);
@@ -237,7 +242,10 @@ int write_file(const std::filesystem::path& path, const std::string& text, std::
 int html_page(const WholeRunOptions& options, std::string& page, std::FILE* err) {
   std::string data;
   JsonWriter json(data);
-  const size_t process_dirs = find_process_dirs(options.run).size();
+  const std::vector<std::filesystem::path> dirs = find_process_dirs(options.run);
+  const size_t process_dirs = dirs.size();
+  const auto launch =
+      log_bytes(dirs) <= kSideBySideLogBytes ? std::launch::async : std::launch::deferred;
   const size_t buckets =
       std::clamp(kBucketBudget / std::max<size_t>(1, process_dirs), kMinBuckets, kMaxBuckets);
   // The embedded reports each replay the run on their own (a pass is the reader's and the
@@ -250,7 +258,7 @@ int html_page(const WholeRunOptions& options, std::string& page, std::FILE* err)
   const size_t top = std::clamp<size_t>(400 / shown, 5, kLeakRowsText);
   std::vector<std::pair<const char*, std::future<std::string>>> reports;
   for (const char* report : {"summary", "leaks", "fragmentation"})
-    reports.emplace_back(report, std::async(std::launch::async, [&options, report, top, buckets] {
+    reports.emplace_back(report, std::async(launch, [&options, report, top, buckets] {
                            // As many NVML samples as the timeline has buckets, twice.
                            return json_report(report, options, top, 12, 2 * buckets);
                          }));
@@ -283,9 +291,15 @@ int html_page(const WholeRunOptions& options, std::string& page, std::FILE* err)
       json.raw(text.get());
     }
   });
+  // Only run.json's known keys, as JsonWriter writes them: the file is not trusted (run_json.h).
   json.key("run_json");
-  const std::string run_json = read_text_file(options.run / "run.json");
-  json.raw(run_json.empty() ? "null" : minified(run_json));
+  std::vector<std::string> warnings;
+  if (const std::optional<RunJson> run_json = read_run_json(options.run, warnings))
+    write_run_json(json, *run_json);
+  else
+    json.null();
+  for (const std::string& w : warnings)
+    fmt::print(err, "gmemhook: warning: {}\n", terminal_text(w));
   json.end_object();
   page = html_page_text("gmemhook: " + options.run_arg, minified(data));
   return kExitOk;

@@ -17,6 +17,7 @@
 
 #include "analyzer/model/block_layer.h"
 #include "analyzer/output/pickle_writer.h"
+#include "analyzer/output/text_format.h"
 #include "analyzer/reports/process_context.h"
 #include "analyzer/reports/process_walk.h"
 #include "analyzer/reports/whole_run_format.h"
@@ -27,8 +28,12 @@ namespace {
 
 using format::EventKind;
 
-// PyTorch's viewer slows to a crawl far below this; beyond it the trace is cut (and says so).
+// PyTorch's viewer slows to a crawl far below these; beyond them the trace, and the segments
+// live at the end, are cut (and say so). Ten million live 1-byte allocations made a 3.4 GB
+// pickle without the cut on segments.
 constexpr size_t kMaxEntries = 1000000;
+constexpr size_t kMaxSegments = 100000;  // the largest live at the end
+constexpr size_t kMaxBlocks = 1000000;   // blocks tiling those segments
 constexpr size_t kMaxFrames = 64;
 
 struct Entry {
@@ -43,12 +48,73 @@ struct Range {
   uint32_t stack = 0;
 };
 
-// The trace, one list per device, made in one pass (a Replay observer watching every call).
+// A live allocation as a segment: device memory only (pinned host memory is no segment).
+std::optional<Range> allocation_segment(const Replay& r, const LiveAllocation& a) {
+  const SeriesKey& key = r.series()[a.series].key;
+  if (key.memory != format::MemoryType::Device) return std::nullopt;
+  return Range{a.size, key.device, r.site(a.site).stack};
+}
+
+Range mapping_segment(const Replay& r, const AddressRange& m) {
+  return {m.size, r.series()[m.series].key.device, m.stack};
+}
+
+// The segment at `address` in `r`'s state: a live device allocation or a mapping.
+std::optional<Range> segment_at(const Replay& r, uint64_t address) {
+  if (const LiveAllocation* a = r.live().find(address)) return allocation_segment(r, *a);
+  if (auto m = r.mappings().find(address); m != r.mappings().end())
+    return mapping_segment(r, m->second);
+  return std::nullopt;
+}
+
+struct LiveSegment {
+  uint64_t address = 0;
+  Range range;
+};
+
+// What the snapshot leaves out past its caps, said on stderr.
+struct Cut {
+  size_t segments = 0;
+  uint64_t bytes = 0;
+  void add(const Range& s) {
+    ++segments;
+    bytes += s.size;
+  }
+};
+
+// The segments live at the end (of `device`, when given): the kMaxSegments largest, in address
+// order. A heap of that many, so the millions not kept are never held at once.
+std::vector<LiveSegment> segments_at_end(const Replay& r, std::optional<int32_t> device, Cut& cut) {
+  // Smaller first, then the higher address: the top is the one to give up first.
+  auto later = [](const LiveSegment& a, const LiveSegment& b) {
+    return a.range.size != b.range.size ? a.range.size > b.range.size : a.address < b.address;
+  };
+  std::vector<LiveSegment> kept;
+  auto offer = [&](uint64_t address, const Range& s) {
+    if (device && s.device != *device) return;
+    kept.push_back({address, s});
+    std::push_heap(kept.begin(), kept.end(), later);
+    if (kept.size() <= kMaxSegments) return;
+    std::pop_heap(kept.begin(), kept.end(), later);
+    cut.add(kept.back().range);
+    kept.pop_back();
+  };
+  r.live().for_each([&](uint64_t address, const LiveAllocation& a) {
+    if (const std::optional<Range> s = allocation_segment(r, a)) offer(address, *s);
+  });
+  for (const auto& [address, m] : r.mappings()) offer(address, mapping_segment(r, m));
+  std::sort(kept.begin(), kept.end(),
+            [](const LiveSegment& a, const LiveSegment& b) { return a.address < b.address; });
+  return kept;
+}
+
+// The trace, one list per device, made in one pass (a Replay observer watching every call). What
+// a free or an unmap gives back, and what is live at the end, the replay's own live set and
+// mappings say: a copy of them here doubled the memory of a run with millions live.
 class TraceRecorder final : public ReplayObserver {
  public:
-  TraceRecorder(const BlockLayer& layer, uint64_t start_ns) : ReplayObserver(kCalls), start_ns_(start_ns) {
-    for (const BlockDevice& d : layer.devices()) block_devices_.push_back(d.device);
-  }
+  TraceRecorder(std::vector<int32_t> block_devices, uint64_t start_ns)
+      : ReplayObserver(kCalls), start_ns_(start_ns), block_devices_(std::move(block_devices)) {}
 
   void call(const Replay& r, const format::Event& ev, const format::ApiInfo& api) override {
     const EventKind kind = format::event_kind_of(api.kind, ev.f.mask);
@@ -78,14 +144,13 @@ class TraceRecorder final : public ReplayObserver {
         return new_segment(ev.f.address, {ev.f.size, device_of_map(r, ev), stack}, us);
       case EventKind::Free:
       case EventKind::Unmap:
-        if (auto it = segments_.find(ev.f.address); it != segments_.end()) {
-          const Range s = it->second;
-          if (!has_blocks(s.device)) {
-            add(s.device, {"free_requested", it->first, s.size, us, stack});
-            add(s.device, {"free_completed", it->first, s.size, us, stack});
+        // Called before the replay applies the call: what it frees is still there.
+        if (const std::optional<Range> s = segment_at(r, ev.f.address)) {
+          if (!has_blocks(s->device)) {
+            add(s->device, {"free_requested", ev.f.address, s->size, us, stack});
+            add(s->device, {"free_completed", ev.f.address, s->size, us, stack});
           }
-          add(s.device, {"segment_free", it->first, s.size, us, stack});
-          segments_.erase(it);
+          add(s->device, {"segment_free", ev.f.address, s->size, us, stack});
         }
         return;
       default:
@@ -94,7 +159,6 @@ class TraceRecorder final : public ReplayObserver {
   }
 
   std::vector<std::vector<Entry>> traces;  // by device
-  std::map<uint64_t, Range> segments_;     // live at the end, by address
   std::map<uint64_t, Range> blocks_;
   size_t dropped = 0;
 
@@ -109,7 +173,6 @@ class TraceRecorder final : public ReplayObserver {
     return ev.f.device;
   }
   void new_segment(uint64_t address, Range s, uint64_t us) {
-    segments_[address] = s;
     add(s.device, {"segment_alloc", address, s.size, us, s.stack});
     if (!has_blocks(s.device)) add(s.device, {"alloc", address, s.size, us, s.stack});
   }
@@ -180,21 +243,26 @@ void write_block(PickleWriter& p, uint64_t address, uint64_t size, bool active,
   p.end_dict();
 }
 
-// One live segment at the end, tiled by the blocks inside it and the gaps between them.
-void write_segment(PickleWriter& p, uint64_t address, const Range& s, const TraceRecorder& t,
-                   FramePickles& frames) {
-  struct Piece {
-    uint64_t address, size;
-    uint32_t stack;
-  };
+struct Piece {
+  uint64_t address, size;
+  uint32_t stack;
+};
+
+// What is allocated in a segment: its blocks where PyTorch's were recorded, else all of it.
+std::vector<Piece> active_in(const LiveSegment& s, const TraceRecorder& t) {
+  if (!t.has_blocks(s.range.device)) return {{s.address, s.range.size, s.range.stack}};
   std::vector<Piece> active;
-  if (t.has_blocks(s.device)) {
-    for (auto it = t.blocks_.lower_bound(address);
-         it != t.blocks_.end() && it->first + it->second.size <= address + s.size; ++it)
-      active.push_back({it->first, it->second.size, it->second.stack});
-  } else {
-    active.push_back({address, s.size, s.stack});
-  }
+  for (auto it = t.blocks_.lower_bound(s.address);
+       it != t.blocks_.end() && it->first + it->second.size <= s.address + s.range.size; ++it)
+    active.push_back({it->first, it->second.size, it->second.stack});
+  return active;
+}
+
+// One live segment at the end, tiled by the blocks inside it and the gaps between them.
+void write_segment(PickleWriter& p, const LiveSegment& seg, const std::vector<Piece>& active,
+                   FramePickles& frames) {
+  const uint64_t address = seg.address;
+  const Range& s = seg.range;
   uint64_t used = 0;
   for (const Piece& b : active) used += b.size;
   p.begin_dict();
@@ -251,10 +319,14 @@ int memory_viz_export(const WholeRunOptions& options, std::string& out, std::FIL
                *chosen, fmt::join(others, ", "));
   return walk_processes(options.run, chosen, stdout, err, [&](ProcessReader& reader) {
     ProcessContext process(reader, options.apis);
-    BlockLayer layer;  // which devices have PyTorch's blocks
-    process.pass({&layer});
-    TraceRecorder trace(layer, reader.start_ns());
-    process.pass({&trace});
+    std::vector<int32_t> block_devices;  // which devices have PyTorch's blocks
+    {
+      BlockLayer layer;  // gone before the next pass: it holds a copy of every segment
+      process.pass({&layer});
+      for (const BlockDevice& d : layer.devices()) block_devices.push_back(d.device);
+    }
+    TraceRecorder trace(std::move(block_devices), reader.start_ns());
+    const Replay end = process.pass({&trace});
     if (trace.dropped)
       fmt::print(err, "gmemhook: the trace was cut after {} entries ({} more not written)\n",
                  kMaxEntries, trace.dropped);
@@ -264,8 +336,22 @@ int memory_viz_export(const WholeRunOptions& options, std::string& out, std::FIL
     p.begin_dict();
     p.value("segments");
     p.begin_list();
-    for (const auto& [address, s] : trace.segments_)
-      if (!options.device || s.device == *options.device) write_segment(p, address, s, trace, frames);
+    Cut cut;
+    size_t blocks = 0;
+    for (const LiveSegment& s : segments_at_end(end, options.device, cut)) {
+      const std::vector<Piece> active = active_in(s, trace);
+      if (blocks + active.size() > kMaxBlocks) {
+        cut.add(s.range);
+        continue;
+      }
+      blocks += active.size();
+      write_segment(p, s, active, frames);
+    }
+    if (cut.segments)
+      fmt::print(err,
+                 "gmemhook: the snapshot's segments were cut to the largest {} (with at most {} "
+                 "blocks); {} more live at the end, holding {}, not written\n",
+                 kMaxSegments, kMaxBlocks, cut.segments, size_and_bytes(cut.bytes));
     p.end_list();
     p.value("device_traces");
     p.begin_list();

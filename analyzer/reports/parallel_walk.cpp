@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analyzer/log/run_dir.h"
+#include "analyzer/output/terminal_text.h"
 #include "analyzer/reports/process_walk.h"
 
 namespace gmemhook::analysis {
@@ -43,7 +44,7 @@ int walk_processes_parallel(
   try {
     dirs = find_process_dirs(run);
   } catch (const ReadError& e) {
-    fmt::print(err, "gmemhook: {}\n", e.what());
+    fmt::print(err, "gmemhook: {}\n", terminal_text(e.what()));
     return kExitUnreadable;
   }
   const bool whole_run = names_whole_run(run);  // as walk_processes: old no-CUDA dirs skipped
@@ -104,7 +105,7 @@ int walk_processes_parallel(
       failure = s.exception;
       if (!failure) {
         std::fflush(out);
-        fmt::print(err, "gmemhook: {}\n", s.read_error);
+        fmt::print(err, "gmemhook: {}\n", terminal_text(s.read_error));  // it names a directory
         status = kExitUnreadable;
       }
       break;

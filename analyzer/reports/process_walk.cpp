@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/log/run_dir.h"
+#include "analyzer/output/terminal_text.h"
 
 namespace gmemhook::analysis {
 
@@ -34,7 +35,7 @@ void say_not_read(std::FILE* err, const std::filesystem::path& run,
     }
   auto list = [](const std::vector<std::string>& names) {
     std::string s;
-    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + terminal_text(n);
     return s;
   };
   if (!not_started.empty())
@@ -89,7 +90,7 @@ int walk_processes(const std::filesystem::path& run, std::optional<uint64_t> onl
     }
   } catch (const ReadError& e) {
     std::fflush(out);
-    fmt::print(err, "gmemhook: {}\n", e.what());
+    fmt::print(err, "gmemhook: {}\n", terminal_text(e.what()));  // it names a directory
     return kExitUnreadable;
   }
   return finish_walk(err, run, only_pid, visited, say_skipped ? skipped : 0,

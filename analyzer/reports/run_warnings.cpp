@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "analyzer/output/terminal_text.h"
 #include "analyzer/output/text_format.h"
 
 namespace gmemhook::analysis {
@@ -31,7 +32,9 @@ void RunWarnings::add_symbolizer(const StackResolver& stacks) {
 }
 
 void RunWarnings::print(std::FILE* err) const {
-  for (const std::string& w : warnings_) fmt::print(err, "gmemhook: warning: {}\n", w);
+  // Warnings quote the log (notes, module paths): escaped like every text a terminal shows.
+  for (const std::string& w : warnings_)
+    fmt::print(err, "gmemhook: warning: {}\n", terminal_text(w));
   if (without_debug_info_.empty()) return;
   std::string names;
   for (size_t i = 0; i < without_debug_info_.size(); ++i)
@@ -42,7 +45,7 @@ void RunWarnings::print(std::FILE* err) const {
              without_debug_info_.size() == 1
                  ? std::string("1 module has")
                  : std::to_string(without_debug_info_.size()) + " modules have",
-             names);
+             terminal_text(names));
 }
 
 }  // namespace gmemhook::analysis

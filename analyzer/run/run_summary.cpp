@@ -7,6 +7,7 @@
 
 #include "analyzer/log/reader.h"
 #include "analyzer/output/command_name.h"
+#include "analyzer/output/terminal_text.h"
 
 namespace gmemhook::analysis {
 
@@ -75,7 +76,8 @@ void print_run_summary(std::FILE* err, const fs::path& run_dir, const RunRecord&
   else
     head += fmt::format("{} process{} with CUDA calls recorded in {}", active.size(),
                         active.size() == 1 ? "" : "es", run_dir.string());
-  fmt::print(err, "{}\n", head);
+  // The command's and its processes' names are the traced program's bytes (terminal_text.h).
+  fmt::print(err, "{}\n", terminal_text(head));
 
   size_t width = 0;
   for (const RecordedProcess* p : active) width = std::max(width, p->name.size());
@@ -88,7 +90,7 @@ void print_run_summary(std::FILE* err, const fs::path& run_dir, const RunRecord&
       if (!p->rank.empty()) line += " (rank " + p->rank + ")";
       if (!p->ended) line += " (ended abruptly)";
     }
-    fmt::print(err, "{}\n", line);
+    fmt::print(err, "{}\n", terminal_text(line));
   }
   if (!quiet.empty()) {
     std::string names;
@@ -97,7 +99,7 @@ void print_run_summary(std::FILE* err, const fs::path& run_dir, const RunRecord&
     if (quiet.size() > kQuietProcessesNamed)
       names += fmt::format(", and {} more", quiet.size() - kQuietProcessesNamed);
     fmt::print(err, "  {} process{} without CUDA calls: {}\n", quiet.size(),
-               quiet.size() == 1 ? "" : "es", names);
+               quiet.size() == 1 ? "" : "es", terminal_text(names));
   }
   // No directory means no CUDA call, traced or not. A command that died of a signal may have
   // died before its first one (as under two clashing copies of the hook): guessing static
@@ -106,7 +108,8 @@ void print_run_summary(std::FILE* err, const fs::path& run_dir, const RunRecord&
     fmt::print(err,
                "  no process called CUDA, or none was traced: a statically linked command, or "
                "one that clears LD_PRELOAD, cannot be preloaded\n");
-  fmt::print(err, "run: {} summary {}\n", command_name(), shell_word(run_dir.string()));
+  fmt::print(err, "run: {} summary {}\n", command_name(),
+             terminal_text(shell_word(run_dir.string())));
 }
 
 }  // namespace gmemhook::analysis

@@ -45,16 +45,16 @@ TEST(PickleWriter, StringsAreUtf8WithALength) {
             std::string("X\x02\x00\x00\x00" "ab", 7));
 }
 
-// Python reads what the writer wrote, and prints it back as Python sees it.
-std::string python_repr(const std::string& pickle) {
+// Python reads what the writer wrote as `x`, and prints `expression` of it.
+std::string python_says(const std::string& pickle, const std::string& expression) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("gmemhook_pickle_" + std::to_string(::getpid()) + ".pickle");
   std::FILE* f = std::fopen(path.c_str(), "wb");
   std::fwrite(pickle.data(), 1, pickle.size(), f);
   std::fclose(f);
   const std::string cmd =
-      "python3 -c 'import pickle,sys; print(repr(pickle.load(open(sys.argv[1], \"rb\"))))' " +
-      path.string();
+      "python3 -c 'import pickle,sys; x = pickle.load(open(sys.argv[1], \"rb\")); print(" +
+      expression + ")' " + path.string();
   std::FILE* py = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -64,6 +64,9 @@ std::string python_repr(const std::string& pickle) {
   std::filesystem::remove(path);
   return out;
 }
+
+// ... and prints it back as Python sees it.
+std::string python_repr(const std::string& pickle) { return python_says(pickle, "repr(x)"); }
 
 TEST(PickleWriter, PythonReadsASnapshotShapedPickle) {
   const std::string s = pickled([](PickleWriter& p) {
@@ -113,6 +116,18 @@ TEST(PickleWriter, PythonReadsEveryIntegerWidth) {
   EXPECT_EQ(python_repr(s),
             "[0, 255, 256, 65535, 65536, -129, 2147483647, 2147483648, -2147483649, "
             "-9223372036854775808, 9223372036854775807, 18446744073709551615]\n");
+}
+
+// A name that is not UTF-8 (a Latin-1 path, a cut symbol) must not fail the whole load: each such
+// byte comes back as Python's surrogateescape would give it, so encoding with that handler
+// restores the exact bytes.
+TEST(PickleWriter, PythonReadsBytesThatAreNotUtf8) {
+  const std::string name = "caf\xe9 \xff\xc3 ok \xc3\xa9 \xed\xa0\x80";
+  std::string hex;
+  for (unsigned char c : name) hex += {"0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]};
+  EXPECT_EQ(python_says(pickled([&](PickleWriter& p) { p.value(name); }),
+                        "x.encode(\"utf-8\", \"surrogateescape\").hex()"),
+            hex + "\n");
 }
 
 }  // namespace

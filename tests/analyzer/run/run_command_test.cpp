@@ -159,6 +159,18 @@ TEST_F(RunCommandTest, EveryProcessOfTheCommandLandsInOneRunDir) {
       << r.err;
 }
 
+// The summary names the command and each process by its executable: a name holding ESC [2J, BEL
+// and CR reached the terminal raw.
+TEST_F(RunCommandTest, SummaryShowsControlsInNamesEscaped) {
+  const std::string evil = "evil\x1b[2J\a\rx";
+  fs::copy_file(GMEMHOOK_TEST_SCENARIO, tmp_ / evil);
+  ShellResult r = sh(kCli + " run -o r -- ./" + quote(evil) + " plain 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (char c : {'\x1b', '\a', '\r'}) EXPECT_EQ(r.err.find(c), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("evil\\x1b[2J\\x07\\x0dx exited with code 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("  evil\\x1b[2J\\x07\\x0dx."), std::string::npos) << r.err;
+}
+
 TEST_F(RunCommandTest, SetsTheEnvironmentOfTheCommand) {
   ShellResult r = sh("LD_PRELOAD=/nonexistent/libother.so " + kCli +
                      " run -o rel/dir --depth 3 --no-python --free-stacks -- /bin/sh -c " +
